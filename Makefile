@@ -1,0 +1,34 @@
+# Two entry points for a fresh machine with Python 3.11+: `make demo` and `make test`.
+# Each creates .venv when it is missing and reinstalls only when pyproject.toml changed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench simulator clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/clusterbot demo
+
+simulator: $(STAMP)
+	$(BIN)/clusterbot simulator
+
+lint: $(STAMP)
+	$(BIN)/ruff check bot handlers tests benchmarks
+	$(BIN)/ruff format --check bot handlers tests benchmarks
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

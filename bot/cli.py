@@ -1,0 +1,115 @@
+"""The ``clusterbot`` command: serve | demo | simulator | check-config."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from aiohttp import web
+
+from bot.settings import ConfigError, load_settings
+
+
+def _simulator(args: argparse.Namespace) -> int:
+    from bot.sandbox.controlplane import Durations, SimulatorState, create_app
+
+    state = SimulatorState(
+        durations=Durations(
+            create=args.create_seconds, update=args.update_seconds, delete=args.delete_seconds
+        ),
+        page_max=args.page_max,
+        required_token=args.token,
+    )
+    try:
+        state.load_fixtures(json.loads(Path(args.fixtures).read_text()))
+    except (OSError, ValueError) as error:
+        print(
+            f"clusterbot simulator: cannot load fixtures {args.fixtures}: {error}", file=sys.stderr
+        )
+        return 2
+    url = f"http://{args.host}:{args.port}"
+    print(f"Control-plane simulator on {url}", flush=True)
+    print(
+        f"  clusters:  curl -H 'Authorization: Bearer x' {url}/v1beta1/projects/demo-project/"
+        "locations/us-central1/modelDevelopmentClusters",
+        flush=True,
+    )
+    print(f"  requests:  curl {url}/_sim/requests", flush=True)
+    web.run_app(create_app(state), host=args.host, port=args.port, print=None)
+    return 0
+
+
+def _check_config(_args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings("serve")
+    except ConfigError as error:
+        print(
+            f"clusterbot: configuration is invalid ({len(error.problems)} problems):",
+            file=sys.stderr,
+        )
+        for problem in error.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 2
+    width = max(len(name) for name in settings.redacted())
+    for name, value in settings.redacted().items():
+        print(f"{name.ljust(width)}  {value}")
+    mode = "Socket Mode" if settings.socket_mode else f"HTTP mode on port {settings.port}"
+    print(f"\nconfiguration is valid: {mode}, {len(settings.targets)} target(s)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bot.sandbox.controlplane import DEMO_FIXTURES
+
+    parser = argparse.ArgumentParser(
+        prog="clusterbot",
+        description="Slack chat-ops for Vertex AI training clusters.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sim = commands.add_parser(
+        "simulator",
+        help="run the local control-plane simulator alone",
+        description="Serve a local stand-in for the modelDevelopmentClusters API.",
+    )
+    sim.add_argument("--host", default="127.0.0.1")
+    sim.add_argument("--port", type=int, default=8085)
+    sim.add_argument(
+        "--fixtures",
+        default=str(DEMO_FIXTURES),
+        help="JSON file of projects, clusters and jobs (default: the demo data)",
+    )
+    sim.add_argument(
+        "--token", default=None, help="accept only this bearer token (default: any non-empty token)"
+    )
+    sim.add_argument("--update-seconds", type=float, default=20.0)
+    sim.add_argument("--delete-seconds", type=float, default=30.0)
+    sim.add_argument("--create-seconds", type=float, default=60.0)
+    sim.add_argument("--page-max", type=int, default=100, help="largest page a list returns")
+    sim.set_defaults(run=_simulator)
+
+    check = commands.add_parser(
+        "check-config",
+        help="validate the environment's settings and print them, secrets redacted",
+        description="Validate settings for `clusterbot serve`; exit 2 listing every problem.",
+    )
+    check.set_defaults(run=_check_config)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""The simulator's HTTP face: the real API paths, and an admin API under ``/_sim/``.
+
+API requests need a Bearer token (401 UNAUTHENTICATED otherwise), are recorded in the request
+log, and pass through the injected faults. Every error is an AIP-193 body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from bot.sandbox.controlplane import slurm
+from bot.sandbox.controlplane.rules import SimError, invalid
+from bot.sandbox.controlplane.state import Fault, SimulatorState, rfc3339
+from bot.vertex.errors import STATUS_FROM_HTTP
+
+STATE = web.AppKey("simulator_state", SimulatorState)
+PREFIX = web.AppKey("simulator_prefix", str)
+FAULT = "simulator_fault"
+CLUSTERS = "/{version:v1beta1}/projects/{project}/locations/{region}/modelDevelopmentClusters"
+OPERATION = "/{version:v1|v1beta1}/projects/{project}/locations/{region}/operations/{op_id}"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def error_response(error: SimError, retry_after: int | None = None) -> web.Response:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return web.json_response(error.body(), status=error.http_status, headers=headers)
+
+
+def fault_error(fault: Fault) -> web.Response:
+    status = fault.status or 503
+    name = STATUS_FROM_HTTP.get(status, "INTERNAL" if status >= 500 else "UNKNOWN")
+    message = fault.message or "The service is currently unavailable."
+    response = error_response(SimError(name, message), fault.retry_after)
+    response.set_status(status)
+    return response
+
+
+def api_path(request: web.Request) -> str:
+    prefix = request.app[PREFIX]
+    return (
+        request.path[len(prefix) :] if prefix and request.path.startswith(prefix) else request.path
+    )
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except SimError as error:
+        return error_response(error)
+    except web.HTTPNotFound:
+        return error_response(SimError("NOT_FOUND", f"The URL {api_path(request)} was not found."))
+    except web.HTTPMethodNotAllowed:
+        return error_response(
+            SimError("UNIMPLEMENTED", f"{request.method} is not supported on {api_path(request)}.")
+        )
+
+
+@web.middleware
+async def api_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Authenticate, log and inject faults into API calls (not into ``/_sim/``)."""
+    path = api_path(request)
+    if path.startswith("/_sim/"):
+        return await handler(request)
+    state = request.app[STATE]
+    entry: dict[str, Any] = {
+        "method": request.method,
+        "path": path,
+        "query": dict(request.query),
+        "time": rfc3339(state.wall()),
+    }
+    state.requests.append(entry)
+    response = await _guarded(request, handler, state, path)
+    entry["status"] = response.status
+    return response
+
+
+async def _guarded(
+    request: web.Request, handler: Handler, state: SimulatorState, path: str
+) -> web.StreamResponse:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return error_response(
+            SimError(
+                "UNAUTHENTICATED",
+                "Request is missing required authentication credential. Expected OAuth 2 "
+                "access token, login cookie or other valid authentication credential.",
+                reason="CREDENTIALS_MISSING",
+            )
+        )
+    if state.required_token is not None and token.strip() != state.required_token:
+        return error_response(
+            SimError(
+                "UNAUTHENTICATED",
+                "Request had invalid authentication credentials.",
+                reason="ACCESS_TOKEN_TYPE_UNSUPPORTED",
+            )
+        )
+    fault = state.pick_fault(request.method, path, state.rng.random())
+    if fault is not None and fault.latency_ms:
+        await asyncio.sleep(fault.latency_ms / 1000)
+    if fault is not None and fault.status and fault.when == "before":
+        return fault_error(fault)
+    request[FAULT] = fault
+    state.advance()
+    try:
+        response = await handler(request)
+    except SimError as error:
+        response = error_response(error)
+    if fault is not None and fault.status and fault.when == "after":
+        return fault_error(fault)  # the change happened; only the reply is lost
+    return response
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    if not request.can_read_body:
+        return {}
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise invalid("Invalid JSON payload received.") from None
+    if not isinstance(body, dict):
+        raise invalid("Invalid JSON payload received: expected an object.")
+    return body
+
+
+def _operation_failure(request: web.Request) -> dict[str, Any] | None:
+    fault: Fault | None = request.get(FAULT)
+    if fault is None or fault.operation_error is None:
+        return None
+    error = fault.operation_error
+    return {
+        "code": int(error.get("code", 13)),
+        "message": str(error.get("message", "internal error")),
+    }
+
+
+def _parent(request: web.Request) -> str:
+    return f"projects/{request.match_info['project']}/locations/{request.match_info['region']}"
+
+
+# -- the API -------------------------------------------------------------------------------------
+
+
+async def list_clusters(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    parent = _parent(request)
+    try:
+        size = int(request.query.get("pageSize", "0"))
+    except ValueError:
+        raise invalid("page_size must be an integer") from None
+    if size < 0:
+        raise invalid("page_size must not be negative")
+    size = min(size or state.page_max, state.page_max)
+    offset = state.decode_page_token(parent, request.query.get("pageToken", ""))
+    names = sorted(n for n in state.clusters if n.startswith(parent + "/"))
+    page = [state.clusters[n] for n in names[offset : offset + size]]
+    reply: dict[str, Any] = {state.list_key: page} if page else {}
+    if offset + size < len(names):
+        reply["nextPageToken"] = state.encode_page_token(parent, offset + size)
+    return web.json_response(reply)
+
+
+async def create_cluster(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    query = request.query
+    cluster_id = query.get("modelDevelopmentClusterId") or query.get("model_development_cluster_id")
+    body = await _json_body(request)
+    operation = state.create(_parent(request), cluster_id, body, _operation_failure(request))
+    return web.json_response(operation.to_api(state.clock()))
+
+
+def _cluster_name(request: web.Request) -> str:
+    cluster = request.match_info["cluster"]
+    if ":" in cluster:
+        raise SimError("NOT_FOUND", f"The URL {api_path(request)} was not found.")
+    return f"{_parent(request)}/modelDevelopmentClusters/{cluster}"
+
+
+async def get_cluster(request: web.Request) -> web.Response:
+    return web.json_response(request.app[STATE].cluster(_cluster_name(request)))
+
+
+async def patch_cluster(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    mask = request.query.get("updateMask") or request.query.get("update_mask") or ""
+    body = await _json_body(request)
+    operation = state.update(_cluster_name(request), mask, body, _operation_failure(request))
+    return web.json_response(operation.to_api(state.clock()))
+
+
+async def delete_cluster(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    operation = state.delete(_cluster_name(request), _operation_failure(request))
+    return web.json_response(operation.to_api(state.clock()))
+
+
+async def cluster_method(request: web.Request) -> web.Response:
+    """``POST .../{id}:callSlurmRestApi``: relay one request to the cluster's slurmrestd."""
+    cluster_id, _, verb = request.match_info["cluster"].partition(":")
+    if verb != "callSlurmRestApi":
+        raise SimError("NOT_FOUND", f"The URL {api_path(request)} was not found.")
+    state = request.app[STATE]
+    name = f"{_parent(request)}/modelDevelopmentClusters/{cluster_id}"
+    cluster = state.cluster(name)
+    body = await _json_body(request)
+    method = body.get("method", "")
+    if method not in ("HTTP_METHOD_GET", "HTTP_METHOD_POST", "HTTP_METHOD_DELETE"):
+        raise invalid("method must be HTTP_METHOD_GET, HTTP_METHOD_POST or HTTP_METHOD_DELETE")
+    if not isinstance(body.get("path"), str) or not body["path"].startswith("/"):
+        raise invalid("path must be an absolute slurmrestd path, e.g. /slurm/v0.0.41/jobs")
+    if len(json.dumps(body)) >= 1_000_000:
+        raise invalid("the request must be smaller than 1 MB")
+    state_name = (cluster.get("clusterStatus") or {}).get("state")
+    if state_name not in ("RUNNING", "UPDATING"):
+        raise SimError(
+            "FAILED_PRECONDITION", f"Slurm is not reachable while the cluster is {state_name}."
+        )
+    jobs = state.jobs.get(name, [])
+    return web.json_response(slurm.reply(cluster_id, method, body["path"], jobs, state.wall()))
+
+
+async def get_operation(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    match = request.match_info
+    operation = state.operation(match["project"], match["region"], match["op_id"])
+    return web.json_response(operation.to_api(state.clock()))
+
+
+# -- the admin API -------------------------------------------------------------------------------
+
+
+async def sim_requests(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if request.method == "DELETE":
+        state.requests.clear()
+        return web.json_response({"requests": []})
+    method = request.query.get("method")
+    contains = request.query.get("path")
+    rows = [
+        r
+        for r in state.requests
+        if (not method or r["method"] == method.upper()) and (not contains or contains in r["path"])
+    ]
+    return web.json_response({"requests": rows})
+
+
+async def sim_faults(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if request.method == "POST":
+        fault = state.add_fault(await _json_body(request))
+        return web.json_response({"fault": fault.to_api()}, status=201)
+    if request.method == "DELETE":
+        state.faults.clear()
+    return web.json_response({"faults": [f.to_api() for f in state.faults]})
+
+
+async def sim_jobs(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if request.method == "POST":
+        body = await _json_body(request)
+        if not body.get("cluster"):
+            raise invalid("cluster is required: a short id or a full resource name")
+        name = state.resolve(str(body["cluster"]))
+        jobs = state.set_jobs(name, body)
+        return web.json_response({"cluster": name, "jobs": jobs})
+    return web.json_response({"jobs": state.jobs})
+
+
+async def sim_config(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if request.method == "POST":
+        state.configure(await _json_body(request))
+    return web.json_response(state.config())
+
+
+def create_app(state: SimulatorState, prefix: str = "") -> web.Application:
+    """The simulator as an aiohttp app; ``prefix`` is where it is mounted, if not at the root."""
+    app = web.Application(middlewares=[errors_middleware, api_middleware])
+    app[STATE] = state
+    app[PREFIX] = prefix
+    cluster = CLUSTERS + "/{cluster}"
+    app.router.add_get(CLUSTERS, list_clusters)
+    app.router.add_post(CLUSTERS, create_cluster)
+    app.router.add_get(cluster, get_cluster)
+    app.router.add_patch(cluster, patch_cluster)
+    app.router.add_delete(cluster, delete_cluster)
+    app.router.add_post(cluster, cluster_method)
+    app.router.add_get(OPERATION, get_operation)
+    app.router.add_route("*", "/_sim/requests", sim_requests)
+    app.router.add_route("*", "/_sim/faults", sim_faults)
+    app.router.add_route("*", "/_sim/jobs", sim_jobs)
+    app.router.add_route("*", "/_sim/config", sim_config)
+    return app
+
+
+def mount(parent: web.Application, prefix: str, state: SimulatorState) -> web.Application:
+    """Mount the simulator under ``prefix`` (e.g. ``/vertex`` in the demo)."""
+    app = create_app(state, prefix)
+    parent.add_subapp(prefix, app)
+    return app

@@ -1,0 +1,193 @@
+"""clusterbot's configuration: one pydantic-settings model, read from the environment.
+
+Built in ``main()``, never at import. ``load_settings`` reports every problem at once, each
+with a hint of how to fix it; secrets are ``SecretStr`` and are redacted when printed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlparse
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from bot.vertex.models import Target
+
+Mode = Literal["serve", "demo", "simulator", "sweep"]
+
+HINTS = {
+    "slack_bot_token": "the Bot User OAuth Token (xoxb-...) from your Slack app's "
+    "OAuth & Permissions page",
+    "slack_signing_secret": "the Signing Secret from your Slack app's Basic Information page",
+    "slack_app_token": "an app-level token (xapp-...) with connections:write, from Basic "
+    "Information > App-Level Tokens; set it only for Socket Mode",
+    "targets": "a comma list of project/region, e.g. "
+    "my-project/us-central1,my-project/europe-west4",
+    "database_url": "sqlite+aiosqlite:///path/to/clusterbot.db or "
+    "postgresql+asyncpg://user:password@host:5432/db",
+}
+
+
+def env_name(field: str) -> str:
+    """The environment variable that sets a settings field."""
+    alias = Settings.model_fields[field].validation_alias
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return f"CLUSTERBOT_{field.upper()}"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CLUSTERBOT_", extra="ignore", validate_default=True
+    )
+
+    slack_bot_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_BOT_TOKEN")
+    )
+    slack_signing_secret: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET")
+    )
+    slack_app_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_APP_TOKEN")
+    )
+    port: int = Field(8080, ge=1, le=65535, validation_alias=AliasChoices("PORT"))
+    google_application_credentials: Path | None = Field(
+        None, validation_alias=AliasChoices("GOOGLE_APPLICATION_CREDENTIALS")
+    )
+    targets: Annotated[list[Target], NoDecode] = Field(default_factory=list)
+    database_url: str = "sqlite+aiosqlite:///clusterbot.db"
+    vertex_api_url: str | None = None
+    vertex_static_token: SecretStr | None = None
+    slack_api_url: str = "https://slack.com/api/"
+    policy_file: Path | None = None
+    alert_channel: str | None = None
+    slurm_api_version: str = Field("v0.0.41", pattern=r"^v0\.0\.\d+$")
+    vertex_concurrency: int = Field(8, ge=1, le=256)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _split_targets(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [Target.parse(part) for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("slack_bot_token")
+    @classmethod
+    def _bot_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith("xoxb-"):
+            raise ValueError("must start with xoxb-")
+        return value
+
+    @field_validator("slack_app_token")
+    @classmethod
+    def _app_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith("xapp-"):
+            raise ValueError("must start with xapp-")
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        if not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
+            raise ValueError("must use sqlite+aiosqlite:// or postgresql+asyncpg://")
+        return value
+
+    @field_validator("vertex_api_url", "slack_api_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and (
+            urlparse(value).scheme not in ("http", "https") or not urlparse(value).netloc
+        ):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @field_validator("policy_file", "google_application_credentials")
+    @classmethod
+    def _existing_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"no file at {value}")
+        return value
+
+    @property
+    def socket_mode(self) -> bool:
+        return self.slack_app_token is not None
+
+    def redacted(self) -> dict[str, str]:
+        """Every setting by its environment name, secrets shown as set or unset only."""
+        out: dict[str, str] = {}
+        for field in type(self).model_fields:
+            value = getattr(self, field)
+            if isinstance(value, SecretStr):
+                shown = "********"
+            elif value is None:
+                shown = "(unset)"
+            elif field == "targets":
+                shown = ",".join(str(t) for t in value) or "(none)"
+            elif field == "database_url":
+                shown = _redact_url(str(value))
+            else:
+                shown = str(value)
+            out[env_name(field)] = shown
+        return out
+
+
+def _redact_url(url: str) -> str:
+    parsed = urlparse(url)
+    if parsed.password:
+        return url.replace(f":{parsed.password}@", ":********@", 1)
+    return url
+
+
+class ConfigError(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def _field_problems(error: ValidationError) -> list[str]:
+    problems = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else ""
+        name = env_name(field) if field in Settings.model_fields else field
+        message = str(item["msg"]).removeprefix("Value error, ")
+        hint = HINTS.get(field)
+        problems.append(f"{name}: {message}" + (f" (expected {hint})" if hint else ""))
+    return problems
+
+
+def _requirement_problems(present: Mapping[str, bool], mode: Mode) -> list[str]:
+    """What ``mode`` needs set, from which settings are present (valid or not)."""
+    if mode != "serve":
+        return []
+    needed = ["slack_bot_token", "targets"]
+    if not present["slack_app_token"]:
+        needed.append("slack_signing_secret")  # HTTP mode verifies every request with it
+    return [
+        f"{env_name(field)} is required (expected {HINTS[field]})"
+        for field in needed
+        if not present[field]
+    ]
+
+
+def load_settings(mode: Mode = "serve") -> Settings:
+    """Build settings from the environment; raise ``ConfigError`` listing every problem."""
+    try:
+        settings: Settings | None = Settings()
+        problems: list[str] = []
+    except ValidationError as error:
+        settings = None
+        problems = _field_problems(error)
+    fields = ("slack_bot_token", "slack_signing_secret", "slack_app_token", "targets")
+    if settings is not None:
+        present = {f: bool(getattr(settings, f)) for f in fields}
+    else:
+        present = {f: bool(os.environ.get(env_name(f), "").strip()) for f in fields}
+    problems += _requirement_problems(present, mode)
+    if problems or settings is None:
+        raise ConfigError(problems)
+    return settings

@@ -1,0 +1,52 @@
+"""When and how long to wait before trying a control-plane call again (AIP-194).
+
+Exponential backoff with full jitter, as google-api-core does: initial 1 s, x2, at most 60 s
+between tries, 120 s in all. ``Retry-After`` from the server is a floor on the wait.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from bot.vertex.errors import (
+    DeadlineExceededError,
+    InternalError,
+    ResourceExhaustedError,
+    TransportError,
+    UnavailableError,
+    UnknownError,
+    VertexError,
+)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    initial: float = 1.0
+    multiplier: float = 2.0
+    maximum: float = 60.0
+    deadline: float = 120.0
+
+    def delays(self, rng: random.Random) -> Iterator[float]:
+        """Full-jitter delays: each uniform in [0, cap], the cap growing to ``maximum``."""
+        cap = self.initial
+        while True:
+            yield rng.uniform(0.0, cap)
+            cap = min(self.maximum, cap * self.multiplier)
+
+
+def is_retryable(error: VertexError, *, safe: bool) -> bool:
+    """Whether a failed call may be tried again.
+
+    UNAVAILABLE and a connection failure are retryable for every call; RESOURCE_EXHAUSTED,
+    INTERNAL, a 5xx UNKNOWN and DEADLINE_EXCEEDED only for calls that change nothing, unless
+    the caller can first check that a change did not apply (see ``VertexClient``).
+    Never: INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, UNAUTHENTICATED,
+    FAILED_PRECONDITION, ALREADY_EXISTS, ABORTED.
+    """
+    if isinstance(error, TransportError | UnavailableError):
+        return True
+    transient = isinstance(error, ResourceExhaustedError | InternalError | DeadlineExceededError)
+    transient = transient or (isinstance(error, UnknownError) and error.http_status >= 500)
+    return transient and safe
