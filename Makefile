@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/clusterbot demo
+	$(BIN)/clusterbot simulator
 
 simulator: $(STAMP)
 	$(BIN)/clusterbot simulator

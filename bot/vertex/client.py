@@ -113,6 +113,10 @@ class VertexClient:
     def endpoint(self, region: str) -> str:
         return self._base_url or regional_endpoint(region)
 
+    def _collection_url(self, target: Target) -> str:
+        parent = f"{self.endpoint(target.region)}/{API_VERSION}/{target.parent}"
+        return f"{parent}/modelDevelopmentClusters"
+
     def _cluster_url(self, name: ClusterName, suffix: str = "") -> str:
         return f"{self.endpoint(name.region)}/{API_VERSION}/{name}{suffix}"
 
@@ -120,9 +124,7 @@ class VertexClient:
 
     async def iter_clusters(self, target: Target) -> AsyncIterator[Cluster]:
         """Every cluster of a target, following ``nextPageToken`` across pages."""
-        url = (
-            f"{self.endpoint(target.region)}/{API_VERSION}/{target.parent}/modelDevelopmentClusters"
-        )
+        url = self._collection_url(target)
         token: str | None = None
         seen: set[str] = set()
         while True:
@@ -130,7 +132,9 @@ class VertexClient:
             if token:
                 params["pageToken"] = token
             page = await self._call("list", "GET", url, params=params, safe=True)
-            items: list[Any] = next((page[key] for key in LIST_KEYS if isinstance(page.get(key), list)), [])
+            items: list[Any] = next(
+                (page[key] for key in LIST_KEYS if isinstance(page.get(key), list)), []
+            )
             for item in items:
                 yield Cluster.model_validate(item)
             token = page.get("nextPageToken") or None
@@ -237,9 +241,7 @@ class VertexClient:
                 return False
             return True
 
-        url = (
-            f"{self.endpoint(target.region)}/{API_VERSION}/{target.parent}/modelDevelopmentClusters"
-        )
+        url = self._collection_url(target)
         reply = await self._call(
             "create",
             "POST",

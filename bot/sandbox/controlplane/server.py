@@ -20,7 +20,7 @@ from bot.vertex.errors import STATUS_FROM_HTTP
 
 STATE = web.AppKey("simulator_state", SimulatorState)
 PREFIX = web.AppKey("simulator_prefix", str)
-FAULT = "simulator_fault"
+FAULT = web.RequestKey("simulator_fault", Fault)
 CLUSTERS = "/{version:v1beta1}/projects/{project}/locations/{region}/modelDevelopmentClusters"
 OPERATION = "/{version:v1|v1beta1}/projects/{project}/locations/{region}/operations/{op_id}"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -75,7 +75,12 @@ async def api_middleware(request: web.Request, handler: Handler) -> web.StreamRe
         "time": rfc3339(state.wall()),
     }
     state.requests.append(entry)
-    response = await _guarded(request, handler, state, path)
+    state.in_flight += 1
+    state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
+    try:
+        response = await _guarded(request, handler, state, path)
+    finally:
+        state.in_flight -= 1
     entry["status"] = response.status
     return response
 
@@ -107,7 +112,8 @@ async def _guarded(
         await asyncio.sleep(fault.latency_ms / 1000)
     if fault is not None and fault.status and fault.when == "before":
         return fault_error(fault)
-    request[FAULT] = fault
+    if fault is not None:
+        request[FAULT] = fault
     state.advance()
     try:
         response = await handler(request)
@@ -131,7 +137,7 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
 
 
 def _operation_failure(request: web.Request) -> dict[str, Any] | None:
-    fault: Fault | None = request.get(FAULT)
+    fault = request.get(FAULT)
     if fault is None or fault.operation_error is None:
         return None
     error = fault.operation_error
@@ -240,7 +246,8 @@ async def sim_requests(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if request.method == "DELETE":
         state.requests.clear()
-        return web.json_response({"requests": []})
+        state.peak_in_flight = state.in_flight
+        return web.json_response({"requests": [], "peak_in_flight": state.peak_in_flight})
     method = request.query.get("method")
     contains = request.query.get("path")
     rows = [
@@ -248,7 +255,7 @@ async def sim_requests(request: web.Request) -> web.Response:
         for r in state.requests
         if (not method or r["method"] == method.upper()) and (not contains or contains in r["path"])
     ]
-    return web.json_response({"requests": rows})
+    return web.json_response({"requests": rows, "peak_in_flight": state.peak_in_flight})
 
 
 async def sim_faults(request: web.Request) -> web.Response:

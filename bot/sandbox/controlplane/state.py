@@ -134,6 +134,8 @@ class SimulatorState:
     project_numbers: dict[str, str] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    in_flight: int = 0
+    peak_in_flight: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     _secret: bytes = field(default_factory=lambda: os.urandom(16))
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))

@@ -1,0 +1,113 @@
+"""The installed `clusterbot` command, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.factories import cluster_doc
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for(url: str, deadline: float = 20.0) -> None:
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.1)
+
+
+def get(url: str, token: str | None = "t") -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.fixture
+def simulator_process(tmp_path: Path) -> Iterator[str]:
+    fixtures = tmp_path / "fixtures.json"
+    fixtures.write_text(
+        json.dumps({"clusters": [cluster_doc(cluster_id=f"c{i}") for i in range(3)]})
+    )
+    port = free_port()
+    log = (tmp_path / "simulator.log").open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "simulator",
+            "--port",
+            str(port),
+            "--fixtures",
+            str(fixtures),
+            "--page-max",
+            "2",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(f"{url}/_sim/requests")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+def test_simulator_command_serves_the_api(simulator_process: str) -> None:
+    parent = "projects/demo-project/locations/us-central1"
+    base = f"{simulator_process}/v1beta1/{parent}/modelDevelopmentClusters"
+    status, body = get(base, token=None)
+    assert status == 401 and body["error"]["status"] == "UNAUTHENTICATED"  # type: ignore[index]
+    status, page = get(base)
+    assert status == 200
+    assert [c["name"].rsplit("/", 1)[1] for c in page["modelDevelopmentClusters"]] == ["c0", "c1"]  # type: ignore[attr-defined,index]
+    status, rest = get(f"{base}?pageToken={page['nextPageToken']}")
+    assert status == 200 and "nextPageToken" not in rest
+    _, log = get(f"{simulator_process}/_sim/requests", token=None)
+    assert [r["status"] for r in log["requests"]] == [401, 200, 200]  # type: ignore[index]
+
+
+def test_bad_fixtures_file_is_a_clear_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "simulator", "--fixtures", str(tmp_path / "none.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "cannot load fixtures" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_lists_commands() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0
+    assert "simulator" in result.stdout and "check-config" in result.stdout

@@ -1,0 +1,114 @@
+"""Settings from the environment and `clusterbot check-config`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.settings import ConfigError, load_settings
+from bot.vertex.models import Target
+
+ALL_VARS = [
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_APP_TOKEN",
+    "PORT",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name in ALL_VARS or name.startswith("CLUSTERBOT_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+def valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1234-secretbot")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "signing-secret-value")
+    monkeypatch.setenv("CLUSTERBOT_TARGETS", "demo-project/us-central1, other-proj/europe-west4")
+    monkeypatch.setenv(
+        "CLUSTERBOT_DATABASE_URL", "postgresql+asyncpg://bot:dbpassword@db.internal:5432/bot"
+    )
+
+
+def test_valid_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    valid(monkeypatch)
+    monkeypatch.setenv("PORT", "9090")
+    settings = load_settings("serve")
+    assert settings.targets == [
+        Target("demo-project", "us-central1"),
+        Target("other-proj", "europe-west4"),
+    ]
+    assert settings.port == 9090
+    assert not settings.socket_mode
+    assert settings.slack_api_url == "https://slack.com/api/"
+    assert settings.vertex_api_url is None
+
+
+def test_defaults_need_nothing_for_the_demo() -> None:
+    settings = load_settings("demo")
+    assert settings.database_url.startswith("sqlite+aiosqlite:///")
+    assert settings.port == 8080
+
+
+def test_every_problem_is_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxp-user-token")
+    monkeypatch.setenv("CLUSTERBOT_TARGETS", "just-a-project")
+    monkeypatch.setenv("CLUSTERBOT_DATABASE_URL", "mysql://x")
+    monkeypatch.setenv("PORT", "70000")
+    with pytest.raises(ConfigError) as caught:
+        load_settings("serve")
+    text = "\n".join(caught.value.problems)
+    assert "SLACK_BOT_TOKEN: must start with xoxb-" in text
+    assert "CLUSTERBOT_TARGETS" in text and "project/region" in text
+    assert "CLUSTERBOT_DATABASE_URL" in text
+    assert "PORT" in text
+    assert "SLACK_SIGNING_SECRET is required" in text
+    assert len(caught.value.problems) == 5
+
+
+def test_socket_mode_needs_no_signing_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1")
+    monkeypatch.setenv("CLUSTERBOT_TARGETS", "demo-project/us-central1")
+    assert load_settings("serve").socket_mode
+
+
+def test_missing_policy_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    valid(monkeypatch)
+    monkeypatch.setenv("CLUSTERBOT_POLICY_FILE", str(tmp_path / "absent.toml"))
+    with pytest.raises(ConfigError, match="no file at"):
+        load_settings("serve")
+
+
+def test_check_config_redacts_secrets(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    valid(monkeypatch)
+    assert main(["check-config"]) == 0
+    out = capsys.readouterr().out
+    assert "secretbot" not in out and "signing-secret-value" not in out
+    assert "dbpassword" not in out
+    assert "SLACK_BOT_TOKEN" in out and "********" in out
+    assert "demo-project/us-central1,other-proj/europe-west4" in out
+    assert "configuration is valid: HTTP mode on port 8080, 2 target(s)" in out
+
+
+def test_check_config_exits_2_listing_problems(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xoxb-wrong-kind")
+    assert main(["check-config"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration is invalid (3 problems)" in err
+    assert "SLACK_APP_TOKEN: must start with xapp-" in err
+    assert "SLACK_BOT_TOKEN is required" in err
+    assert "CLUSTERBOT_TARGETS is required" in err
+    assert "xoxb-wrong-kind" not in err

@@ -1,0 +1,244 @@
+"""Every validation rule of the control plane, as the simulator enforces it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from bot.vertex.client import VertexClient
+from bot.vertex.errors import AbortedError, AlreadyExistsError, InvalidArgumentError
+from bot.vertex.models import Cluster, Target
+from tests.conftest import Simulator
+from tests.factories import cluster_doc
+
+TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
+US = Target("demo-project", "us-central1")
+SLURM = "orchestrator_spec.slurm_spec"
+
+
+def edit(doc: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    change(doc)
+    return doc
+
+
+def pools(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(doc["nodePools"])
+
+
+def slurm(doc: dict[str, Any]) -> dict[str, Any]:
+    return dict(doc["orchestratorSpec"]["slurmSpec"])
+
+
+def set_slurm(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["orchestratorSpec"]["slurmSpec"].__setitem__(key, value)
+
+
+def set_scaling(low: Any, high: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["nodePools"][0].__setitem__(
+        "scalingSpec", {"minNodeCount": low, "maxNodeCount": high}
+    )
+
+
+UPDATE_CASES = [
+    # (mask, change to the cluster document, words the error must contain)
+    ("network", lambda d: None, "Invalid update_mask path: 'network'"),
+    ("node_pools,home", lambda d: None, "Invalid update_mask path: 'home'"),
+    ("", lambda d: None, "update_mask is required"),
+    ("node_pools", set_scaling(3, 2), "0 <= min_node_count <= max_node_count"),
+    ("node_pools", set_scaling(-1, 2), "0 <= min_node_count <= max_node_count"),
+    ("node_pools", set_scaling("two", 2), "must be an integer"),
+    (
+        "node_pools",
+        lambda d: d["nodePools"][0]["machineSpec"].__setitem__("machineType", "a3-highgpu-8g"),
+        "machine_spec is immutable",
+    ),
+    (
+        "node_pools",
+        lambda d: d["nodePools"][0].__setitem__("provisioningModel", "SPOT"),
+        "provisioning_model is immutable",
+    ),
+    (
+        "node_pools",
+        lambda d: d["nodePools"].append(dict(d["nodePools"][0])),
+        "'a4' appears twice",
+    ),
+    ("node_pools", lambda d: d.__setitem__("nodePools", []), "at least one node pool"),
+    (
+        "node_pools",
+        lambda d: d.__setitem__("nodePools", [p for p in d["nodePools"] if p["id"] != "login"]),
+        "login_node_pool_id 'login' names no node pool",
+    ),
+    (
+        "node_pools",
+        lambda d: d.__setitem__("nodePools", [p for p in d["nodePools"] if p["id"] != "a4"]),
+        "names node pool 'a4', which does not exist",
+    ),
+    (
+        f"{SLURM}.partitions",
+        set_slurm("partitions", [{"id": "p", "nodePoolIds": ["ghost"]}]),
+        "names node pool 'ghost'",
+    ),
+    (
+        f"{SLURM}.partitions",
+        set_slurm("partitions", [{"id": "p", "nodePoolIds": []}]),
+        "must name at least one node pool",
+    ),
+    (
+        f"{SLURM}.partitions",
+        set_slurm("partitions", [{"id": "p", "nodePoolIds": ["a4"]}] * 2),
+        "'p' appears twice",
+    ),
+    (
+        f"{SLURM}.default_partition_id",
+        set_slurm("defaultPartitionId", "nosuch"),
+        "default_partition_id 'nosuch' names no partition",
+    ),
+    (
+        f"{SLURM}.login_node_pool_id",
+        set_slurm("loginNodePoolId", "nosuch"),
+        "login_node_pool_id 'nosuch' names no node pool",
+    ),
+    (f"{SLURM}.config", set_slurm("config", {"Prolog": "/x"}), "'Prolog' is managed"),
+    (
+        f"{SLURM}.config",
+        set_slurm("config", {"health_check_program": "/x"}),
+        "'health_check_program' is managed",
+    ),
+    (f"{SLURM}.config", set_slurm("config", {"REQUEUEEXIT": "1"}), "'REQUEUEEXIT' is managed"),
+    (
+        f"{SLURM}.config",
+        set_slurm("config", {"AccountingStorageHost": "db"}),
+        "'AccountingStorageHost' is managed",
+    ),
+    (
+        f"{SLURM}.prolog_bash_scripts",
+        set_slurm("prologBashScripts", [1, 2]),
+        "must be a list of text",
+    ),
+]
+
+
+@pytest.mark.parametrize(("mask", "change", "words"), UPDATE_CASES)
+async def test_update_refused(
+    client: VertexClient,
+    simulator: Simulator,
+    mask: str,
+    change: Callable[[dict[str, Any]], None],
+    words: str,
+) -> None:
+    document = (await client.get_cluster(TRAIN01)).to_api()
+    change(document)
+    async with simulator.session.patch(
+        f"{simulator.url}/v1beta1/{TRAIN01}",
+        params={"updateMask": mask},
+        json=document,
+        headers={"Authorization": "Bearer t"},
+    ) as reply:
+        assert reply.status == 400
+        error = (await reply.json())["error"]
+    assert error["status"] == "INVALID_ARGUMENT" and error["code"] == 400
+    assert words in error["message"]
+    assert simulator.state.clusters[TRAIN01]["clusterStatus"]["state"] == "RUNNING"
+
+
+async def test_client_reports_refusal_once(client: VertexClient, simulator: Simulator) -> None:
+    document = (await client.get_cluster(TRAIN01)).to_api()
+    document["nodePools"][0]["scalingSpec"] = {"minNodeCount": 5, "maxNodeCount": 2}
+    with pytest.raises(InvalidArgumentError) as caught:
+        await client.update_cluster(Cluster.model_validate(document), ["node_pools"])
+    assert "min 5, max 2" in str(caught.value)
+    assert caught.value.http_status == 400
+    assert len(await simulator.requests(method="PATCH")) == 1  # never retried
+
+
+async def test_allowed_slurm_settings_are_accepted(client: VertexClient) -> None:
+    document = (await client.get_cluster(TRAIN01)).to_api()
+    document["orchestratorSpec"]["slurmSpec"]["config"] = {
+        "PreemptType": "preempt/partition_prio",
+        "PreemptMode": "REQUEUE",
+        "PriorityWeightAge": "1000",
+    }
+    operation = await client.update_cluster(Cluster.model_validate(document), [f"{SLURM}.config"])
+    assert operation.name
+
+
+async def test_camel_case_mask_paths_are_accepted(
+    client: VertexClient, simulator: Simulator
+) -> None:
+    document = (await client.get_cluster(TRAIN01)).to_api()
+    document["orchestratorSpec"]["slurmSpec"]["defaultPartitionId"] = "a4"
+    await client.update_cluster(
+        Cluster.model_validate(document), ["orchestratorSpec.slurmSpec.defaultPartitionId"]
+    )
+    assert simulator.state.clusters[TRAIN01]["clusterStatus"]["state"] == "UPDATING"
+
+
+async def test_second_operation_is_aborted(client: VertexClient, simulator: Simulator) -> None:
+    cluster = await client.get_cluster(TRAIN01)
+    await client.update_cluster(cluster, ["node_pools"])
+    with pytest.raises(AbortedError) as caught:
+        await client.update_cluster(cluster, ["node_pools"])
+    assert caught.value.http_status == 409
+    with pytest.raises(AbortedError):
+        await client.delete_cluster(TRAIN01)
+    simulator.clock.advance(21)
+    assert (await client.update_cluster(cluster, ["node_pools"])).name
+
+
+@pytest.mark.parametrize(
+    ("cluster_id", "words"),
+    [
+        ("Train01", "is invalid"),
+        ("train-01", "is invalid"),
+        ("1train", "is invalid"),
+        ("abcdefghijk", "is invalid"),
+    ],
+)
+async def test_create_refuses_bad_cluster_ids(
+    client: VertexClient, cluster_id: str, words: str
+) -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        await client.create_cluster(US, cluster_id, Cluster.model_validate(cluster_doc()))
+    assert words in caught.value.message
+
+
+async def test_create_needs_home_storage_and_refuses_duplicates(client: VertexClient) -> None:
+    document = cluster_doc()
+    del document["orchestratorSpec"]["slurmSpec"]["homeDirectoryStorage"]
+    with pytest.raises(InvalidArgumentError) as caught:
+        await client.create_cluster(US, "nohome", Cluster.model_validate(document))
+    assert "home_directory_storage is required" in caught.value.message
+    with pytest.raises(AlreadyExistsError):
+        await client.create_cluster(US, "train01", Cluster.model_validate(cluster_doc()))
+
+
+async def test_invalid_page_token_and_size(simulator: Simulator) -> None:
+    url = f"{simulator.url}/v1beta1/{US.parent}/modelDevelopmentClusters"
+    headers = {"Authorization": "Bearer t"}
+    for query in ("pageToken=bogus", "pageSize=-1", "pageSize=many"):
+        async with simulator.session.get(f"{url}?{query}", headers=headers) as reply:
+            assert reply.status == 400, query
+            assert (await reply.json())["error"]["status"] == "INVALID_ARGUMENT"
+    # A token from one parent is not valid for another.
+    await simulator.admin("POST", "config", {"page_max": 1})
+    async with simulator.session.get(url, headers=headers) as reply:
+        token = (await reply.json())["nextPageToken"]
+    other = url.replace("us-central1", "europe-west4")
+    async with simulator.session.get(f"{other}?pageToken={token}", headers=headers) as reply:
+        assert reply.status == 400
+
+
+async def test_unknown_paths_and_bad_json_are_aip193(simulator: Simulator) -> None:
+    headers = {"Authorization": "Bearer t"}
+    async with simulator.session.get(f"{simulator.url}/v1beta1/nothing", headers=headers) as r:
+        assert r.status == 404
+        assert (await r.json())["error"]["status"] == "NOT_FOUND"
+    async with simulator.session.patch(
+        f"{simulator.url}/v1beta1/{TRAIN01}?updateMask=node_pools",
+        data=b"{not json",
+        headers=headers,
+    ) as r:
+        assert r.status == 400
+        assert "Invalid JSON" in (await r.json())["error"]["message"]
