@@ -137,3 +137,22 @@ async def client(simulator: Simulator, sleeps: RecordedSleeps) -> AsyncIterator[
         clock=simulator.clock,
     ) as vertex:
         yield vertex
+
+
+def require(available: bool, what: str) -> None:
+    """Skip when a machine service is absent locally; under CI=true its absence is a failure."""
+    import os
+
+    if available:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is required under CI=true but is not available")
+    pytest.skip(f"{what} is not available")
+
+
+@pytest.fixture
+async def stack() -> AsyncIterator[Any]:
+    from tests.slack_stack import slack_stack
+
+    async with slack_stack() as running:
+        yield running

@@ -1,0 +1,159 @@
+"""Block Kit limits as Slack enforces them, so a message Slack would refuse fails here too.
+
+``problems(blocks)`` returns Slack-style messages, each with a JSON pointer; an empty list means
+Slack would accept the blocks. Only the blocks and elements a message can carry are known.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_BLOCKS = 50
+MAX_ACTIONS = 25
+MAX_CONTEXT = 10
+MAX_FIELDS = 10
+MESSAGE_TEXT_LIMIT = 40_000
+BLOCK_TYPES = {
+    "section",
+    "header",
+    "context",
+    "divider",
+    "actions",
+    "image",
+    "rich_text",
+    "markdown",
+}
+INTERACTIVE = {"button", "static_select", "overflow", "datepicker", "users_select"}
+
+
+class _Check:
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def fail(self, message: str, pointer: str) -> None:
+        self.errors.append(f"{message} [json-pointer:{pointer}]")
+
+    def length(self, value: Any, limit: int, pointer: str) -> None:
+        if isinstance(value, str) and len(value) > limit:
+            self.fail(f"must be less than {limit + 1} characters", pointer)
+
+    def text(self, obj: Any, pointer: str, limit: int, *, plain_only: bool = False) -> None:
+        if not isinstance(obj, dict) or obj.get("type") not in ("plain_text", "mrkdwn"):
+            self.fail("must provide a text object of type plain_text or mrkdwn", pointer)
+            return
+        if plain_only and obj["type"] != "plain_text":
+            self.fail("must be a plain_text object", f"{pointer}/type")
+        if not isinstance(obj.get("text"), str) or not obj["text"]:
+            self.fail("must be more than 0 characters", f"{pointer}/text")
+            return
+        self.length(obj["text"], limit, f"{pointer}/text")
+
+    def confirm(self, obj: Any, pointer: str) -> None:
+        if not isinstance(obj, dict):
+            self.fail("must be a confirmation dialog object", pointer)
+            return
+        for key, limit in (("title", 100), ("text", 300), ("confirm", 30), ("deny", 30)):
+            if key not in obj:
+                self.fail(f"missing required field: {key}", pointer)
+                continue
+            self.text(obj[key], f"{pointer}/{key}", limit, plain_only=key != "text")
+        if obj.get("style") not in (None, "primary", "danger"):
+            self.fail("must be primary or danger", f"{pointer}/style")
+
+    def element(self, element: Any, pointer: str, action_ids: set[str]) -> None:
+        if not isinstance(element, dict) or not element.get("type"):
+            self.fail("must be an element object", pointer)
+            return
+        kind = element["type"]
+        if kind in INTERACTIVE:
+            action_id = element.get("action_id")
+            if action_id is not None:
+                self.length(action_id, 255, f"{pointer}/action_id")
+                if action_id in action_ids:
+                    self.fail("action_id must be unique within a block", f"{pointer}/action_id")
+                action_ids.add(action_id)
+        if kind == "button":
+            self.text(element.get("text"), f"{pointer}/text", 75, plain_only=True)
+            self.length(element.get("value"), 2000, f"{pointer}/value")
+            self.length(element.get("url"), 3000, f"{pointer}/url")
+            if element.get("style") not in (None, "primary", "danger"):
+                self.fail("must be primary or danger", f"{pointer}/style")
+            if "confirm" in element:
+                self.confirm(element["confirm"], f"{pointer}/confirm")
+        elif kind == "image":
+            if not element.get("image_url") and not element.get("slack_file"):
+                self.fail("must provide image_url", pointer)
+            self.length(element.get("alt_text"), 2000, f"{pointer}/alt_text")
+        elif kind not in INTERACTIVE and kind not in ("plain_text", "mrkdwn"):
+            self.fail(f"unsupported element type {kind!r}", f"{pointer}/type")
+        elif kind in ("plain_text", "mrkdwn"):
+            self.text(element, pointer, 3000)
+
+    def block(self, block: Any, pointer: str, block_ids: set[str]) -> None:
+        if not isinstance(block, dict) or block.get("type") not in BLOCK_TYPES:
+            kind = block.get("type") if isinstance(block, dict) else None
+            self.fail(f"unsupported block type {kind!r}", f"{pointer}/type")
+            return
+        block_id = block.get("block_id")
+        if block_id is not None:
+            self.length(block_id, 255, f"{pointer}/block_id")
+            if block_id in block_ids:
+                self.fail("block_id must be unique within a message", f"{pointer}/block_id")
+            block_ids.add(block_id)
+        action_ids: set[str] = set()
+        kind = block["type"]
+        if kind == "section":
+            if "text" not in block and "fields" not in block:
+                self.fail("must provide text or fields", pointer)
+            if "text" in block:
+                self.text(block["text"], f"{pointer}/text", 3000)
+            fields = block.get("fields", [])
+            if len(fields) > MAX_FIELDS:
+                self.fail(f"must be no more than {MAX_FIELDS} items", f"{pointer}/fields")
+            for index, field in enumerate(fields):
+                self.text(field, f"{pointer}/fields/{index}", 2000)
+            if "accessory" in block:
+                self.element(block["accessory"], f"{pointer}/accessory", action_ids)
+        elif kind == "header":
+            self.text(block.get("text"), f"{pointer}/text", 150, plain_only=True)
+        elif kind == "context":
+            elements = block.get("elements", [])
+            if not elements or len(elements) > MAX_CONTEXT:
+                self.fail(f"must have 1 to {MAX_CONTEXT} elements", f"{pointer}/elements")
+            for index, element in enumerate(elements):
+                self.element(element, f"{pointer}/elements/{index}", action_ids)
+        elif kind == "actions":
+            elements = block.get("elements", [])
+            if not elements or len(elements) > MAX_ACTIONS:
+                self.fail(f"must have 1 to {MAX_ACTIONS} elements", f"{pointer}/elements")
+            for index, element in enumerate(elements):
+                self.element(element, f"{pointer}/elements/{index}", action_ids)
+        elif kind == "image":
+            self.element({**block, "type": "image"}, pointer, action_ids)
+        elif kind == "markdown":
+            self.length(block.get("text"), 12_000, f"{pointer}/text")
+
+
+def problems(blocks: Any) -> list[str]:
+    """Why Slack would refuse these blocks; empty when it would accept them."""
+    check = _Check()
+    if not isinstance(blocks, list):
+        check.fail("must be an array", "/blocks")
+        return check.errors
+    if len(blocks) > MAX_BLOCKS:
+        check.fail(f"must be no more than {MAX_BLOCKS} items", "/blocks")
+    block_ids: set[str] = set()
+    for index, block in enumerate(blocks):
+        check.block(block, f"/blocks/{index}", block_ids)
+    return check.errors
+
+
+def buttons(blocks: list[dict[str, Any]]) -> list[tuple[str | None, dict[str, Any]]]:
+    """Every button in a message, with the block_id of its block."""
+    found: list[tuple[str | None, dict[str, Any]]] = []
+    for block in blocks:
+        candidates = list(block.get("elements", [])) if block.get("type") == "actions" else []
+        if isinstance(block.get("accessory"), dict):
+            candidates.append(block["accessory"])
+        found += [(block.get("block_id"), e) for e in candidates if e.get("type") == "button"]
+    return found

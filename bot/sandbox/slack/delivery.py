@@ -1,0 +1,205 @@
+"""Deliver signed slash commands and button clicks to the bot's request URL, as Slack does.
+
+Slack waits 3 s for the HTTP 200 ack; what an ack carries is shown to the user (ephemeral
+unless it says ``in_channel``), and a failed or late ack shows Slack's own error line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+from slack_sdk.signature import SignatureVerifier
+
+from bot.sandbox.slack import blockkit
+from bot.sandbox.slack.workspace import Channel, SlackError, User, Workspace
+
+
+@dataclass
+class Delivery:
+    """What the bot answered: its HTTP status (None when it did not answer) and body."""
+
+    status: int | None
+    body: str
+    error: str | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        reply: dict[str, Any] = {"status": self.status, "body": self.body}
+        if self.error:
+            reply["error"] = self.error
+        return reply
+
+
+def signed_headers(secret: str, body: str, content_type: str) -> dict[str, str]:
+    timestamp = str(int(time.time()))  # the bot checks it against its own clock
+    signature = SignatureVerifier(secret).generate_signature(timestamp=timestamp, body=body) or ""
+    return {
+        "Content-Type": content_type,
+        "X-Slack-Request-Timestamp": timestamp,
+        "X-Slack-Signature": signature,
+    }
+
+
+def trigger_id() -> str:
+    return f"{secrets.randbelow(10**13)}.{secrets.randbelow(10**13)}.{secrets.token_hex(16)}"
+
+
+async def _post(session: aiohttp.ClientSession, ws: Workspace, body: str) -> Delivery:
+    if not ws.bot_url:
+        return Delivery(None, "", "no request URL is configured for the app")
+    headers = signed_headers(ws.signing_secret, body, "application/x-www-form-urlencoded")
+    try:
+        async with asyncio.timeout(ws.ack_deadline):
+            async with session.post(ws.bot_url, data=body.encode(), headers=headers) as reply:
+                return Delivery(reply.status, await reply.text())
+    except TimeoutError:
+        return Delivery(None, "", "operation_timeout")
+    except aiohttp.ClientError:
+        return Delivery(None, "", "dispatch_failed")
+
+
+def _show_ack(ws: Workspace, delivery: Delivery, channel: Channel, user: User) -> None:
+    """Show the user what Slack would show after a slash command's ack."""
+    if delivery.status != 200:
+        error = delivery.error or "dispatch_failed"
+        ws.post(
+            channel.id,
+            ws.bot.id,
+            f'{ws.command} failed with the error "{error}"',
+            ephemeral_to=user.id,
+        )
+        return
+    if not delivery.body.strip():
+        return
+    try:
+        reply: Any = json.loads(delivery.body)
+    except ValueError:
+        reply = {"text": delivery.body}
+    if not isinstance(reply, dict) or not (reply.get("text") or reply.get("blocks")):
+        return
+    blocks = reply.get("blocks")
+    if blocks is not None and blockkit.problems(blocks):
+        ws.post(
+            channel.id,
+            ws.bot.id,
+            f'{ws.command} failed with the error "invalid_blocks"',
+            ephemeral_to=user.id,
+        )
+        return
+    in_channel = reply.get("response_type") == "in_channel"
+    ws.post(
+        channel.id,
+        ws.bot.id,
+        str(reply.get("text") or ""),
+        blocks,
+        ephemeral_to=None if in_channel else user.id,
+    )
+
+
+async def deliver_command(
+    ws: Workspace,
+    session: aiohttp.ClientSession,
+    origin: str,
+    user: User,
+    channel: Channel,
+    text: str,
+) -> Delivery:
+    command, _, rest = text.strip().partition(" ")
+    if command != ws.command:
+        raise SlackError("unknown_command", status=400, hint=f"commands start with {ws.command}")
+    payload = {
+        "token": "sandbox-verification-token",
+        "team_id": ws.team_id,
+        "team_domain": ws.team_domain,
+        "channel_id": channel.id,
+        "channel_name": channel.name,
+        "user_id": user.id,
+        "user_name": user.name,
+        "command": command,
+        "text": rest.strip(),
+        "api_app_id": ws.app_id,
+        "is_enterprise_install": "false",
+        "response_url": ws.response_url(origin, channel.id, user.id, "command"),
+        "trigger_id": trigger_id(),
+    }
+    delivery = await _post(session, ws, urlencode(payload))
+    _show_ack(ws, delivery, channel, user)
+    return delivery
+
+
+async def deliver_click(
+    ws: Workspace,
+    session: aiohttp.ClientSession,
+    origin: str,
+    user: User,
+    channel: Channel,
+    ts: str,
+    action_id: str,
+) -> Delivery:
+    try:
+        message = ws.find(channel.id, ts)
+    except SlackError:
+        raise SlackError("message_not_found", status=404) from None
+    if not message.visible_to(user.id):
+        raise SlackError("message_not_found", status=404)
+    match = next(
+        (
+            (bid, b)
+            for bid, b in blockkit.buttons(message.blocks)
+            if b.get("action_id") == action_id
+        ),
+        None,
+    )
+    if match is None:
+        raise SlackError("no_such_button", status=404)
+    block_id, button = match
+    action: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "block_id": block_id or "",
+        "text": button.get("text"),
+        "action_ts": ws.next_ts(),
+    }
+    for key in ("value", "style"):
+        if key in button:
+            action[key] = button[key]
+    payload: dict[str, Any] = {
+        "type": "block_actions",
+        "user": {"id": user.id, "username": user.name, "name": user.name, "team_id": ws.team_id},
+        "api_app_id": ws.app_id,
+        "token": "sandbox-verification-token",
+        "container": {
+            "type": "message",
+            "message_ts": message.ts,
+            "channel_id": channel.id,
+            "is_ephemeral": message.ephemeral_to is not None,
+        },
+        "trigger_id": trigger_id(),
+        "team": {"id": ws.team_id, "domain": ws.team_domain},
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "channel": {"id": channel.id, "name": channel.name},
+        "state": {"values": {}},
+        "response_url": ws.response_url(origin, channel.id, user.id, "action", message.ts),
+        "actions": [action],
+    }
+    if message.thread_ts:
+        payload["container"]["thread_ts"] = message.thread_ts
+    if message.ephemeral_to is None:  # Slack sends no message body for ephemeral sources
+        payload["message"] = {
+            "type": "message",
+            "user": message.user,
+            "bot_id": message.bot_id,
+            "ts": message.ts,
+            "text": message.text,
+            "blocks": message.blocks,
+            "team": ws.team_id,
+            **({"thread_ts": message.thread_ts} if message.thread_ts else {}),
+        }
+    return await _post(session, ws, urlencode({"payload": json.dumps(payload)}))

@@ -1,0 +1,251 @@
+"""The fake Slack's routes: Web API, response URLs, the JSON API for scripts, and the page.
+
+``install(app, workspace)`` adds them to an aiohttp app (the demo serves the bot and the
+control-plane simulator from the same app); ``create_app`` makes a standalone one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bot.sandbox.slack import delivery, webapi
+from bot.sandbox.slack.workspace import SlackError, Workspace
+
+WORKSPACE = web.AppKey("slack_workspace", Workspace)
+LIMITS = web.AppKey("slack_rate_limits", webapi.RateLimits)
+SESSION = web.AppKey("slack_delivery_session", aiohttp.ClientSession)
+STATIC = Path(__file__).with_name("static")
+KEEPALIVE_SECONDS = 15.0
+
+
+def _error(error: SlackError) -> web.Response:
+    return web.json_response(error.body(), status=error.status if error.status != 200 else 400)
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise SlackError("invalid_json", status=400) from None
+    if not isinstance(body, dict):
+        raise SlackError("invalid_json", status=400)
+    return body
+
+
+def _origin(request: web.Request) -> str:
+    return request.url.origin().human_repr().rstrip("/")
+
+
+# -- Web API and response URLs ---------------------------------------------------------------
+
+
+async def api_method(request: web.Request) -> web.Response:
+    return await webapi.call(
+        request.app[WORKSPACE], request.app[LIMITS], request.match_info["method"], request
+    )
+
+
+async def response_url(request: web.Request) -> web.Response:
+    ws = request.app[WORKSPACE]
+    try:
+        entry = ws.use_response_url(request.match_info["token"])
+        body = await _body(request)
+        text, blocks = webapi.text_and_blocks(body, required=False)
+        source = None
+        if entry.source_ts is not None:
+            with contextlib.suppress(SlackError):
+                source = ws.find(entry.channel, entry.source_ts)
+        if body.get("delete_original"):
+            if source is not None:
+                ws.delete(source)
+            return web.json_response({"ok": True})
+        if body.get("replace_original") and source is not None:
+            if text is None and blocks is None:
+                raise SlackError("no_text", status=400)
+            ws.update(source, text or "", blocks or [], ws.bot.id)
+            return web.json_response({"ok": True})
+        if not text and not blocks:
+            raise SlackError("no_text", status=400)
+        default = "ephemeral" if entry.kind == "command" else "in_channel"
+        ephemeral = (body.get("response_type") or default) == "ephemeral"
+        ws.post(
+            entry.channel,
+            ws.bot.id,
+            text or "",
+            blocks,
+            thread_ts=body.get("thread_ts") or None,
+            ephemeral_to=entry.user if ephemeral else None,
+        )
+    except SlackError as error:
+        return _error(error)
+    return web.json_response({"ok": True})
+
+
+# -- the JSON API ------------------------------------------------------------------------------
+
+
+async def list_users(request: web.Request) -> web.Response:
+    ws = request.app[WORKSPACE]
+    return web.json_response([u.to_api() for u in ws.users.values() if not u.is_bot])
+
+
+async def list_channels(request: web.Request) -> web.Response:
+    ws = request.app[WORKSPACE]
+    return web.json_response([c.to_api() for c in ws.channels.values()])
+
+
+async def workspace_info(request: web.Request) -> web.Response:
+    ws = request.app[WORKSPACE]
+    return web.json_response(
+        {
+            "team_id": ws.team_id,
+            "team": ws.team_domain,
+            "command": ws.command,
+            "bot": ws.bot.to_api(),
+        }
+    )
+
+
+async def send_command(request: web.Request) -> web.Response:
+    ws = request.app[WORKSPACE]
+    try:
+        body = await _body(request)
+        user = ws.user(str(body.get("user", "")))
+        channel = ws.channel(str(body.get("channel", "")))
+        text = str(body.get("text", ""))
+        result = await delivery.deliver_command(
+            ws, request.app[SESSION], _origin(request), user, channel, text
+        )
+    except SlackError as error:
+        return _error(error)
+    return web.json_response(result.to_api())
+
+
+async def click(request: web.Request) -> web.Response:
+    ws = request.app[WORKSPACE]
+    try:
+        body = await _body(request)
+        user = ws.user(str(body.get("user", "")))
+        channel = ws.channel(str(body.get("channel", "")))
+        result = await delivery.deliver_click(
+            ws,
+            request.app[SESSION],
+            _origin(request),
+            user,
+            channel,
+            str(body.get("ts", "")),
+            str(body.get("action_id", "")),
+        )
+    except SlackError as error:
+        return _error(error)
+    return web.json_response(result.to_api())
+
+
+async def messages(request: web.Request) -> web.Response:
+    ws = request.app[WORKSPACE]
+    try:
+        channel = ws.channel(request.query.get("channel", ""))
+        viewer = ws.user(request.query["user"]).id if request.query.get("user") else None
+    except SlackError as error:
+        return _error(SlackError(error.code, status=404))
+    return web.json_response({"messages": [m.to_api() for m in ws.history(channel.id, viewer)]})
+
+
+async def configure(request: web.Request) -> web.Response:
+    """Set the bot's request URL and Web API rate limits (for tests and the demo)."""
+    ws = request.app[WORKSPACE]
+    limits = request.app[LIMITS]
+    try:
+        body = await _body(request)
+    except SlackError as error:
+        return _error(error)
+    if "bot_url" in body:
+        ws.bot_url = str(body["bot_url"]) or None
+    limits.per_minute.update({str(k): int(v) for k, v in body.get("rate_limits", {}).items()})
+    limits.forced.update({str(k): int(v) for k, v in body.get("force_ratelimit", {}).items()})
+    if "retry_after" in body:
+        limits.retry_after = max(1, int(body["retry_after"]))
+    return web.json_response(
+        {"bot_url": ws.bot_url, "rate_limits": limits.per_minute, "force_ratelimit": limits.forced}
+    )
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: every new, edited or deleted message the viewer may see."""
+    ws = request.app[WORKSPACE]
+    viewer = request.query.get("user")
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    await response.prepare(request)
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    ws.listeners.add(queue)
+    try:
+        await response.write(b": connected\n\n")
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                await response.write(b": keep-alive\n\n")
+                continue
+            if event is None:
+                break
+            target = event["message"]["ephemeral_to"]
+            if target is not None and viewer is not None and target != viewer:
+                continue
+            await response.write(f"data: {json.dumps(event)}\n\n".encode())
+    except ConnectionResetError:
+        pass
+    finally:
+        ws.listeners.discard(queue)
+    return response
+
+
+async def page(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC / "index.html")
+
+
+# -- assembly ----------------------------------------------------------------------------------
+
+
+async def _session_ctx(app: web.Application) -> Any:
+    async with aiohttp.ClientSession() as session:
+        app[SESSION] = session
+        yield
+
+
+async def _close_listeners(app: web.Application) -> None:
+    app[WORKSPACE].close_listeners()
+
+
+def install(app: web.Application, workspace: Workspace, *, api_prefix: str = "/api") -> None:
+    """Add the fake Slack's routes to ``app``; the Web API base URL is ``{origin}{api_prefix}/``."""
+    app[WORKSPACE] = workspace
+    app[LIMITS] = webapi.RateLimits()
+    app.cleanup_ctx.append(_session_ctx)
+    app.on_shutdown.append(_close_listeners)
+    app.router.add_route("*", f"{api_prefix}/{{method}}", api_method)
+    app.router.add_post("/sandbox/response/{token}", response_url)
+    app.router.add_get("/sandbox/api/users", list_users)
+    app.router.add_get("/sandbox/api/channels", list_channels)
+    app.router.add_get("/sandbox/api/workspace", workspace_info)
+    app.router.add_post("/sandbox/api/command", send_command)
+    app.router.add_post("/sandbox/api/click", click)
+    app.router.add_get("/sandbox/api/messages", messages)
+    app.router.add_post("/sandbox/api/config", configure)
+    app.router.add_get("/sandbox/api/events", events)
+    app.router.add_get("/", page)
+    app.router.add_static("/static/", STATIC)
+
+
+def create_app(workspace: Workspace) -> web.Application:
+    app = web.Application()
+    install(app, workspace)
+    return app

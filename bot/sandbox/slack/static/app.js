@@ -1,0 +1,345 @@
+// The sandbox page: a Slack channel view over the JSON API, live through server-sent events.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  users: [],
+  channels: [],
+  bot: null,
+  user: null,
+  channel: null,
+  messages: [],
+  thread: null,
+  unread: new Set(),
+  source: null,
+};
+
+function names() {
+  const users = {};
+  const channels = {};
+  for (const u of state.users) users[u.id] = u.name;
+  if (state.bot) users[state.bot.id] = state.bot.name;
+  for (const c of state.channels) channels[c.id] = c.name;
+  return { users, channels };
+}
+
+async function api(path, body) {
+  const options = body === undefined ? {} : {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  };
+  const reply = await fetch(path, options);
+  let data = null;
+  try { data = await reply.json(); } catch (_) { data = null; }
+  return { status: reply.status, data };
+}
+
+function toast(text) {
+  const box = $("toast");
+  box.textContent = text;
+  box.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { box.hidden = true; }, 5000);
+}
+
+function el(tag, className, html) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (html !== undefined) node.innerHTML = html;
+  return node;
+}
+
+function textObject(obj) {
+  if (!obj) return "";
+  return obj.type === "mrkdwn" ? Mrkdwn.render(obj.text, names()) : Mrkdwn.escapeHtml(obj.text);
+}
+
+function timeOf(ts) {
+  return new Date(parseFloat(ts) * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+// -- Block Kit ---------------------------------------------------------------------------------
+
+function renderButton(button, message) {
+  const node = el("button", `btn ${button.style || ""}`.trim());
+  node.type = "button";
+  node.textContent = button.text ? button.text.text : "";
+  node.dataset.actionId = button.action_id || "";
+  if (button.url) {
+    node.addEventListener("click", () => window.open(button.url, "_blank", "noopener"));
+    return node;
+  }
+  node.addEventListener("click", async () => {
+    if (button.confirm && !(await confirmDialog(button.confirm))) return;
+    node.disabled = true;
+    const reply = await api("/sandbox/api/click", {
+      user: state.user.id, channel: message.channel, ts: message.ts, action_id: button.action_id,
+    });
+    node.disabled = false;
+    if (reply.status !== 200 || !reply.data || reply.data.status !== 200) {
+      const why = reply.data && (reply.data.error || reply.data.body) || `HTTP ${reply.status}`;
+      toast(`The app did not accept the click: ${why}`);
+    }
+  });
+  return node;
+}
+
+function renderElement(element, message) {
+  if (element.type === "button") return renderButton(element, message);
+  if (element.type === "image") {
+    const img = el("img", "context-image");
+    img.src = element.image_url;
+    img.alt = element.alt_text || "";
+    return img;
+  }
+  if (element.type === "plain_text" || element.type === "mrkdwn") return el("span", "", textObject(element));
+  return el("span", "unsupported", Mrkdwn.escapeHtml(`[${element.type}]`));
+}
+
+function renderBlock(block, message) {
+  switch (block.type) {
+    case "header":
+      return el("div", "block-header", Mrkdwn.escapeHtml(block.text.text));
+    case "divider":
+      return el("hr", "block-divider");
+    case "section": {
+      const node = el("div", "block-section");
+      const body = el("div", "section-body");
+      if (block.text) body.appendChild(el("div", "section-text", textObject(block.text)));
+      if (block.fields) {
+        const grid = el("div", "section-fields");
+        for (const field of block.fields) grid.appendChild(el("div", "field", textObject(field)));
+        body.appendChild(grid);
+      }
+      node.appendChild(body);
+      if (block.accessory) node.appendChild(renderElement(block.accessory, message));
+      return node;
+    }
+    case "context": {
+      const node = el("div", "block-context");
+      for (const element of block.elements) node.appendChild(renderElement(element, message));
+      return node;
+    }
+    case "actions": {
+      const node = el("div", "block-actions");
+      for (const element of block.elements) node.appendChild(renderElement(element, message));
+      return node;
+    }
+    case "image": {
+      const img = el("img", "block-image");
+      img.src = block.image_url;
+      img.alt = block.alt_text || "";
+      return img;
+    }
+    case "markdown":
+      return el("div", "section-text", Mrkdwn.render(block.text, names()));
+    default:
+      return el("div", "unsupported", Mrkdwn.escapeHtml(`[${block.type} block]`));
+  }
+}
+
+// -- messages ----------------------------------------------------------------------------------
+
+function authorOf(message) {
+  if (state.bot && message.user === state.bot.id) return { name: state.bot.name, bot: true };
+  const user = state.users.find((u) => u.id === message.user);
+  return { name: user ? user.name : message.user, bot: false };
+}
+
+function renderMessage(message, { inThread = false } = {}) {
+  const author = authorOf(message);
+  const node = el("article", "message");
+  node.dataset.ts = message.ts;
+  if (message.ephemeral_to) node.classList.add("ephemeral");
+  node.appendChild(el("div", `avatar ${author.bot ? "bot" : ""}`, Mrkdwn.escapeHtml(author.name.slice(0, 1).toUpperCase())));
+  const content = el("div", "content");
+  const head = el("div", "head");
+  head.appendChild(el("span", "author", Mrkdwn.escapeHtml(author.name)));
+  if (author.bot) head.appendChild(el("span", "badge", "APP"));
+  head.appendChild(el("span", "time", timeOf(message.ts)));
+  if (message.edited) head.appendChild(el("span", "edited", "(edited)"));
+  content.appendChild(head);
+  if (message.blocks && message.blocks.length) {
+    const blocks = el("div", "blocks");
+    for (const block of message.blocks) blocks.appendChild(renderBlock(block, message));
+    content.appendChild(blocks);
+  } else {
+    content.appendChild(el("div", "text", Mrkdwn.render(message.text, names())));
+  }
+  if (message.ephemeral_to) content.appendChild(el("div", "ephemeral-note", "Only visible to you"));
+  if (!inThread) {
+    const replies = state.messages.filter((m) => m.thread_ts === message.ts && m.ts !== message.ts);
+    if (replies.length) {
+      const link = el("button", "replies", `${replies.length} ${replies.length === 1 ? "reply" : "replies"} · last at ${timeOf(replies[replies.length - 1].ts)}`);
+      link.type = "button";
+      link.addEventListener("click", () => openThread(message.ts));
+      content.appendChild(link);
+    }
+  }
+  node.appendChild(content);
+  return node;
+}
+
+function render() {
+  const list = $("messages");
+  const stick = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  list.replaceChildren();
+  const top = state.messages.filter((m) => !m.thread_ts || m.thread_ts === m.ts);
+  if (!top.length) list.appendChild(el("div", "empty", "No messages yet. Type <code>/cluster help</code> below."));
+  for (const message of top) list.appendChild(renderMessage(message));
+  if (stick) list.scrollTop = list.scrollHeight;
+  renderThread();
+}
+
+function renderThread() {
+  const panel = $("thread");
+  if (!state.thread) { panel.hidden = true; return; }
+  const parent = state.messages.find((m) => m.ts === state.thread);
+  if (!parent) { state.thread = null; panel.hidden = true; return; }
+  panel.hidden = false;
+  const channel = state.channels.find((c) => c.id === state.channel);
+  $("thread-channel").textContent = channel ? `#${channel.name}` : "";
+  const list = $("thread-messages");
+  list.replaceChildren(renderMessage(parent, { inThread: true }));
+  const replies = state.messages.filter((m) => m.thread_ts === parent.ts && m.ts !== parent.ts);
+  list.appendChild(el("div", "thread-count", `${replies.length} ${replies.length === 1 ? "reply" : "replies"}`));
+  for (const reply of replies) list.appendChild(renderMessage(reply, { inThread: true }));
+  list.scrollTop = list.scrollHeight;
+}
+
+function openThread(ts) {
+  state.thread = ts;
+  renderThread();
+}
+
+function applyEvent(event) {
+  const message = event.message;
+  if (message.ephemeral_to && message.ephemeral_to !== state.user.id) return;
+  if (event.channel !== state.channel) {
+    if (event.type === "message") { state.unread.add(event.channel); renderChannels(); }
+    return;
+  }
+  const index = state.messages.findIndex((m) => m.ts === message.ts);
+  if (event.type === "message_deleted") {
+    if (index >= 0) state.messages.splice(index, 1);
+  } else if (index >= 0) {
+    state.messages[index] = message;
+  } else {
+    state.messages.push(message);
+    state.messages.sort((a, b) => parseFloat(a.ts) - parseFloat(b.ts));
+  }
+  render();
+}
+
+// -- chrome ------------------------------------------------------------------------------------
+
+function confirmDialog(confirm) {
+  const dialog = $("confirm");
+  $("confirm-title").textContent = confirm.title ? confirm.title.text : "Are you sure?";
+  $("confirm-text").innerHTML = textObject(confirm.text);
+  $("confirm-ok").textContent = confirm.confirm ? confirm.confirm.text : "Confirm";
+  $("confirm-deny").textContent = confirm.deny ? confirm.deny.text : "Cancel";
+  $("confirm-ok").className = `btn ${confirm.style === "danger" ? "danger" : "primary"}`;
+  dialog.returnValue = "";
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true });
+  });
+}
+
+function renderChannels() {
+  const list = $("channel-list");
+  list.replaceChildren();
+  for (const channel of state.channels) {
+    const item = el("li", channel.id === state.channel ? "active" : "");
+    item.textContent = `# ${channel.name}`;
+    if (state.unread.has(channel.id)) item.classList.add("unread");
+    item.addEventListener("click", () => selectChannel(channel.id));
+    list.appendChild(item);
+  }
+}
+
+async function loadMessages() {
+  const query = new URLSearchParams({ channel: state.channel, user: state.user.id });
+  const reply = await api(`/sandbox/api/messages?${query}`);
+  state.messages = reply.data ? reply.data.messages : [];
+  render();
+}
+
+async function selectChannel(id) {
+  state.channel = id;
+  state.thread = null;
+  state.unread.delete(id);
+  localStorage.setItem("sandbox.channel", id);
+  const channel = state.channels.find((c) => c.id === id);
+  $("channel-title").textContent = `# ${channel.name}`;
+  $("composer-input").placeholder = `Message #${channel.name}: type /cluster help, then press Enter`;
+  renderChannels();
+  await loadMessages();
+}
+
+function connect() {
+  if (state.source) state.source.close();
+  const status = $("connection");
+  const source = new EventSource(`/sandbox/api/events?user=${encodeURIComponent(state.user.id)}`);
+  source.onopen = () => { status.dataset.state = "live"; status.textContent = "live"; loadMessages(); };
+  source.onerror = () => { status.dataset.state = "connecting"; status.textContent = "reconnecting…"; };
+  source.onmessage = (e) => applyEvent(JSON.parse(e.data));
+  state.source = source;
+}
+
+async function selectUser(id) {
+  state.user = state.users.find((u) => u.id === id) || state.users[0];
+  localStorage.setItem("sandbox.user", state.user.id);
+  $("user-picker").value = state.user.id;
+  connect();
+  if (state.channel) await loadMessages();
+}
+
+async function send(event) {
+  event.preventDefault();
+  const input = $("composer-input");
+  const text = input.value.trim();
+  if (!text) return;
+  if (!text.startsWith("/")) {
+    toast("This sandbox sends slash commands: start with /cluster, e.g. /cluster help");
+    return;
+  }
+  input.value = "";
+  const note = $("composer-note");
+  note.textContent = `${state.user.name} ran ${text}`;
+  const reply = await api("/sandbox/api/command", { user: state.user.id, channel: state.channel, text });
+  if (reply.status !== 200) {
+    const error = reply.data && (reply.data.hint || reply.data.error) || `HTTP ${reply.status}`;
+    toast(`${text.split(" ")[0]} is not a command here: ${error}`);
+    input.value = text;
+  }
+}
+
+async function init() {
+  const [workspace, users, channels] = await Promise.all([
+    api("/sandbox/api/workspace"), api("/sandbox/api/users"), api("/sandbox/api/channels"),
+  ]);
+  state.bot = workspace.data.bot;
+  $("team-name").textContent = workspace.data.team;
+  state.users = users.data;
+  state.channels = channels.data;
+  const picker = $("user-picker");
+  for (const user of state.users) {
+    const option = el("option");
+    option.value = user.id;
+    option.textContent = `${user.name} (${user.role})`;
+    picker.appendChild(option);
+  }
+  picker.addEventListener("change", () => selectUser(picker.value));
+  $("composer").addEventListener("submit", send);
+  $("thread-close").addEventListener("click", () => { state.thread = null; renderThread(); });
+  const savedChannel = localStorage.getItem("sandbox.channel");
+  state.channel = state.channels.some((c) => c.id === savedChannel) ? savedChannel : state.channels[0].id;
+  await selectUser(localStorage.getItem("sandbox.user") || state.users[0].id);
+  await selectChannel(state.channel);
+  $("composer-input").focus();
+}
+
+init();

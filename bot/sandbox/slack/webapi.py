@@ -1,0 +1,261 @@
+"""The Slack Web API methods the bot calls, answered as Slack answers them.
+
+Arguments arrive as a JSON body, a form body or query parameters, as slack_sdk sends them; the
+token in ``Authorization: Bearer`` (or a ``token`` argument). Every reply is HTTP 200 with
+``{"ok": ...}`` except a rate-limited call: HTTP 429 with an integer ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from bot.sandbox.slack import blockkit
+from bot.sandbox.slack.workspace import Message, SlackError, Workspace
+
+Args = dict[str, Any]
+Method = Callable[[Workspace, Args, str], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class RateLimits:
+    """Per-method limits: calls per minute, and a number of forced 429s for tests."""
+
+    per_minute: dict[str, int] = field(default_factory=dict)
+    forced: dict[str, int] = field(default_factory=dict)
+    retry_after: int = 1
+    calls: dict[str, deque[float]] = field(default_factory=dict)
+
+    def check(self, method: str, now: float) -> int | None:
+        """Seconds to wait when this call is over the limit, else None (and count the call)."""
+        if self.forced.get(method, 0) > 0:
+            self.forced[method] -= 1
+            return self.retry_after
+        limit = self.per_minute.get(method)
+        if limit is None:
+            return None
+        window = self.calls.setdefault(method, deque())
+        while window and now - window[0] >= 60:
+            window.popleft()
+        if len(window) >= limit:
+            return max(1, math.ceil(60 - (now - window[0])))
+        window.append(now)
+        return None
+
+
+def _blocks(args: Args) -> list[dict[str, Any]] | None:
+    raw = args.get("blocks")
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise SlackError("invalid_blocks_format") from None
+    errors = blockkit.problems(raw)
+    if errors:
+        raise SlackError(
+            "invalid_blocks",
+            errors=errors,
+            response_metadata={"messages": [f"[ERROR] {e}" for e in errors]},
+        )
+    return list(raw)
+
+
+def text_and_blocks(
+    args: Args, *, required: bool
+) -> tuple[str | None, list[dict[str, Any]] | None]:
+    blocks = _blocks(args)
+    text = args.get("text")
+    if text is not None and not isinstance(text, str):
+        text = str(text)
+    if required and not text and not blocks:
+        raise SlackError("no_text")
+    if text and len(text) > blockkit.MESSAGE_TEXT_LIMIT:
+        raise SlackError("msg_too_long")
+    return text, blocks
+
+
+def _require(args: Args, name: str, error: str) -> str:
+    value = args.get(name)
+    if not value:
+        raise SlackError(error)
+    return str(value)
+
+
+def _message(ws: Workspace, message: Message) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "type": "message",
+        "user": message.user,
+        "text": message.text,
+        "ts": message.ts,
+        "blocks": message.blocks,
+        "team": ws.team_id,
+    }
+    if message.bot_id:
+        document.update(bot_id=message.bot_id, app_id=ws.app_id)
+    if message.thread_ts:
+        document["thread_ts"] = message.thread_ts
+    return document
+
+
+async def auth_test(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "url": f"{origin}/",
+        "team": "clusterbot demo",
+        "user": ws.bot.name,
+        "team_id": ws.team_id,
+        "user_id": ws.bot.id,
+        "bot_id": ws.bot_id,
+        "is_enterprise_install": False,
+    }
+
+
+async def chat_post_message(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    text, blocks = text_and_blocks(args, required=True)
+    thread_ts = args.get("thread_ts") or None
+    if thread_ts:
+        try:
+            ws.find(channel.id, str(thread_ts))
+        except SlackError:
+            raise SlackError("thread_not_found") from None
+    message = ws.post(channel.id, ws.bot.id, text or "", blocks, thread_ts=thread_ts)
+    return {"ok": True, "channel": channel.id, "ts": message.ts, "message": _message(ws, message)}
+
+
+async def chat_post_ephemeral(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    try:
+        user = ws.user(_require(args, "user", "user_not_in_channel"))
+    except SlackError:
+        raise SlackError("user_not_in_channel") from None
+    text, blocks = text_and_blocks(args, required=True)
+    message = ws.post(
+        channel.id,
+        ws.bot.id,
+        text or "",
+        blocks,
+        thread_ts=args.get("thread_ts") or None,
+        ephemeral_to=user.id,
+    )
+    return {"ok": True, "message_ts": message.ts}
+
+
+async def chat_update(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    message = ws.find(channel.id, _require(args, "ts", "message_not_found"))
+    if message.user != ws.bot.id or message.ephemeral_to is not None:
+        raise SlackError("cant_update_message")
+    text, blocks = text_and_blocks(args, required=False)
+    if text is None and blocks is None:
+        raise SlackError("no_text")
+    ws.update(message, text, blocks, ws.bot.id)
+    return {
+        "ok": True,
+        "channel": channel.id,
+        "ts": message.ts,
+        "text": message.text,
+        "message": _message(ws, message),
+    }
+
+
+async def chat_delete(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    message = ws.find(channel.id, _require(args, "ts", "message_not_found"))
+    if message.user != ws.bot.id:
+        raise SlackError("cant_delete_message")
+    ws.delete(message)
+    return {"ok": True, "channel": channel.id, "ts": message.ts}
+
+
+async def chat_get_permalink(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    message = ws.find(channel.id, _require(args, "message_ts", "message_not_found"))
+    anchor = message.ts.replace(".", "")
+    return {"ok": True, "channel": channel.id, "permalink": f"{origin}/#{channel.id}/p{anchor}"}
+
+
+async def users_info(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    user = ws.user(_require(args, "user", "user_not_found"))
+    return {"ok": True, "user": user.profile(ws.team_id)}
+
+
+async def conversations_info(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    return {
+        "ok": True,
+        "channel": {
+            "id": channel.id,
+            "name": channel.name,
+            "is_channel": True,
+            "is_private": False,
+            "is_member": True,
+            "is_archived": False,
+        },
+    }
+
+
+METHODS: dict[str, Method] = {
+    "auth.test": auth_test,
+    "chat.postMessage": chat_post_message,
+    "chat.postEphemeral": chat_post_ephemeral,
+    "chat.update": chat_update,
+    "chat.delete": chat_delete,
+    "chat.getPermalink": chat_get_permalink,
+    "users.info": users_info,
+    "conversations.info": conversations_info,
+}
+
+
+async def read_args(request: web.Request) -> Args:
+    args: Args = dict(request.query)
+    if request.can_read_body:
+        if request.content_type == "application/json":
+            try:
+                body = await request.json()
+            except ValueError:
+                raise SlackError("invalid_json") from None
+            if not isinstance(body, dict):
+                raise SlackError("invalid_json")
+            args.update(body)
+        else:
+            args.update(dict(await request.post()))
+    return args
+
+
+def check_token(ws: Workspace, request: web.Request, args: Args) -> None:
+    header = request.headers.get("Authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else args.get("token")
+    if not token:
+        raise SlackError("not_authed")
+    if token != ws.bot_token:
+        raise SlackError("invalid_auth")
+
+
+async def call(ws: Workspace, limits: RateLimits, name: str, request: web.Request) -> web.Response:
+    """Answer one Web API call, as ``POST|GET {base}/{method}``."""
+    try:
+        method = METHODS.get(name)
+        if method is None:
+            raise SlackError("unknown_method")
+        args = await read_args(request)
+        check_token(ws, request, args)
+        wait = limits.check(name, ws.clock())
+        if wait is not None:
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"},
+                status=429,
+                headers={"Retry-After": str(wait)},
+            )
+        reply = await method(ws, args, request.url.origin().human_repr().rstrip("/"))
+    except SlackError as error:
+        return web.json_response(error.body(), status=error.status)
+    return web.json_response(reply)
