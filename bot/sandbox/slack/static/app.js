@@ -12,6 +12,8 @@ const state = {
   thread: null,
   unread: new Set(),
   source: null,
+  loads: 0,
+  pending: null,
 };
 
 function names() {
@@ -214,6 +216,8 @@ function openThread(ts) {
 }
 
 function applyEvent(event) {
+  // A history load in flight may answer with a list older than this event: replay it after.
+  if (state.pending) state.pending.push(event);
   const message = event.message;
   if (message.ephemeral_to && message.ephemeral_to !== state.user.id) return;
   if (event.channel !== state.channel) {
@@ -261,9 +265,16 @@ function renderChannels() {
 }
 
 async function loadMessages() {
-  const query = new URLSearchParams({ channel: state.channel, user: state.user.id });
+  const load = ++state.loads;
+  const channel = state.channel;
+  state.pending = [];
+  const query = new URLSearchParams({ channel, user: state.user.id });
   const reply = await api(`/sandbox/api/messages?${query}`);
+  if (load !== state.loads) return; // a newer load has started
+  const missed = state.pending;
+  state.pending = null;
   state.messages = reply.data ? reply.data.messages : [];
+  for (const event of missed) if (event.channel === channel) applyEvent(event);
   render();
 }
 
@@ -292,6 +303,7 @@ function connect() {
 async function selectUser(id) {
   state.user = state.users.find((u) => u.id === id) || state.users[0];
   localStorage.setItem("sandbox.user", state.user.id);
+  $("composer-note").textContent = "";
   $("user-picker").value = state.user.id;
   connect();
   if (state.channel) await loadMessages();

@@ -1,0 +1,134 @@
+"""The sandbox page in a real browser: type a command, see the reply, click, see the edit."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from playwright.async_api import Page, expect
+from slack_sdk.web.async_client import AsyncWebClient
+
+from tests.browser import ARTIFACTS, chromium, chromium_available
+from tests.conftest import require
+from tests.slack_stack import TOKEN, SlackStack
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+async def page(stack: SlackStack) -> AsyncIterator[Page]:
+    require(chromium_available(), "Chromium (/usr/bin/chromium)")
+    async with chromium() as browser:
+        context = await browser.new_context(viewport={"width": 1280, "height": 800})
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(stack.url + "/")
+        await expect(page.locator("#connection")).to_have_text("live")
+        yield page
+        assert errors == [], errors  # no script errors on the page
+        await context.close()
+
+
+async def run(page: Page, text: str) -> None:
+    await page.fill("#composer-input", text)
+    await page.press("#composer-input", "Enter")
+
+
+async def test_command_reply_click_and_edit(page: Page, stack: SlackStack) -> None:
+    await page.select_option("#user-picker", "U0ALICE")
+    await run(page, "/cluster help")
+    reply = page.locator(".message.ephemeral")
+    await expect(reply).to_contain_text("usage: /cluster help | ping | card")
+    await expect(reply).to_contain_text("Only visible to you")
+
+    await run(page, "/cluster card")
+    header = page.locator(".message", has=page.locator(".block-header", has_text="Resize train01"))
+    await expect(header).to_be_visible()
+    card = page.locator(f'.message[data-ts="{await header.get_attribute("data-ts")}"]')
+    await expect(card.locator(".section-fields b").first).to_have_text("Requested by")
+    await expect(card.locator(".mention")).to_have_text("@alice")
+    await expect(card.locator("button.btn.primary")).to_have_text("Approve")
+    await expect(card.locator("button.btn.danger")).to_have_text("Reject")
+
+    # bob does not see alice's ephemeral reply, and approves the card
+    await page.select_option("#user-picker", "U0BOB")
+    await expect(page.locator(".message.ephemeral")).to_have_count(0)
+    await card.locator("button", has_text="Approve").click()
+    await expect(card.locator(".edited")).to_have_text("(edited)")
+    await expect(card).to_contain_text("Approved by @bob")
+    replies = card.locator("button.replies")
+    await expect(replies).to_contain_text("1 reply")
+    await replies.click()
+    await expect(page.locator("#thread")).to_be_visible()
+    await expect(page.locator("#thread-messages")).to_contain_text("Operation started: 0%")
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / "sandbox-page.png"))
+
+
+async def test_confirm_dialog_is_honoured(page: Page, stack: SlackStack) -> None:
+    await run(page, "/cluster card")
+    header = page.locator(".message", has=page.locator(".block-header"))
+    await expect(header).to_be_visible()
+    card = page.locator(f'.message[data-ts="{await header.get_attribute("data-ts")}"]')
+    await card.locator("button", has_text="Reject").click()
+    dialog = page.locator("dialog#confirm")
+    await expect(dialog).to_be_visible()
+    await expect(dialog.locator("h2")).to_have_text("Reject this change?")
+    await expect(dialog.locator("b")).to_have_text("closed")
+    await dialog.locator("button", has_text="Keep it").click()
+    await expect(dialog).to_be_hidden()
+    await page.wait_for_timeout(300)
+    messages = await stack.messages()
+    assert messages[0]["edited"] is None  # denied: nothing was sent to the app
+
+    await card.locator("button", has_text="Reject").click()
+    await dialog.locator("button", has_text="Reject").click()
+    await expect(card.locator(".text")).to_have_text("Rejected")
+    await expect(card.locator(".edited")).to_be_visible()
+
+
+async def test_mrkdwn_is_rendered_safely(page: Page, stack: SlackStack) -> None:
+    client = AsyncWebClient(token=TOKEN, base_url=stack.api_url)
+    hostile = (
+        "*bold* _italic_ ~gone~ `x<b>` <@U0BOB> <#C0MLINFRA> <https://example.com|a link> "
+        '<javascript:alert(1)|bad> &lt;!channel&gt; <img src=x onerror="window.pwned=1"> '
+        '"quoted" & done\n```<script>window.pwned=2</script>```'
+    )
+    await client.chat_postMessage(channel="C0MLINFRA", text=hostile)
+    text = page.locator(".message .text").last
+    await expect(text.locator("b")).to_have_text("bold")
+    await expect(text.locator("i")).to_have_text("italic")
+    await expect(text.locator("s")).to_have_text("gone")
+    await expect(text.locator("code")).to_have_text("x<b>")
+    await expect(text.locator(".mention").nth(0)).to_have_text("@bob")
+    await expect(text.locator(".mention").nth(1)).to_have_text("#ml-infra")
+    await expect(text.locator("a")).to_have_count(1)
+    await expect(text.locator("a")).to_have_attribute("href", "https://example.com")
+    await expect(text.locator("img, script")).to_have_count(0)
+    await expect(text.locator("pre")).to_have_text("<script>window.pwned=2</script>")
+    await expect(text).to_contain_text("<!channel>")
+    await expect(text).to_contain_text('"quoted" & done')
+    assert await page.evaluate("window.pwned") is None
+
+
+async def test_live_updates_without_reload(page: Page, stack: SlackStack) -> None:
+    client = AsyncWebClient(token=TOKEN, base_url=stack.api_url)
+    posted = await client.chat_postMessage(channel="C0MLINFRA", text="first version")
+    message = page.locator(f'.message[data-ts="{posted["ts"]}"]')
+    await expect(message).to_contain_text("first version")
+    await client.chat_update(channel="C0MLINFRA", ts=posted["ts"], text="second version")
+    await expect(message).to_contain_text("second version")
+    await expect(message.locator(".edited")).to_be_visible()
+    await client.chat_delete(channel="C0MLINFRA", ts=posted["ts"])
+    await expect(message).to_have_count(0)
+    # a message in another channel marks it unread
+    await client.chat_postMessage(channel="C0GENERAL", text="elsewhere")
+    await expect(page.locator("#channel-list li.unread")).to_have_text("# general")
+
+
+async def test_composer_refuses_plain_text(page: Page) -> None:
+    await run(page, "hello there")
+    await expect(page.locator("#toast")).to_contain_text("start with /cluster")
+    await run(page, "/deploy now")
+    await expect(page.locator("#toast")).to_contain_text("is not a command here")
