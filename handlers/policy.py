@@ -1,0 +1,133 @@
+"""Who may do what: roles from Slack user ids and user groups, channels, approval rules.
+
+Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
+
+    default_role = "viewer"              # anyone not listed; "none" refuses them
+    channels = ["C0MLINFRA"]             # where the bot answers; empty means everywhere
+    [roles]
+    admin = ["U0ADMIN"]
+    approver = ["U0BOB", "S0PLATFORM"]   # S... is a Slack user group
+    operator = ["U0ALICE"]
+    [approval]
+    self_approval = false
+    delete_approvers = ["admin", "approver"]
+    expiry_minutes = 60
+    [prices]
+    "a3-highgpu-8g" = 80.0
+
+Decisions are pure functions of (policy, who, what), so every rule is tested without Slack.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class Role(IntEnum):
+    NONE = 0
+    VIEWER = 1
+    OPERATOR = 2
+    APPROVER = 3
+    ADMIN = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class Approval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    self_approval: bool = False
+    delete_approvers: list[str] = Field(default_factory=lambda: ["approver", "admin"])
+    expiry_minutes: float = Field(60.0, gt=0, le=7 * 24 * 60)
+
+    @field_validator("delete_approvers")
+    @classmethod
+    def _roles(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if name not in ("operator", "approver", "admin"):
+                raise ValueError(f"{name!r} is not a role that may approve")
+        return value
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(extra="allow")  # later sections ([idle]) are read by their owners
+
+    default_role: str = "viewer"
+    channels: list[str] = Field(default_factory=list)
+    roles: dict[str, list[str]] = Field(default_factory=dict)
+    approval: Approval = Field(default_factory=Approval)
+    prices: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("roles")
+    @classmethod
+    def _known_roles(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name in value:
+            if name not in ("viewer", "operator", "approver", "admin"):
+                raise ValueError(f"unknown role {name!r}: use viewer, operator, approver, admin")
+        return value
+
+    @field_validator("default_role")
+    @classmethod
+    def _default_role(cls, value: str) -> str:
+        if value not in ("none", "viewer", "operator", "approver", "admin"):
+            raise ValueError(f"unknown role {value!r}")
+        return value
+
+    def role_of(self, user_id: str, groups: frozenset[str] = frozenset()) -> Role:
+        """The highest role granted to the user directly or through one of their groups."""
+        best = Role[self.default_role.upper()]
+        for name, members in self.roles.items():
+            if user_id in members or groups & set(members):
+                best = max(best, Role[name.upper()])
+        return best
+
+    def group_ids(self) -> set[str]:
+        return {m for members in self.roles.values() for m in members if m.startswith("S")}
+
+    def channel_allowed(self, channel_id: str) -> bool:
+        return not self.channels or channel_id in self.channels
+
+
+class PolicyError(Exception):
+    pass
+
+
+def load_policy(path: Path | None) -> Policy:
+    if path is None:
+        return Policy()
+    try:
+        document: dict[str, Any] = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise PolicyError(f"cannot read policy file {path}: {error}") from error
+    try:
+        return Policy.model_validate(document)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
+        )
+        raise PolicyError(f"policy file {path} is invalid: {problems}") from error
+
+
+def may_approve(policy: Policy, role: Role, kind: str) -> bool:
+    if kind == "delete":
+        return role == Role.ADMIN or role.label in policy.approval.delete_approvers
+    return role >= Role.APPROVER
+
+
+def approval_refusal(
+    policy: Policy, approver: str, role: Role, requester: str, kind: str
+) -> str | None:
+    """Why this person may not approve this request, or None when they may."""
+    if not may_approve(policy, role, kind):
+        needed = " or ".join(policy.approval.delete_approvers) if kind == "delete" else "approver"
+        return f"approving a {kind} needs the {needed} role; you are {role.label}"
+    if approver == requester and not policy.approval.self_approval:
+        return "you asked for this change, so someone else must approve it"
+    return None

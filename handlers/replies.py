@@ -1,0 +1,99 @@
+"""A platform-neutral reply: what the bot says, in parts one renderer turns into Block Kit.
+
+Text parts use light markup (``*bold*``, ``_italic_``, `` `code` ``); anything that came from a
+user or the control plane goes through ``escape`` first, so it can never become markup,
+mentions or links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def escape(text: object) -> str:
+    """Neutralise ``&``, ``<`` and ``>`` so text cannot mention, link or break markup."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def mention(user_id: str) -> str:
+    return f"<@{escape(user_id)}>"
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str  # plain text
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Fields:
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Note:
+    """A small, muted line (context)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    pass
+
+
+@dataclass(frozen=True)
+class Table:
+    """Preformatted rows; the renderer splits long tables across messages' limits."""
+
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Confirm:
+    title: str
+    text: str
+    confirm: str
+    deny: str = "Cancel"
+    danger: bool = False
+
+
+@dataclass(frozen=True)
+class Button:
+    action_id: str
+    label: str
+    value: str
+    style: str | None = None  # "primary" or "danger"
+    confirm: Confirm | None = None
+
+
+@dataclass(frozen=True)
+class Buttons:
+    buttons: tuple[Button, ...]
+    block_id: str | None = None
+
+
+Part = Heading | Text | Fields | Note | Rule | Table | Buttons
+
+
+@dataclass
+class Reply:
+    summary: str  # the notification and fallback text
+    parts: list[Part] = field(default_factory=list)
+    public: bool = False  # in the channel for everyone, or only for the person who asked
+
+    def add(self, *parts: Part) -> Reply:
+        self.parts.extend(parts)
+        return self
+
+
+def error_reply(reason: str, usage: str | None = None) -> Reply:
+    """A one-line reason, and the usage when the input was at fault."""
+    reply = Reply(summary=reason).add(Text(f":warning: {reason}"))
+    if usage:
+        reply.add(Note(escape(usage)))
+    return reply

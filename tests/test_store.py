@@ -1,0 +1,138 @@
+"""The store on SQLite and on PostgreSQL: migrations, atomic transitions, leases, audit."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from bot.store import Store
+from bot.store.schema import SCHEMA_VERSION
+from handlers.plans import ChangePlan
+from handlers.records import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
+from tests.conftest import require
+
+POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+
+
+async def postgres_available() -> bool:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", 5432), 2)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    return True
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    if request.param == "sqlite":
+        store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+        await store.migrate()
+        yield store
+        await store.close()
+        return
+    require(await postgres_available(), "PostgreSQL on 127.0.0.1:5432")
+    schema = f"t_{secrets.token_hex(6)}"
+    admin = Store.from_url(POSTGRES)
+    async with admin.engine.begin() as connection:
+        await connection.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    store = Store.from_url(POSTGRES, connect_args={"server_settings": {"search_path": schema}})
+    await store.migrate()
+    yield store
+    await store.close()
+    async with admin.engine.begin() as connection:
+        await connection.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+    await admin.close()
+
+
+def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalRequest:
+    plan = ChangePlan(
+        kind="resize",
+        cluster="projects/p/locations/r/modelDevelopmentClusters/c1",
+        update_mask=("node_pools",),
+        fingerprint="abc",
+    )
+    return ApprovalRequest(
+        id=request_id,
+        plan=plan,
+        requester="U1",
+        channel="C1",
+        created_at=1000.0,
+        expires_at=expires_at,
+    )
+
+
+async def test_migrate_is_idempotent(store: Store) -> None:
+    assert await store.migrate() == SCHEMA_VERSION
+    assert await store.migrate() == SCHEMA_VERSION
+    assert await store.ping()
+
+
+async def test_request_round_trip(store: Store) -> None:
+    await store.add_request(a_request())
+    loaded = await store.get_request("r1")
+    assert loaded == a_request()
+    assert await store.get_request("nope") is None
+
+
+async def test_exactly_one_of_fifty_concurrent_transitions_wins(store: Store) -> None:
+    await store.add_request(a_request())
+    results = await asyncio.gather(
+        *(
+            store.transition(
+                "r1", [RequestState.PENDING], RequestState.APPROVED, decided_by=f"U{n}"
+            )
+            for n in range(50)
+        )
+    )
+    assert results.count(True) == 1
+    loaded = await store.get_request("r1")
+    assert loaded is not None and loaded.state == RequestState.APPROVED
+    assert loaded.decided_by == f"U{results.index(True)}"
+
+
+async def test_expired_and_open_requests(store: Store) -> None:
+    await store.add_request(a_request("r1", expires_at=1500.0))
+    await store.add_request(a_request("r2", expires_at=2500.0))
+    assert [r.id for r in await store.expired_requests(2000.0)] == ["r1"]
+    assert {r.id for r in await store.open_requests(a_request().cluster)} == {"r1", "r2"}
+    await store.transition("r1", [RequestState.PENDING], RequestState.EXPIRED)
+    assert [r.id for r in await store.open_requests(a_request().cluster)] == ["r2"]
+
+
+async def test_operation_leases_and_final_claim(store: Store) -> None:
+    operation = TrackedOperation(
+        name="projects/1/locations/r/operations/9",
+        request_id="r1",
+        cluster="c",
+        channel="C1",
+        thread_ts="1.0",
+        started_at=100.0,
+        next_poll_at=101.0,
+    )
+    await store.add_operation(operation)
+    assert await store.claim_due("replica-a", 100.5, lease=30) == []  # not due yet
+    [claimed] = await store.claim_due("replica-a", 101.0, lease=30)
+    assert claimed.owner == "replica-a"
+    assert await store.claim_due("replica-b", 110.0, lease=30) == []  # leased elsewhere
+    assert len(await store.claim_due("replica-b", 132.0, lease=30)) == 1  # lease ran out
+    await store.release_operations("replica-b")
+    assert len(await store.claim_due("replica-a", 133.0, lease=30)) == 1
+    claims = await asyncio.gather(*(store.claim_final(operation.name) for _ in range(10)))
+    assert claims.count(True) == 1
+    await store.update_operation(operation.name, final="posted")
+    assert await store.active_operations() == []
+
+
+async def test_audit_log_newest_first(store: Store) -> None:
+    for n in range(5):
+        await store.audit(
+            AuditEntry(at=float(n), actor="U1", action=f"a{n}", cluster="c" if n % 2 else "d")
+        )
+    assert [e.action for e in await store.audit_log(limit=3)] == ["a4", "a3", "a2"]
+    assert [e.action for e in await store.audit_log(cluster="c")] == ["a3", "a1"]
