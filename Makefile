@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/clusterbot simulator
+	$(BIN)/clusterbot demo
 
 simulator: $(STAMP)
 	$(BIN)/clusterbot simulator

@@ -43,6 +43,37 @@ def _simulator(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from bot.demo import run_demo
+
+    run_demo(args.host, args.port)
+    return 0
+
+
+def _serve(_args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings("serve")
+    except ConfigError as error:
+        print(
+            f"clusterbot serve: configuration is invalid ({len(error.problems)} problems):",
+            file=sys.stderr,
+        )
+        for problem in error.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        print("Run `clusterbot check-config` after fixing them.", file=sys.stderr)
+        return 2
+    from bot.serve import run_service
+    from handlers.policy import PolicyError, load_policy
+
+    try:
+        policy = load_policy(settings.policy_file)
+    except PolicyError as error:
+        print(f"clusterbot serve: {error}", file=sys.stderr)
+        return 2
+    run_service(settings, policy)
+    return 0
+
+
 def _check_config(_args: argparse.Namespace) -> int:
     try:
         settings = load_settings("serve")
@@ -70,6 +101,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Slack chat-ops for Vertex AI training clusters.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the bot (HTTP mode on PORT, or Socket Mode with SLACK_APP_TOKEN)",
+        description="Run clusterbot, configured from the environment (see check-config).",
+    )
+    serve.set_defaults(run=_serve)
+
+    demo = commands.add_parser(
+        "demo",
+        help="the whole stack locally: fake Slack page, control-plane simulator and the bot",
+        description="Run a local Slack stand-in, the control-plane simulator and the bot in "
+        "one process; open the printed URL. Needs no credentials and no network.",
+    )
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8080)
+    demo.set_defaults(run=_demo)
 
     sim = commands.add_parser(
         "simulator",
@@ -105,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # it logs every run of every job
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

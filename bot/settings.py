@@ -42,7 +42,7 @@ def env_name(field: str) -> str:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="CLUSTERBOT_", extra="ignore", validate_default=True
+        env_prefix="CLUSTERBOT_", extra="ignore", validate_default=True, validate_by_name=True
     )
 
     slack_bot_token: SecretStr | None = Field(
@@ -67,6 +67,7 @@ class Settings(BaseSettings):
     alert_channel: str | None = None
     slurm_api_version: str = Field("v0.0.41", pattern=r"^v0\.0\.\d+$")
     vertex_concurrency: int = Field(8, ge=1, le=256)
+    vertex_retry_deadline: float = Field(120.0, gt=0, le=3600)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @field_validator("targets", mode="before")

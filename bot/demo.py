@@ -1,0 +1,85 @@
+"""`clusterbot demo`: the whole stack in one process and one port, with no credentials.
+
+The fake Slack (its page at ``/``, Web API at ``/api/``), the control-plane simulator (at
+``/vertex``) and the bot (at ``/slack/events``) talk to each other over real HTTP on loopback,
+exactly as they would across the internet.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from pydantic import SecretStr
+
+from bot.app import ClusterbotService
+from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, mount
+from bot.sandbox.slack import Workspace, install
+from bot.settings import Settings
+from bot.vertex.models import Target
+from handlers.policy import Policy
+
+DEMO_TOKEN = "xoxb-clusterbot-demo"
+DEMO_POLICY = {
+    "default_role": "viewer",
+    "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"], "viewer": ["U0CAROL"]},
+    "approval": {"self_approval": False, "expiry_minutes": 60},
+}
+
+
+def build_demo(
+    host: str,
+    port: int,
+    *,
+    data_dir: Path | None = None,
+    durations: Durations | None = None,
+    tick_seconds: float = 1.0,
+    policy: Policy | None = None,
+    settings_overrides: dict[str, Any] | None = None,
+    expiry_seconds: float = 15.0,
+) -> tuple[web.Application, ClusterbotService, Workspace, SimulatorState]:
+    origin = f"http://{host}:{port}"
+    secret = secrets.token_hex(16)
+    folder = data_dir or Path(tempfile.mkdtemp(prefix="clusterbot-demo-"))
+    simulator = SimulatorState(durations=durations or Durations(create=20, update=12, delete=15))
+    simulator.load_fixture_file(DEMO_FIXTURES)
+    workspace = Workspace(
+        signing_secret=secret, bot_token=DEMO_TOKEN, bot_url=f"{origin}/slack/events"
+    )
+    settings = Settings(
+        slack_bot_token=SecretStr(DEMO_TOKEN),
+        slack_signing_secret=SecretStr(secret),
+        targets=[Target("demo-project", "us-central1"), Target("demo-project", "europe-west4")],
+        database_url=f"sqlite+aiosqlite:///{folder / 'clusterbot.db'}",
+        vertex_api_url=f"{origin}/vertex",
+        vertex_static_token=SecretStr("demo"),
+        slack_api_url=f"{origin}/api/",
+        alert_channel="C0MLINFRA",
+        **(settings_overrides or {}),
+    )
+    service = ClusterbotService(
+        settings,
+        policy or Policy.model_validate(DEMO_POLICY),
+        tick_seconds=tick_seconds,
+        expiry_seconds=expiry_seconds,
+    )
+    app = web.Application()
+    install(app, workspace)
+    mount(app, "/vertex", simulator)
+    service.install(app)
+    return app, service, workspace, simulator
+
+
+def run_demo(host: str, port: int) -> None:
+    app, _service, _workspace, _simulator = build_demo(host, port)
+    url = f"http://{host}:{port}/"
+    print(f"clusterbot demo on {url}", flush=True)
+    print(
+        "  open it, pick a user (alice operator, bob approver, carol viewer) and type", flush=True
+    )
+    print("  /cluster help   /cluster list   /cluster resize train01 a4 3", flush=True)
+    print("  control-plane simulator: " + url + "vertex/_sim/requests", flush=True)
+    web.run_app(app, host=host, port=port, print=None)
