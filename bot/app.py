@@ -165,10 +165,13 @@ class ClusterbotService:
                 log.exception("tracking tick failed")
 
     async def _expire(self) -> None:
-        try:
-            await self.changes.expire_due()
-        except Exception:
-            log.exception("expiry sweep failed")
+        async with self._tick_lock:  # shutdown waits for it, like a tick
+            if not self.accepting:
+                return
+            try:
+                await self.changes.expire_due()
+            except Exception:
+                log.exception("expiry sweep failed")
 
     # -- HTTP ----------------------------------------------------------------------------------
 

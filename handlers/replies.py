@@ -92,8 +92,8 @@ class Reply:
 
 
 def error_reply(reason: str, usage: str | None = None) -> Reply:
-    """A one-line reason, and the usage when the input was at fault."""
-    reply = Reply(summary=reason).add(Text(f":warning: {reason}"))
+    """A one-line reason (plain text, escaped here), and the usage when the input was at fault."""
+    reply = Reply(summary=reason).add(Text(escape(reason)))
     if usage:
         reply.add(Note(escape(usage)))
     return reply

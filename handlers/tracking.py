@@ -62,6 +62,7 @@ class Tracker:
         self.messenger = messenger
         self.clock = clock
         self.owner = owner
+        self.lease = LEASE
         self.on_finish: Finish | None = None
 
     async def track(self, request: ApprovalRequest, operation: Operation) -> None:
@@ -81,7 +82,7 @@ class Tracker:
 
     async def poll_due(self) -> int:
         """Poll every operation that is due; returns how many were polled."""
-        due = await self.store.claim_due(self.owner, self.clock(), LEASE)
+        due = await self.store.claim_due(self.owner, self.clock(), self.lease)
         await asyncio.gather(*(self._poll_safely(op) for op in due))
         return len(due)
 

@@ -25,7 +25,7 @@ from handlers.changes import ChangeService
 from handlers.clusters import error_text
 from handlers.commands import CommandError, parse
 from handlers.policy import Policy, Role
-from handlers.replies import Reply, Text, error_reply
+from handlers.replies import Reply, Text, error_reply, escape
 
 log = logging.getLogger(__name__)
 GROUP_CACHE_SECONDS = 300.0
@@ -128,10 +128,11 @@ class SlackEdge:
             command = parse(text)
             if not self.policy.channel_allowed(channel):
                 outcome = "denied"
-                allowed = ", ".join(f"<#{c}>" for c in self.policy.channels)
-                await respond(
-                    **_ephemeral(error_reply(f"clusterbot is not enabled here; use {allowed}"))
+                allowed = ", ".join(f"<#{escape(c)}>" for c in self.policy.channels)
+                refusal = Reply("clusterbot is not enabled in this channel").add(
+                    Text(f"clusterbot is not enabled in this channel; use {allowed}.")
                 )
+                await respond(**_ephemeral(refusal))
                 return
             role = await self.roles.of(user)
             needed = needed_role(command)

@@ -1,0 +1,156 @@
+"""The whole stack on a loopback port, as `clusterbot demo` runs it, with fast settings."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp.test_utils import TestServer
+
+from bot.app import ClusterbotService
+from bot.demo import build_demo
+from bot.sandbox.controlplane import Durations, SimulatorState
+from bot.sandbox.slack import Workspace
+from handlers.policy import Policy
+
+TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
+CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Stack:
+    url: str
+    service: ClusterbotService
+    workspace: Workspace
+    simulator: SimulatorState
+    session: aiohttp.ClientSession
+
+    async def post(self, path: str, body: Any) -> tuple[int, Any]:
+        async with self.session.post(f"{self.url}{path}", json=body) as reply:
+            return reply.status, await reply.json()
+
+    async def command(self, user: str, text: str, channel: str = "ml-infra") -> dict[str, Any]:
+        status, body = await self.post(
+            "/sandbox/api/command", {"user": user, "channel": channel, "text": text}
+        )
+        assert status == 200, body
+        assert body["status"] == 200, body
+        return dict(body)
+
+    async def click(self, user: str, ts: str, action: str, channel: str = "ml-infra") -> Any:
+        status, body = await self.post(
+            "/sandbox/api/click", {"user": user, "channel": channel, "ts": ts, "action_id": action}
+        )
+        assert status == 200, body
+        return body
+
+    async def messages(self, user: str | None = None) -> list[dict[str, Any]]:
+        query = "channel=ml-infra" + (f"&user={user}" if user else "")
+        async with self.session.get(f"{self.url}/sandbox/api/messages?{query}") as reply:
+            return list((await reply.json())["messages"])
+
+    async def wait(
+        self, predicate: Callable[[list[dict[str, Any]]], Any], limit: float = 15.0
+    ) -> list[dict[str, Any]]:
+        """Messages once ``predicate(messages)`` holds; the bot works after its ack."""
+        deadline = asyncio.get_running_loop().time() + limit
+        while True:
+            messages = await self.messages()
+            if predicate(messages):
+                return messages
+            if asyncio.get_running_loop().time() > deadline:
+                shown = json.dumps([(m["user"], m["ephemeral_to"], m["text"]) for m in messages])
+                raise AssertionError(f"timed out; messages: {shown}")
+            await asyncio.sleep(0.05)
+
+    async def reply_to(self, user: str, text: str) -> dict[str, Any]:
+        """Run a command and return the one new message only ``user`` sees."""
+        before = len(await self.messages())
+        await self.command(user, text)
+        messages = await self.wait(lambda ms: len(ms) > before)
+        return messages[-1]
+
+    async def card(self, user: str, text: str) -> dict[str, Any]:
+        """Run a change command and return the approval card it posts."""
+        await self.command(user, text)
+        messages = await self.wait(lambda ms: any(is_card(m) for m in ms))
+        return [m for m in messages if is_card(m)][-1]
+
+    async def requests(self, method: str | None = None) -> list[dict[str, Any]]:
+        query = f"?method={method}" if method else ""
+        async with self.session.get(f"{self.url}/vertex/_sim/requests{query}") as reply:
+            return list((await reply.json())["requests"])
+
+    async def fault(self, **spec: Any) -> None:
+        status, body = await self.post("/vertex/_sim/faults", spec)
+        assert status == 201, body
+
+
+def is_card(message: dict[str, Any]) -> bool:
+    blocks = message.get("blocks") or []
+    return (
+        bool(blocks)
+        and blocks[0].get("type") == "header"
+        and "request:" in blocks[0]["text"]["text"]
+    )
+
+
+def text_of(message: dict[str, Any]) -> str:
+    """Everything a person reads in a message: its text and every text in its blocks."""
+    parts = [message.get("text") or ""]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("text"), str):
+                parts.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(message.get("blocks") or [])
+    return "\n".join(parts)
+
+
+@asynccontextmanager
+async def demo_stack(
+    tmp: Path,
+    *,
+    durations: Durations | None = None,
+    policy: Policy | None = None,
+    expiry_seconds: float = 0.2,
+    **settings: Any,
+) -> AsyncIterator[Stack]:
+    port = free_port()
+    overrides = {"vertex_retry_deadline": 1.0, **settings}
+    app, service, workspace, simulator = build_demo(
+        "127.0.0.1",
+        port,
+        data_dir=tmp,
+        durations=durations or Durations(create=1, update=0.6, delete=0.6),
+        tick_seconds=0.1,
+        policy=policy,
+        settings_overrides=overrides,
+        expiry_seconds=expiry_seconds,
+    )
+    server = TestServer(app, host="127.0.0.1", port=port)
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield Stack(f"http://127.0.0.1:{port}", service, workspace, simulator, session)
+    finally:
+        await server.close()

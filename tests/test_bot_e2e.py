@@ -1,0 +1,434 @@
+"""End-to-end scenarios: signed Slack requests in, Web API and control-plane calls out, all
+over HTTP on loopback through the Slack stand-in and the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from slack_sdk.signature import SignatureVerifier
+
+from bot.sandbox.controlplane import Durations
+from handlers.policy import Policy
+from tests.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, text_of
+
+
+@pytest.fixture
+async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+    async with demo_stack(tmp_path) as running:
+        yield running
+
+
+def thread_of(messages: list[dict[str, object]], card: dict[str, object]) -> list[str]:
+    return [text_of(m) for m in messages if m["thread_ts"] == card["ts"]]
+
+
+# -- reads ---------------------------------------------------------------------------------------
+
+
+async def test_help_lists_every_subcommand(stack: Stack) -> None:
+    reply = await stack.reply_to("carol", "/cluster help")
+    assert reply["ephemeral_to"] == "U0CAROL"
+    for word in ("list", "show CLUSTER", "resize CLUSTER POOL N", "delete", "ops", "idle", "audit"):
+        assert word in text_of(reply)
+    topic = await stack.reply_to("carol", "/cluster help resize")
+    assert "MIN:MAX" in text_of(topic)
+
+
+async def test_list_shows_every_target(stack: Stack) -> None:
+    reply = await stack.reply_to("carol", "/cluster list")
+    text = text_of(reply)
+    assert reply["ephemeral_to"] == "U0CAROL"
+    for row in ("train01", "cpu01", "eval01", "demo-project/europe-west4", "~$212.39"):
+        assert row in text
+    assert "a4:2xa4-highgpu-8g, 8xNVIDIA_B200" in text
+    assert "Estimated total ~$214.33/h" in text
+
+
+async def test_show_describes_one_cluster(stack: Stack) -> None:
+    text = text_of(await stack.reply_to("carol", "/cluster show train01"))
+    for fact in (
+        "GPU training (B200)",
+        "a4-highgpu-8g + 8 x NVIDIA_B200 (RESERVATION)",
+        "2 RUNNING",
+        "`a4` (default): a4",
+        "home-fs",
+        "PriorityType=priority/multifactor",
+        "1 / 0 scripts",
+        "VM_REBOOT",
+    ):
+        assert fact in text, fact
+
+
+async def test_show_by_full_name_and_unknown_cluster(stack: Stack) -> None:
+    assert "cpu01" in text_of(await stack.reply_to("carol", f"/cluster show {CPU01}"))
+    text = text_of(await stack.reply_to("carol", "/cluster show nope01"))
+    assert (
+        "there is no cluster nope01 in demo-project/us-central1, demo-project/europe-west4" in text
+    )
+    assert "Usage: /cluster show CLUSTER" in text
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("/cluster resize train01 a4", "resize needs N"),
+        ("/cluster resize train01 a4 3:2", "MIN 3 is more than MAX 2"),
+        ("/cluster resize train01 a4 lots", "'lots' is not a node count"),
+        ("/cluster reszie train01 a4 3", "did you mean 'resize'?"),
+        ("/cluster show Train-01", "'Train-01' is not a cluster"),
+        ("/cluster list everything", "list does not take 'everything'"),
+        (
+            "/cluster resize train01 gpu 3",
+            "train01 has no node pool 'gpu'; its pools are a4, login",
+        ),
+        ("/cluster resize train01 a4 2", "pool 'a4' of train01 already has 2 nodes"),
+        ("/cluster resize train01 login 0", "'login' is the login pool"),
+    ],
+)
+async def test_bad_input_gets_a_reason_and_usage(stack: Stack, command: str, words: str) -> None:
+    reply = await stack.reply_to("alice", command)
+    assert reply["ephemeral_to"] == "U0ALICE"
+    text = text_of(reply)
+    assert words in text
+    assert "Usage:" in text
+    assert "Traceback" not in text
+
+
+async def test_user_text_is_escaped(stack: Stack) -> None:
+    text = text_of(await stack.reply_to("alice", "/cluster show <!channel>"))
+    assert "<!channel>" not in text and "&lt;!channel&gt;" in text
+
+
+# -- approvals -----------------------------------------------------------------------------------
+
+
+async def test_resize_approved_runs_to_done(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster resize train01 a4 3")
+    text = text_of(card)
+    assert card["ephemeral_to"] is None
+    for fact in ("<@U0ALICE> asks to resize *train01*", "2 -&gt; 3", "~$318.39/h", "~+$106.00/h"):
+        assert fact in text, fact
+    actions = next(b for b in card["blocks"] if b["type"] == "actions")["elements"]
+    assert [a["action_id"] for a in actions] == ["approve", "reject"]
+
+    assert (await stack.click("bob", card["ts"], "approve"))["status"] == 200
+    messages = await stack.wait(
+        lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20
+    )
+    final_card = next(m for m in messages if m["ts"] == card["ts"])
+    assert "*Done*: approved by <@U0BOB>" in text_of(final_card)
+    assert not any(b["type"] == "actions" for b in final_card["blocks"])
+    patches = await stack.requests("PATCH")
+    assert len(patches) == 1 and patches[0]["query"] == {"updateMask": "node_pools"}
+    pool = stack.simulator.clusters[TRAIN01]["nodePools"][0]
+    assert pool["scalingSpec"] == {"minNodeCount": 3, "maxNodeCount": 3}
+    finals = [t for t in thread_of(messages, card) if "done in" in t]
+    assert len(finals) == 1
+
+    audit = text_of(await stack.reply_to("carol", "/cluster audit train01"))
+    for action in ("requested", "approved", "operation_started", "succeeded"):
+        assert action in audit, action
+
+
+async def test_min_max_resize(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster resize cpu01 cpu 1:6")
+    assert "4 -&gt; 1:6" in text_of(card) or "4:4 -&gt; 1:6" in text_of(card)
+    await stack.click("bob", card["ts"], "approve")
+    await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+    pool = stack.simulator.clusters[CPU01]["nodePools"][0]
+    assert pool["scalingSpec"] == {"minNodeCount": 1, "maxNodeCount": 6}
+
+
+async def test_viewer_cannot_request_and_operator_cannot_approve(stack: Stack) -> None:
+    text = text_of(await stack.reply_to("carol", "/cluster resize train01 a4 3"))
+    assert "/cluster resize needs the operator role; you are viewer" in text
+    card = await stack.card("alice", "/cluster resize train01 a4 3")
+    for user, role in (("carol", "viewer"), ("alice", "operator")):
+        await stack.click(user, card["ts"], "approve")
+        messages = await stack.wait(
+            lambda ms, u=user: any(
+                m["ephemeral_to"] == f"U0{u.upper()}" and "cannot approve" in text_of(m) for m in ms
+            )
+        )
+        refusal = [m for m in messages if m["ephemeral_to"] == f"U0{user.upper()}"][-1]
+        assert f"needs the approver role; you are {role}" in text_of(refusal)
+    assert await stack.requests("PATCH") == []
+    pending = next(m for m in await stack.messages() if m["ts"] == card["ts"])
+    assert any(b["type"] == "actions" for b in pending["blocks"])  # still open
+
+
+async def test_self_approval_is_refused(tmp_path: Path) -> None:
+    policy = Policy.model_validate({"roles": {"approver": ["U0ALICE", "U0BOB"]}})
+    async with demo_stack(tmp_path, policy=policy) as stack:
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("alice", card["ts"], "approve")
+        messages = await stack.wait(
+            lambda ms: any(
+                m["ephemeral_to"] == "U0ALICE" and "someone else" in text_of(m) for m in ms
+            )
+        )
+        assert "you asked for this change" in text_of(messages[-1])
+        assert await stack.requests("PATCH") == []
+        await stack.click("bob", card["ts"], "approve")
+        await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+
+
+async def test_fifty_concurrent_clicks_send_one_patch(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster resize train01 a4 4")
+    clicks = await asyncio.gather(*(stack.click("bob", card["ts"], "approve") for _ in range(50)))
+    assert all(c["status"] == 200 for c in clicks)
+    await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=30)
+    assert len(await stack.requests("PATCH")) == 1
+    messages = await stack.wait(
+        lambda ms: (
+            sum(
+                "already running" in text_of(m)
+                or "already approved" in text_of(m)
+                or "already succeeded" in text_of(m)
+                for m in ms
+            )
+            >= 1
+        )
+    )
+    finals = [t for t in thread_of(messages, card) if "done in" in t]
+    assert len(finals) == 1
+
+
+async def test_reject_closes_the_card(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster resize train01 a4 3")
+    await stack.click("bob", card["ts"], "reject")
+    messages = await stack.wait(
+        lambda ms: any(m["ts"] == card["ts"] and "*Rejected* by <@U0BOB>" in text_of(m) for m in ms)
+    )
+    closed = next(m for m in messages if m["ts"] == card["ts"])
+    assert not any(b["type"] == "actions" for b in closed["blocks"])
+    assert await stack.requests("PATCH") == []
+    status, later = await stack.post(
+        "/sandbox/api/click",
+        {"user": "bob", "channel": "ml-infra", "ts": card["ts"], "action_id": "approve"},
+    )
+    assert status == 404 and later["error"] == "no_such_button"  # the button is gone
+
+
+async def test_delete_needs_confirmation_and_removes_the_cluster(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster delete cpu01")
+    text = text_of(card)
+    assert "asks to *delete* cluster *cpu01*" in text
+    assert "the Slurm controller" in text and "home-cpu" in text
+    approve = next(b for b in card["blocks"] if b["type"] == "actions")["elements"][0]
+    assert approve["style"] == "danger" and approve["confirm"]["style"] == "danger"
+    await stack.click("bob", card["ts"], "approve")
+    await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+    assert CPU01 not in stack.simulator.clusters
+    assert len(await stack.requests("DELETE")) == 1
+
+
+async def test_second_request_for_a_busy_cluster_is_refused(stack: Stack) -> None:
+    await stack.card("alice", "/cluster resize train01 a4 3")
+    text = text_of(await stack.reply_to("alice", "/cluster delete train01"))
+    assert "train01 already has an open resize request" in text
+
+
+async def test_change_since_plan_is_refused(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster resize train01 a4 3")
+    # someone resizes the pool elsewhere (the console, another bot) before the approval
+    stack.simulator.clusters[TRAIN01]["nodePools"][0]["scalingSpec"] = {
+        "minNodeCount": 5,
+        "maxNodeCount": 5,
+    }
+    await stack.click("bob", card["ts"], "approve")
+    messages = await stack.wait(
+        lambda ms: any(m["ts"] == card["ts"] and "Not applied" in text_of(m) for m in ms)
+    )
+    refused = text_of(next(m for m in messages if m["ts"] == card["ts"]))
+    assert "pool 'a4' now has 5:5 nodes (was 2:2 when this was requested)" in refused
+    assert await stack.requests("PATCH") == []
+
+
+async def test_request_expires(tmp_path: Path) -> None:
+    policy = Policy.model_validate(
+        {
+            "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"]},
+            "approval": {"expiry_minutes": 0.01},
+        }
+    )
+    async with demo_stack(tmp_path, policy=policy, expiry_seconds=0.1) as stack:
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        messages = await stack.wait(
+            lambda ms: any(m["ts"] == card["ts"] and "*Expired*" in text_of(m) for m in ms)
+        )
+        expired = next(m for m in messages if m["ts"] == card["ts"])
+        assert not any(b["type"] == "actions" for b in expired["blocks"])
+        assert await stack.requests("PATCH") == []
+        assert "expired" in text_of(await stack.reply_to("carol", "/cluster audit"))
+
+
+# -- failures ------------------------------------------------------------------------------------
+
+
+async def test_operation_failure_is_surfaced(stack: Stack) -> None:
+    await stack.fault(
+        method="PATCH",
+        operation_error={"code": 8, "message": "Quota 'B200_GPUS' exceeded in us-central1"},
+    )
+    card = await stack.card("alice", "/cluster resize train01 a4 6")
+    await stack.click("bob", card["ts"], "approve")
+    messages = await stack.wait(
+        lambda ms: any("failed" in t for t in thread_of(ms, card)), limit=20
+    )
+    failure = next(t for t in thread_of(messages, card) if "*failed*" in t)
+    assert "Quota 'B200_GPUS' exceeded in us-central1 (RESOURCE_EXHAUSTED)" in failure
+    messages = await stack.wait(
+        lambda ms: any(m["ts"] == card["ts"] and "*Failed*" in text_of(m) for m in ms)
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [
+        (403, "PERMISSION_DENIED"),
+        (404, "NOT_FOUND"),
+        (503, "UNAVAILABLE"),
+    ],
+)
+async def test_upstream_errors_on_list_are_clear(stack: Stack, status: int, words: str) -> None:
+    await stack.fault(method="GET", path="locations/europe-west4", status=status, message="nope")
+    text = text_of(await stack.reply_to("carol", "/cluster list"))
+    assert "train01" in text  # the other target still answers
+    assert f"Could not list demo-project/europe-west4: nope ({words})" in text
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [
+        (403, "PERMISSION_DENIED) (the bot's service account lacks permission)"),
+        (503, "UNAVAILABLE) (the control plane is unavailable; try again in a minute)"),
+    ],
+)
+async def test_upstream_errors_on_change_are_clear(stack: Stack, status: int, words: str) -> None:
+    await stack.fault(method="PATCH", status=status, message="refused by the control plane")
+    card = await stack.card("alice", "/cluster resize train01 a4 3")
+    await stack.click("bob", card["ts"], "approve")
+    messages = await stack.wait(
+        lambda ms: any(m["ts"] == card["ts"] and "Not applied" in text_of(m) for m in ms)
+    )
+    text = text_of(next(m for m in messages if m["ts"] == card["ts"]))
+    assert "Could not resize train01: refused by the control plane (" + words in text
+
+
+async def test_show_during_outage_says_so(stack: Stack) -> None:
+    await stack.fault(method="GET", status=503)
+    text = text_of(await stack.reply_to("carol", "/cluster show train01"))
+    assert "could not list demo-project/us-central1 (UNAVAILABLE)" in text
+
+
+# -- the edge ------------------------------------------------------------------------------------
+
+
+async def test_forged_stale_and_unsigned_requests_are_refused(stack: Stack) -> None:
+    body = "command=%2Fcluster&text=resize+train01+a4+9&user_id=U0BOB&channel_id=C0MLINFRA"
+    now = str(int(time.time()))
+    good = SignatureVerifier(stack.workspace.signing_secret)
+    cases = {
+        "unsigned": {},
+        "forged": {
+            "X-Slack-Request-Timestamp": now,
+            "X-Slack-Signature": SignatureVerifier("not-the-secret").generate_signature(
+                timestamp=now, body=body
+            ),
+        },
+        "stale": {
+            "X-Slack-Request-Timestamp": str(int(time.time()) - 600),
+            "X-Slack-Signature": good.generate_signature(
+                timestamp=str(int(time.time()) - 600), body=body
+            ),
+        },
+    }
+    for name, headers in cases.items():
+        async with stack.session.post(
+            f"{stack.url}/slack/events",
+            data=body,
+            headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
+        ) as reply:
+            assert reply.status == 401, name
+    await asyncio.sleep(0.3)
+    assert await stack.messages() == []
+    assert await stack.requests() == []
+
+
+async def test_health_ready_and_metrics(stack: Stack) -> None:
+    await stack.reply_to("carol", "/cluster list")
+    await stack.reply_to("carol", "/cluster nonsense")
+    async with stack.session.get(f"{stack.url}/healthz") as reply:
+        assert reply.status == 200
+    async with stack.session.get(f"{stack.url}/readyz") as reply:
+        assert reply.status == 200 and (await reply.json())["database"] is True
+    async with stack.session.get(f"{stack.url}/metrics") as reply:
+        text = await reply.text()
+    assert 'clusterbot_commands_total{outcome="ok",subcommand="list"} 1' in text
+    assert 'clusterbot_commands_total{outcome="bad_input",subcommand="unknown"} 1' in text
+    assert "clusterbot_ack_seconds_count 2" in text
+    assert 'clusterbot_control_plane_calls_total{method="list",status="ok"}' in text
+
+
+# -- restarts ------------------------------------------------------------------------------------
+
+
+async def test_restart_mid_operation_resumes_and_posts_once(tmp_path: Path) -> None:
+    slow = Durations(create=1, update=4, delete=1)
+    async with demo_stack(tmp_path, durations=slow) as stack:
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("bob", card["ts"], "approve")
+        await stack.wait(lambda ms: len(thread_of(ms, card)) >= 1)  # progress is showing
+        first = stack.service
+        await first.stop()  # SIGTERM: stop taking work, hand the operation back
+        assert not [t for t in thread_of(await stack.messages(), card) if "done in" in t]
+
+        from bot.app import ClusterbotService
+
+        second = ClusterbotService(first.settings, first.policy, tick_seconds=0.1, owner="second")
+        await second.start()
+        try:
+            messages = await stack.wait(
+                lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20
+            )
+            await asyncio.sleep(1.0)  # any duplicate would have arrived by now
+            messages = await stack.messages()
+            finals = [t for t in thread_of(messages, card) if "done in" in t]
+            assert len(finals) == 1
+            done = next(m for m in messages if m["ts"] == card["ts"])
+            assert "*Done*" in text_of(done)
+        finally:
+            await second.stop()
+
+
+async def test_crash_mid_operation_resumes_after_the_lease(tmp_path: Path) -> None:
+    slow = Durations(create=1, update=3, delete=1)
+    async with demo_stack(tmp_path, durations=slow) as stack:
+        stack.service.tracker.lease = 2.0
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("bob", card["ts"], "approve")
+        await stack.wait(lambda ms: len(thread_of(ms, card)) >= 1)
+        first = stack.service
+        first.scheduler.shutdown(wait=False)  # the process dies: no clean hand-over
+        first.accepting = False
+
+        from bot.app import ClusterbotService
+
+        second = ClusterbotService(first.settings, first.policy, tick_seconds=0.1, owner="second")
+        second.tracker.lease = 2.0
+        await second.start()
+        try:
+            messages = await stack.wait(
+                lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=30
+            )
+            await asyncio.sleep(0.5)
+            finals = [t for t in thread_of(await stack.messages(), card) if "done in" in t]
+            assert len(finals) == 1
+        finally:
+            await second.stop()
+        assert is_card(next(m for m in messages if m["ts"] == card["ts"]))
