@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from benchmarks import listing
+from benchmarks import ack, listing
 
 
 def main() -> None:
     asyncio.run(listing.run())
+    asyncio.run(ack.run())
 
 
 main()

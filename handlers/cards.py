@@ -101,6 +101,8 @@ def request_card(request: ApprovalRequest) -> Reply:
         reply.add(
             Text("*This will remove*\n" + "\n".join(f"• {escape(loss)}" for loss in plan.losses))
         )
+        if plan.kept:
+            reply.add(Text("*Kept*\n" + "\n".join(f"• {escape(item)}" for item in plan.kept)))
     else:
         reply.add(_diff(plan))
     reply.add(
@@ -109,7 +111,9 @@ def request_card(request: ApprovalRequest) -> Reply:
                 f"*Cost before*\n{money(plan.cost_before)}",
                 f"*Cost after*\n{money(plan.cost_after)}",
                 f"*Change*\n{money(plan.cost_delta, signed=True)}",
-                f"*Expires*\n{slack_time(request.expires_at)}",
+                f"*Expires*\n{slack_time(request.expires_at)}"
+                if request.state == RequestState.PENDING
+                else f"*Requested*\n{slack_time(request.created_at)}",
             )
         )
     )

@@ -54,6 +54,7 @@ class ChangePlan(BaseModel):
     cost_after: float | None = None
     fingerprint: str
     losses: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
 
     @property
     def cluster_id(self) -> str:
@@ -181,10 +182,11 @@ def plan_delete(cluster: Cluster, prices: PriceBook) -> ChangePlan:
     scripts = len(slurm.prolog_bash_scripts or []) + len(slurm.epilog_bash_scripts or [])
     if scripts:
         losses.append(f"{scripts} prolog/epilog scripts and the slurm.conf settings")
+    kept = []
     if slurm.home_directory_storage:
-        losses.append(
-            f"home directories stay in {slurm.home_directory_storage}, a separate resource "
-            "this does not delete"
+        kept.append(
+            f"home directories in {slurm.home_directory_storage}: a separate resource, not "
+            "deleted with the cluster"
         )
     return ChangePlan(
         kind="delete",
@@ -193,6 +195,7 @@ def plan_delete(cluster: Cluster, prices: PriceBook) -> ChangePlan:
         cost_after=0.0,
         fingerprint=fingerprint(cluster),
         losses=tuple(losses),
+        kept=tuple(kept),
     )
 
 

@@ -1,0 +1,123 @@
+"""Golden files pin the Block Kit of every approval-card state and the tracker's messages.
+
+Regenerate after an intended change with: UPDATE_GOLDEN=1 make test, then review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.sandbox.controlplane import DEMO_FIXTURES
+from bot.sandbox.slack.blockkit import problems
+from bot.slack.render import render
+from bot.vertex.models import Cluster
+from handlers.cards import request_card
+from handlers.costs import PriceBook
+from handlers.plans import plan_delete, plan_resize
+from handlers.records import ApprovalRequest, RequestState, TrackedOperation
+from handlers.replies import Reply
+from handlers.tracking import progress_reply
+
+GOLDEN = Path(__file__).with_name("golden")
+CREATED = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
+
+
+def demo_cluster(cluster_id: str) -> Cluster:
+    fixtures = json.loads(DEMO_FIXTURES.read_text())
+    document = next(c for c in fixtures["clusters"] if c["name"].endswith(f"/{cluster_id}"))
+    document["clusterStatus"] = {"state": "RUNNING"}
+    return Cluster.model_validate(document)
+
+
+def resize_request(**changes: Any) -> ApprovalRequest:
+    plan = plan_resize(demo_cluster("train01"), "a4", 3, 3, PriceBook.with_overrides())
+    request = ApprovalRequest(
+        id="r-0123456789",
+        plan=plan,
+        requester="U0ALICE",
+        channel="C0MLINFRA",
+        created_at=CREATED,
+        expires_at=CREATED + 3600,
+        card_ts="1796000000.000100",
+    )
+    for key, value in changes.items():
+        setattr(request, key, value)
+    return request
+
+
+def delete_request() -> ApprovalRequest:
+    plan = plan_delete(demo_cluster("cpu01"), PriceBook.with_overrides())
+    return ApprovalRequest(
+        id="r-abcdef0123",
+        plan=plan,
+        requester="U0ALICE",
+        channel="C0MLINFRA",
+        created_at=CREATED,
+        expires_at=CREATED + 3600,
+    )
+
+
+OPERATION = TrackedOperation(
+    name="projects/123456789012/locations/us-central1/operations/1000",
+    request_id="r-0123456789",
+    cluster="projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01",
+    channel="C0MLINFRA",
+    thread_ts="1796000000.000100",
+    started_at=CREATED,
+    next_poll_at=CREATED + 1,
+)
+
+CASES: dict[str, Reply] = {
+    "resize_pending": request_card(resize_request()),
+    "resize_approved": request_card(
+        resize_request(state=RequestState.APPROVED, decided_by="U0BOB", decided_at=CREATED + 60)
+    ),
+    "resize_running": request_card(
+        resize_request(state=RequestState.RUNNING, decided_by="U0BOB", decided_at=CREATED + 60)
+    ),
+    "resize_succeeded": request_card(
+        resize_request(
+            state=RequestState.SUCCEEDED, decided_by="U0BOB", outcome="finished in 2 min 14 s"
+        )
+    ),
+    "resize_failed": request_card(
+        resize_request(
+            state=RequestState.FAILED,
+            decided_by="U0BOB",
+            outcome="failed after 31 s: Quota 'B200_GPUS' exceeded (RESOURCE_EXHAUSTED)",
+        )
+    ),
+    "resize_refused": request_card(
+        resize_request(
+            state=RequestState.REFUSED,
+            decided_by="U0BOB",
+            outcome="pool 'a4' now has 5:5 nodes (was 2:2 when this was requested)",
+        )
+    ),
+    "resize_rejected": request_card(
+        resize_request(state=RequestState.REJECTED, decided_by="U0BOB")
+    ),
+    "resize_expired": request_card(resize_request(state=RequestState.EXPIRED)),
+    "delete_pending": request_card(delete_request()),
+    "progress": progress_reply(OPERATION, "reconfiguring node pools (45%)", CREATED + 47),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_card_matches_golden_file(name: str) -> None:
+    text, blocks = render(CASES[name])
+    rendered = {"text": text, "blocks": blocks}
+    assert problems(blocks) == []  # Slack would accept it
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("UPDATE_GOLDEN") == "1" or not path.exists():
+        path.write_text(json.dumps(rendered, indent=2, ensure_ascii=False) + "\n")
+    assert rendered == json.loads(path.read_text()), f"{name} differs from {path}"
+
+
+def test_every_golden_file_has_a_case() -> None:
+    assert {p.stem for p in GOLDEN.glob("*.json")} == set(CASES)

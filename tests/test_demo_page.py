@@ -1,0 +1,63 @@
+"""The demo as a new user meets it: in the browser, alice asks, bob approves, progress to done."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Page, expect
+
+from bot.sandbox.controlplane import Durations
+from tests.browser import ARTIFACTS, chromium, chromium_available
+from tests.conftest import require
+from tests.demo_stack import demo_stack
+
+pytestmark = pytest.mark.browser
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+async def run(page: Page, text: str) -> None:
+    await page.fill("#composer-input", text)
+    await page.press("#composer-input", "Enter")
+
+
+async def test_resize_approved_in_the_browser(tmp_path: Path) -> None:
+    require(chromium_available(), "Chromium (/usr/bin/chromium)")
+    durations = Durations(create=5, update=6, delete=5)
+    async with demo_stack(tmp_path, durations=durations) as stack, chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1360, "height": 860})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(stack.url + "/")
+        await expect(page.locator("#connection")).to_have_text("live")
+
+        await page.select_option("#user-picker", "U0ALICE")
+        await run(page, "/cluster list")
+        await expect(page.locator(".message.ephemeral").last).to_contain_text("train01")
+
+        await run(page, "/cluster resize train01 a4 3")
+        header = page.locator(
+            ".message", has=page.locator(".block-header", has_text="Resize request")
+        )
+        await expect(header).to_be_visible()
+        ts = await header.get_attribute("data-ts")
+        card = page.locator(f'#messages .message[data-ts="{ts}"]')
+        await expect(card).to_contain_text("2 -> 3")
+        await expect(card).to_contain_text("~+$106.00/h")
+
+        await page.select_option("#user-picker", "U0BOB")
+        await card.locator("button", has_text="Approve").click()
+        await expect(card).to_contain_text("Approved by @bob")
+        await expect(card.locator("button.replies")).to_be_visible()
+        await card.locator("button.replies").click()
+        thread = page.locator("#thread-messages")
+        await expect(thread).to_contain_text("train01:", timeout=10_000)
+        await expect(thread).to_contain_text("done in", timeout=20_000)
+        await expect(card).to_contain_text("Done: approved by @bob")
+        assert errors == []
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "demo.png"))
+        if DOCS.is_dir():
+            await page.screenshot(path=str(DOCS / "demo.png"))
+        patches = await stack.requests("PATCH")
+        assert len(patches) == 1
