@@ -11,7 +11,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bot.settings import ConfigError, load_settings
+from bot.settings import ConfigError, Settings, load_settings
+from handlers.policy import Policy
 
 
 def _simulator(args: argparse.Namespace) -> int:
@@ -50,41 +51,44 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(_args: argparse.Namespace) -> int:
-    try:
-        settings = load_settings("serve")
-    except ConfigError as error:
-        print(
-            f"clusterbot serve: configuration is invalid ({len(error.problems)} problems):",
-            file=sys.stderr,
-        )
-        for problem in error.problems:
-            print(f"  - {problem}", file=sys.stderr)
-        print("Run `clusterbot check-config` after fixing them.", file=sys.stderr)
-        return 2
-    from bot.serve import run_service
+def _configuration(command: str) -> tuple[Settings, Policy] | None:
+    """Settings and policy for `serve`, or None after printing every problem to stderr."""
     from handlers.policy import PolicyError, load_policy
 
     try:
-        policy = load_policy(settings.policy_file)
-    except PolicyError as error:
-        print(f"clusterbot serve: {error}", file=sys.stderr)
+        settings = load_settings("serve")
+    except ConfigError as error:
+        problems = error.problems
+    else:
+        try:
+            return settings, load_policy(settings.policy_file)
+        except PolicyError as error:
+            problems = [str(error)]
+    print(
+        f"clusterbot {command}: configuration is invalid ({len(problems)} problems):",
+        file=sys.stderr,
+    )
+    for problem in problems:
+        print(f"  - {problem}", file=sys.stderr)
+    return None
+
+
+def _serve(_args: argparse.Namespace) -> int:
+    loaded = _configuration("serve")
+    if loaded is None:
+        print("Run `clusterbot check-config` after fixing them.", file=sys.stderr)
         return 2
-    run_service(settings, policy)
+    from bot.serve import run_service
+
+    run_service(*loaded)
     return 0
 
 
 def _check_config(_args: argparse.Namespace) -> int:
-    try:
-        settings = load_settings("serve")
-    except ConfigError as error:
-        print(
-            f"clusterbot: configuration is invalid ({len(error.problems)} problems):",
-            file=sys.stderr,
-        )
-        for problem in error.problems:
-            print(f"  - {problem}", file=sys.stderr)
+    loaded = _configuration("check-config")
+    if loaded is None:
         return 2
+    settings, _policy = loaded
     width = max(len(name) for name in settings.redacted())
     for name, value in settings.redacted().items():
         print(f"{name.ljust(width)}  {value}")

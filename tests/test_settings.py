@@ -112,3 +112,17 @@ def test_check_config_exits_2_listing_problems(
     assert "SLACK_BOT_TOKEN is required" in err
     assert "CLUSTERBOT_TARGETS is required" in err
     assert "xoxb-wrong-kind" not in err
+
+
+def test_check_config_reads_the_policy_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    valid(monkeypatch)
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[roles]\nsuperuser = ["U1"]\n')
+    monkeypatch.setenv("CLUSTERBOT_POLICY_FILE", str(policy))
+    assert main(["check-config"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown role 'superuser'" in err
+    policy.write_text('[roles]\napprover = ["U1"]\n[approval]\nexpiry_minutes = 30\n')
+    assert main(["check-config"]) == 0
