@@ -27,7 +27,9 @@ from handlers.bot import ClusterBot
 from handlers.changes import ChangeService
 from handlers.clusters import ClusterDirectory
 from handlers.costs import PriceBook
+from handlers.idle import Status
 from handlers.policy import Policy
+from handlers.sweep import IdleSweeper, SweepReport
 from handlers.tracking import Tracker
 
 log = logging.getLogger(__name__)
@@ -83,7 +85,22 @@ class ClusterbotService:
             clock,
         )
         self.tracker.on_finish = self.changes.finish
-        self.bot = ClusterBot(self.directory, self.changes, self.store, prices, clock)
+        self.sweeper = IdleSweeper(
+            self.store,
+            self.vertex,
+            self.directory,
+            self.changes,
+            policy.idle,
+            prices,
+            self.messenger,
+            settings.alert_channel,
+            clock,
+            slurm_version=settings.slurm_api_version,
+            concurrency=settings.vertex_concurrency,
+        )
+        self.bot = ClusterBot(
+            self.directory, self.changes, self.store, prices, clock, sweep=self.sweep
+        )
         secret = (
             settings.slack_signing_secret.get_secret_value()
             if settings.slack_signing_secret
@@ -103,6 +120,7 @@ class ClusterbotService:
             policy,
             Roles(policy, self.slack),
             self.background,
+            sweeper=self.sweeper,
             on_command=self.metrics.command,
         )
         self.edge.register()
@@ -133,6 +151,15 @@ class ClusterbotService:
             coalesce=True,
             next_run_time=now,
         )
+        self.scheduler.add_job(
+            self._scheduled_sweep,
+            "interval",
+            seconds=self.settings.sweep_interval,
+            id="idle-sweep",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=now,
+        )
         self.scheduler.start()
         resumed = len(await self.store.active_operations())
         log.info("clusterbot started (%s); %d operations to follow", self.owner, resumed)
@@ -146,6 +173,8 @@ class ClusterbotService:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         async with self._tick_lock:  # a tick in progress finishes first
+            pass
+        async with self.sweeper.lock:  # a sweep in progress finishes first
             pass
         await self.background.drain()
         await self.store.release_operations(self.owner)
@@ -163,6 +192,29 @@ class ClusterbotService:
                 self.metrics.operations_in_flight = float(len(active))
             except Exception:  # a failing tick is logged; the next one runs
                 log.exception("tracking tick failed")
+
+    async def sweep(self) -> SweepReport:
+        """One idle sweep, counted in the metrics."""
+        report = await self.sweeper.sweep()
+        idle = [e for e in report.entries if e.verdict.status in (Status.IDLE, Status.SNOOZED)]
+        self.metrics.idle_clusters = float(len(idle))
+        self.metrics.idle_cost = sum(e.cost_hour or 0.0 for e in idle)
+        self.metrics.sweep_seconds.observe(report.finished - report.started)
+        return report
+
+    async def _scheduled_sweep(self) -> None:
+        if not self.accepting:
+            return
+        try:
+            report = await self.sweep()
+            log.info(
+                "idle sweep: %d clusters, %d alerts, %.1f s",
+                len(report.entries),
+                report.alerts,
+                report.finished - report.started,
+            )
+        except Exception:  # a failing sweep is logged; the next one runs
+            log.exception("idle sweep failed")
 
     async def _expire(self) -> None:
         async with self._tick_lock:  # shutdown waits for it, like a tick

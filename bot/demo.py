@@ -27,6 +27,8 @@ DEMO_POLICY = {
     "default_role": "viewer",
     "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"], "viewer": ["U0CAROL"]},
     "approval": {"self_approval": False, "expiry_minutes": 60},
+    # fast, for a demo: cpu01 is alerted on within about a minute of starting
+    "idle": {"idle_after_minutes": 0.5, "cooldown_hours": 1},
 }
 
 
@@ -58,6 +60,7 @@ def build_demo(
         vertex_static_token=SecretStr("demo"),
         slack_api_url=f"{origin}/api/",
         alert_channel="C0MLINFRA",
+        sweep_interval=10,
         **(settings_overrides or {}),
     )
     service = ClusterbotService(

@@ -118,6 +118,24 @@ class BotMetrics:
             lambda: {(): self.operations_in_flight},
         )
 
+        self.idle_clusters = 0.0
+        self.idle_cost = 0.0
+        self.registry.gauge(
+            "clusterbot_idle_clusters",
+            "Clusters idle while paying, at the last sweep.",
+            lambda: {(): self.idle_clusters},
+        )
+        self.registry.gauge(
+            "clusterbot_idle_cost_per_hour",
+            "Estimated USD per hour spent on idle clusters.",
+            lambda: {(): self.idle_cost},
+        )
+        self.sweep_seconds = self.registry.histogram(
+            "clusterbot_sweep_seconds",
+            "How long an idle sweep took.",
+            (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
+        )
+
     def command(self, name: str, outcome: str) -> None:
         self.commands.inc(subcommand=name, outcome=outcome)
 

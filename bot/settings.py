@@ -68,6 +68,7 @@ class Settings(BaseSettings):
     slurm_api_version: str = Field("v0.0.41", pattern=r"^v0\.0\.\d+$")
     vertex_concurrency: int = Field(8, ge=1, le=256)
     vertex_retry_deadline: float = Field(120.0, gt=0, le=3600)
+    sweep_interval: float = Field(900.0, gt=0, le=86_400)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @field_validator("targets", mode="before")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from bot.store import Store
 from handlers.cards import duration
@@ -23,8 +23,10 @@ from handlers.commands import (
     Show,
 )
 from handlers.costs import PriceBook
+from handlers.idle_cards import report
 from handlers.policy import Role
 from handlers.replies import Heading, Note, Reply, Table, Text, escape
+from handlers.sweep import SweepReport
 
 AUDIT_ROWS = 20
 
@@ -55,7 +57,9 @@ class ClusterBot:
         store: Store,
         prices: PriceBook,
         clock: Callable[[], float],
+        sweep: Callable[[], Awaitable[SweepReport]] | None = None,
     ) -> None:
+        self.sweep = sweep
         self.directory = directory
         self.changes = changes
         self.store = store
@@ -78,9 +82,10 @@ class ClusterBot:
         if isinstance(command, Audit):
             return await self.audit(command.cluster)
         assert isinstance(command, Idle)
-        return Reply("Idle report").add(
-            Text("Idle detection is not switched on in this version of clusterbot yet.")
-        )
+        if self.sweep is None:
+            return Reply("Idle report").add(Text("Idle detection is not configured."))
+        result = await self.sweep()
+        return report(result.entries, result.failures, self.clock())
 
     async def ops(self) -> Reply:
         operations = [o for o in await self.store.active_operations() if not o.done]

@@ -124,6 +124,24 @@ class ChangeService:
         await self.store.update_request(request.id, card_ts=request.card_ts)
         return request
 
+    async def submit_approved(
+        self, actor: str, channel: str, plan: ChangePlan, origin: str
+    ) -> ApprovalRequest:
+        """Submit and approve in one step: an approver's click on an idle alert, or policy."""
+        request = await self.submit(actor, channel, plan, origin)
+        won = await self.store.transition(
+            request.id,
+            [RequestState.PENDING],
+            RequestState.APPROVED,
+            decided_by=actor,
+            decided_at=self.clock(),
+        )
+        if won:
+            await self._audit(actor, "approved", request, via=origin)
+            await self.redraw(request.id)
+            await self.execute(request.id)
+        return await self.store.get_request(request.id) or request
+
     # -- deciding ------------------------------------------------------------------------------
 
     async def decide(self, actor: str, role: Role, request_id: str, approve: bool) -> Reply | None:

@@ -14,6 +14,12 @@ Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
     expiry_minutes = 60
     [prices]
     "a3-highgpu-8g" = 80.0
+    [idle]                               # see handlers/idle.py for every rule
+    idle_after_minutes = 120
+    cooldown_hours = 24
+    often_days = 2
+    auto_action = "off"                  # or "scale_to_zero" / "delete"
+    grace_minutes = 240
 
 Decisions are pure functions of (policy, who, what), so every rule is tested without Slack.
 """
@@ -26,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from handlers.idle import IdleRules
 
 
 class Role(IntEnum):
@@ -57,13 +65,14 @@ class Approval(BaseModel):
 
 
 class Policy(BaseModel):
-    model_config = ConfigDict(extra="allow")  # later sections ([idle]) are read by their owners
+    model_config = ConfigDict(extra="forbid")
 
     default_role: str = "viewer"
     channels: list[str] = Field(default_factory=list)
     roles: dict[str, list[str]] = Field(default_factory=dict)
     approval: Approval = Field(default_factory=Approval)
     prices: dict[str, float] = Field(default_factory=dict)
+    idle: IdleRules = Field(default_factory=IdleRules)
 
     @field_validator("roles")
     @classmethod

@@ -72,8 +72,17 @@ class Button:
 
 
 @dataclass(frozen=True)
+class Select:
+    """A menu of choices: (label, value) pairs; picking one is the action."""
+
+    action_id: str
+    placeholder: str
+    options: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class Buttons:
-    buttons: tuple[Button, ...]
+    buttons: tuple[Button | Select, ...]
     block_id: str | None = None
 
 

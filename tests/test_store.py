@@ -136,3 +136,23 @@ async def test_audit_log_newest_first(store: Store) -> None:
         )
     assert [e.action for e in await store.audit_log(limit=3)] == ["a4", "a3", "a2"]
     assert [e.action for e in await store.audit_log(cluster="c")] == ["a3", "a1"]
+
+
+async def test_idle_records_compare_and_set(store: Store) -> None:
+    from bot.store import IdleRecords
+    from handlers.idle import IdleRecord, Run
+
+    records = IdleRecords(store)
+    record, version = await records.get("c1")
+    assert version == 0 and record == IdleRecord(cluster="c1")
+    first = IdleRecord(cluster="c1", idle_since=5.0, history=(Run(1.0, 5.0, True),))
+    results = await asyncio.gather(*(records.put(first, 0, 10.0) for _ in range(5)))
+    assert results.count(True) == 1  # one creation wins
+    loaded, version = await records.get("c1")
+    assert loaded == first and version == 1
+    assert await records.put(IdleRecord(cluster="c1", kept_by="U1"), 1, 11.0)
+    assert not await records.put(IdleRecord(cluster="c1", snoozed_by="U2"), 1, 12.0)  # stale
+    assert (await records.get("c1"))[0].kept_by == "U1"
+    assert [r.cluster for r in await records.all()] == ["c1"]
+    await records.delete("c1")
+    assert await records.all() == []

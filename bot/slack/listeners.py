@@ -26,6 +26,9 @@ from handlers.clusters import error_text
 from handlers.commands import CommandError, parse
 from handlers.policy import Policy, Role
 from handlers.replies import Reply, Text, error_reply, escape
+from handlers.sweep import IdleSweeper
+
+IDLE_ACTIONS = ("idle_scale_to_zero", "idle_delete", "idle_snooze", "idle_keep", "idle_unkeep")
 
 log = logging.getLogger(__name__)
 GROUP_CACHE_SECONDS = 300.0
@@ -91,8 +94,10 @@ class SlackEdge:
         policy: Policy,
         roles: Roles,
         background: Background,
+        sweeper: IdleSweeper | None = None,
         on_command: Callable[[str, str], None] | None = None,
     ) -> None:
+        self.sweeper = sweeper
         self.app = app
         self.bot = bot
         self.changes = changes
@@ -105,6 +110,8 @@ class SlackEdge:
         self.app.command("/cluster")(self.command)
         self.app.action("approve")(self.approve)
         self.app.action("reject")(self.reject)
+        for action in IDLE_ACTIONS:
+            self.app.action(action)(self.idle_action)
 
     # Bolt passes arguments by parameter name.
     async def command(self, ack: Any, body: dict[str, Any], respond: Respond) -> None:
@@ -118,6 +125,30 @@ class SlackEdge:
     async def reject(self, ack: Any, body: dict[str, Any], respond: Respond) -> None:
         await ack()
         self.background.spawn(self._decide(body, respond, approve=False))
+
+    async def idle_action(self, ack: Any, body: dict[str, Any], respond: Respond) -> None:
+        await ack()
+        self.background.spawn(self._idle_action(body, respond))
+
+    async def _idle_action(self, body: dict[str, Any], respond: Respond) -> None:
+        user = body["user"]["id"]
+        action = body["actions"][0]
+        value = (action.get("selected_option") or {}).get("value") or action.get("value", "")
+        try:
+            if self.sweeper is None:
+                raise RuntimeError("idle actions arrived but idle detection is not configured")
+            reply = await self.sweeper.click(
+                action["action_id"], user, await self.roles.of(user), value
+            )
+            if reply is not None:
+                await respond(**_ephemeral(reply, replace_original=False))
+        except Exception:
+            await respond(
+                **_ephemeral(
+                    self._internal_error(f"{action.get('action_id')} by {user}"),
+                    replace_original=False,
+                )
+            )
 
     async def _command(self, body: dict[str, Any], respond: Respond) -> None:
         user, channel = body["user_id"], body["channel_id"]

@@ -14,6 +14,7 @@ from handlers.replies import (
     Part,
     Reply,
     Rule,
+    Select,
     Table,
     Text,
     escape,
@@ -62,7 +63,21 @@ def _confirm(confirm: Confirm) -> dict[str, Any]:
     return dialog
 
 
-def _button(button: Button) -> dict[str, Any]:
+def _select(select: Select) -> dict[str, Any]:
+    return {
+        "type": "static_select",
+        "action_id": select.action_id,
+        "placeholder": _plain(select.placeholder, 150),
+        "options": [
+            {"text": _plain(label, 75), "value": value[:150]}
+            for label, value in select.options[:100]
+        ],
+    }
+
+
+def _button(button: Button | Select) -> dict[str, Any]:
+    if isinstance(button, Select):
+        return _select(button)
     element: dict[str, Any] = {
         "type": "button",
         "action_id": button.action_id,

@@ -1,5 +1,5 @@
 """Persistence: SQLite by default, PostgreSQL for replicas."""
 
-from bot.store.store import Store, details
+from bot.store.store import IdleRecords, Store, details
 
-__all__ = ["Store", "details"]
+__all__ = ["IdleRecords", "Store", "details"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = sa.MetaData()
 
@@ -70,6 +70,16 @@ audit = sa.Table(
     sa.Column("details", sa.Text, nullable=False),
 )
 
+idle_records = sa.Table(
+    "idle_records",
+    metadata,
+    sa.Column("cluster", sa.String(300), primary_key=True),
+    sa.Column("record", sa.Text, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
 # Statements that take a database at version N-1 to version N, in order. Version 1 is the
-# first schema, created whole by create_all.
-MIGRATIONS: dict[int, list[str]] = {}
+# first schema, created whole by create_all; version 2 adds idle_records, which create_all
+# also creates on an existing database.
+MIGRATIONS: dict[int, list[str]] = {2: []}

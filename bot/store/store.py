@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bot.store import schema
+from handlers.idle import IdleRecord, Run
 from handlers.plans import ChangePlan
 from handlers.records import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 
@@ -244,6 +245,73 @@ class Store:
         async with self.engine.connect() as connection:
             rows = await connection.execute(query)
             return [AuditEntry(**dict(r._mapping)) for r in rows]
+
+
+def _record_json(record: IdleRecord) -> str:
+    document = asdict(record)
+    document["history"] = [[r.start, r.end, r.busy] for r in record.history]
+    return json.dumps(document, separators=(",", ":"))
+
+
+def _record(text: str) -> IdleRecord:
+    document = json.loads(text)
+    document["history"] = tuple(Run(*run) for run in document["history"])
+    return IdleRecord(**document)
+
+
+class IdleRecords:
+    """Idle records, changed by compare-and-set: a click and a sweep never undo each other."""
+
+    def __init__(self, store: Store) -> None:
+        self.engine = store.engine
+
+    async def get(self, cluster: str) -> tuple[IdleRecord, int]:
+        table = schema.idle_records
+        async with self.engine.connect() as connection:
+            row = (
+                await connection.execute(
+                    sa.select(table.c.record, table.c.version).where(table.c.cluster == cluster)
+                )
+            ).first()
+        if row is None:
+            return IdleRecord(cluster=cluster), 0
+        return _record(row.record), int(row.version)
+
+    async def all(self) -> list[IdleRecord]:
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(sa.select(schema.idle_records.c.record))
+            return [_record(r.record) for r in rows]
+
+    async def put(self, record: IdleRecord, version: int, now: float) -> bool:
+        """Write if nobody wrote since ``version`` was read; True when written."""
+        table = schema.idle_records
+        if version == 0:
+            try:
+                async with self.engine.begin() as connection:
+                    await connection.execute(
+                        table.insert().values(
+                            cluster=record.cluster,
+                            record=_record_json(record),
+                            version=1,
+                            updated_at=now,
+                        )
+                    )
+            except sa.exc.IntegrityError:
+                return False  # someone else created it first
+            return True
+        async with self.engine.begin() as connection:
+            result = await connection.execute(
+                table.update()
+                .where(table.c.cluster == record.cluster, table.c.version == version)
+                .values(record=_record_json(record), version=version + 1, updated_at=now)
+            )
+        return bool(result.rowcount == 1)
+
+    async def delete(self, cluster: str) -> None:
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                schema.idle_records.delete().where(schema.idle_records.c.cluster == cluster)
+            )
 
 
 def details(**values: Any) -> str:

@@ -80,6 +80,15 @@ class _Check:
                 self.fail("must be primary or danger", f"{pointer}/style")
             if "confirm" in element:
                 self.confirm(element["confirm"], f"{pointer}/confirm")
+        elif kind == "static_select":
+            self.text(element.get("placeholder"), f"{pointer}/placeholder", 150, plain_only=True)
+            options = element.get("options") or []
+            if not 1 <= len(options) <= 100:
+                self.fail("must have 1 to 100 options", f"{pointer}/options")
+            for index, option in enumerate(options):
+                where = f"{pointer}/options/{index}"
+                self.text(option.get("text"), f"{where}/text", 75, plain_only=True)
+                self.length(option.get("value"), 150, f"{where}/value")
         elif kind == "image":
             if not element.get("image_url") and not element.get("slack_file"):
                 self.fail("must provide image_url", pointer)
@@ -149,11 +158,15 @@ def problems(blocks: Any) -> list[str]:
 
 
 def buttons(blocks: list[dict[str, Any]]) -> list[tuple[str | None, dict[str, Any]]]:
-    """Every button in a message, with the block_id of its block."""
+    """Every button and menu in a message, with the block_id of its block."""
     found: list[tuple[str | None, dict[str, Any]]] = []
     for block in blocks:
         candidates = list(block.get("elements", [])) if block.get("type") == "actions" else []
         if isinstance(block.get("accessory"), dict):
             candidates.append(block["accessory"])
-        found += [(block.get("block_id"), e) for e in candidates if e.get("type") == "button"]
+        found += [
+            (block.get("block_id"), e)
+            for e in candidates
+            if e.get("type") in ("button", "static_select")
+        ]
     return found

@@ -141,7 +141,9 @@ async def deliver_click(
     channel: Channel,
     ts: str,
     action_id: str,
+    value: str | None = None,
 ) -> Delivery:
+    """Click a button, or pick an option of a menu (``value``; the first option by default)."""
     try:
         message = ws.find(channel.id, ts)
     except SlackError:
@@ -160,15 +162,23 @@ async def deliver_click(
         raise SlackError("no_such_button", status=404)
     block_id, button = match
     action: dict[str, Any] = {
-        "type": "button",
+        "type": button["type"],
         "action_id": action_id,
         "block_id": block_id or "",
-        "text": button.get("text"),
         "action_ts": ws.next_ts(),
     }
-    for key in ("value", "style"):
-        if key in button:
-            action[key] = button[key]
+    if button["type"] == "static_select":
+        options = button.get("options") or []
+        chosen = next((o for o in options if o.get("value") == value), None)
+        if chosen is None and value is not None:
+            raise SlackError("no_such_option", status=404)
+        action["selected_option"] = chosen or options[0]
+        action["placeholder"] = button.get("placeholder")
+    else:
+        action["text"] = button.get("text")
+        for key in ("value", "style"):
+            if key in button:
+                action[key] = button[key]
     payload: dict[str, Any] = {
         "type": "block_actions",
         "user": {"id": user.id, "username": user.name, "name": user.name, "team_id": ws.team_id},

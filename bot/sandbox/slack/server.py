@@ -142,6 +142,7 @@ async def click(request: web.Request) -> web.Response:
             channel,
             str(body.get("ts", "")),
             str(body.get("action_id", "")),
+            str(body["value"]) if body.get("value") is not None else None,
         )
     except SlackError as error:
         return _error(error)

@@ -75,20 +75,50 @@ function renderButton(button, message) {
   node.addEventListener("click", async () => {
     if (button.confirm && !(await confirmDialog(button.confirm))) return;
     node.disabled = true;
-    const reply = await api("/sandbox/api/click", {
-      user: state.user.id, channel: message.channel, ts: message.ts, action_id: button.action_id,
-    });
+    await sendAction(message, button.action_id);
     node.disabled = false;
-    if (reply.status !== 200 || !reply.data || reply.data.status !== 200) {
-      const why = reply.data && (reply.data.error || reply.data.body) || `HTTP ${reply.status}`;
-      toast(`The app did not accept the click: ${why}`);
-    }
+  });
+  return node;
+}
+
+async function sendAction(message, actionId, value) {
+  const body = { user: state.user.id, channel: message.channel, ts: message.ts, action_id: actionId };
+  if (value !== undefined) body.value = value;
+  const reply = await api("/sandbox/api/click", body);
+  if (reply.status !== 200 || !reply.data || reply.data.status !== 200) {
+    const why = reply.data && (reply.data.error || reply.data.body) || `HTTP ${reply.status}`;
+    toast(`The app did not accept the action: ${why}`);
+  }
+}
+
+function renderSelect(select, message) {
+  const node = el("select", "menu");
+  node.dataset.actionId = select.action_id;
+  const placeholder = el("option");
+  placeholder.textContent = select.placeholder ? select.placeholder.text : "Choose…";
+  placeholder.value = "";
+  placeholder.disabled = true;
+  placeholder.selected = true;
+  node.appendChild(placeholder);
+  for (const option of select.options || []) {
+    const item = el("option");
+    item.value = option.value;
+    item.textContent = option.text.text;
+    node.appendChild(item);
+  }
+  node.addEventListener("change", async () => {
+    const value = node.value;
+    node.disabled = true;
+    await sendAction(message, select.action_id, value);
+    node.disabled = false;
+    node.value = "";
   });
   return node;
 }
 
 function renderElement(element, message) {
   if (element.type === "button") return renderButton(element, message);
+  if (element.type === "static_select") return renderSelect(element, message);
   if (element.type === "image") {
     const img = el("img", "context-image");
     img.src = element.image_url;

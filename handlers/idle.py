@@ -1,0 +1,278 @@
+"""The idle policy: a pure function of (what we knew, what we see now, the time).
+
+The rules, all of them:
+
+1. *Busy*: a cluster is busy at an observation if its state is not RUNNING (PROVISIONING,
+   UPDATING, STOPPING and ERROR are never alerted on), or the bot is tracking an operation on
+   it, or Slurm reports at least one running or pending job.
+2. *Unknown*: when activity cannot be read (Slurm's proxy fails, slurmrestd errs), the
+   observation is unknown. An unknown cluster is never alerted on, and the idle clock starts
+   again afterwards: continuity cannot be shown across a gap.
+3. *The idle clock* starts at the first not-busy observation, never backdated, and is reset by
+   any busy or unknown observation. A cluster is *idle* once it has been observed not busy,
+   continuously, for ``idle_after`` (2 h by default); before that it is *waiting*.
+4. *Paying*: an idle cluster costs money only while its compute pools (every pool but the
+   login pool) have nodes; one that does not is *free* and is never alerted on.
+5. *One alert per idle period*: an idle, paying cluster gets one alert; it is repeated only
+   when the cluster is still idle ``cooldown`` (24 h by default) after the last alert. A busy
+   observation ends the period; the next idle period gets its own alert.
+6. *Snooze* silences alerts until a time; after it, a cluster still idle is alerted again.
+7. *Keep* exempts a cluster until someone undoes it; so does the cluster label
+   ``clusterbot-idle: exempt``. Exempt clusters are reported, never alerted on.
+8. *Auto-action* (off by default): an alert may announce an action (scale to zero, or delete)
+   due ``grace`` after the alert. Any click on the alert, a snooze, a keep, or the cluster
+   becoming busy cancels it. It is due only while the cluster is still idle and paying.
+9. *History*: seven days of busy/not-busy time per cluster are kept, merged into runs. The
+   recommendation is to scale to zero a cluster used (busy at some point) on at least
+   ``often_days`` (2) of the last seven days, since it comes back quickly, and to delete one
+   used less, since it is cheaper to re-create when needed. Deleting is recommended only
+   with a full week of history: until then, scaling to zero, which is easy to undo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DAY = 86_400.0
+WEEK = 7 * DAY
+EXEMPT_LABEL = ("clusterbot-idle", "exempt")
+
+
+class IdleRules(BaseModel):
+    """The ``[idle]`` section of the policy file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    idle_after_minutes: float = Field(120.0, gt=0)
+    cooldown_hours: float = Field(24.0, gt=0)
+    often_days: int = Field(2, ge=1, le=7)
+    auto_action: str = Field("off", pattern="^(off|scale_to_zero|delete)$")
+    grace_minutes: float = Field(240.0, gt=0)
+
+    @property
+    def idle_after(self) -> float:
+        return self.idle_after_minutes * 60
+
+    @property
+    def cooldown(self) -> float:
+        return self.cooldown_hours * 3600
+
+    @property
+    def grace(self) -> float:
+        return self.grace_minutes * 60
+
+
+class Status(StrEnum):
+    BUSY = "busy"
+    WAITING = "waiting"  # not busy, not yet for idle_after
+    IDLE = "idle"
+    FREE = "free"  # idle, but its compute pools have no nodes
+    EXEMPT = "exempt"
+    SNOOZED = "snoozed"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Observation:
+    at: float
+    state: str
+    tracked_operation: bool = False
+    running_jobs: int | None = 0
+    pending_jobs: int | None = 0
+    paying_nodes: int = 0
+    exempt_label: bool = False
+    unknown_reason: str | None = None  # set when activity could not be read
+
+    def busy_reason(self) -> str | None:
+        if self.tracked_operation:
+            return "a change from clusterbot is running"
+        if self.state != "RUNNING":
+            return f"state is {self.state}"
+        jobs = (self.running_jobs or 0) + (self.pending_jobs or 0)
+        if jobs:
+            return (
+                f"{self.running_jobs or 0} running and {self.pending_jobs or 0} pending Slurm jobs"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A stretch of time the cluster was busy, or not."""
+
+    start: float
+    end: float
+    busy: bool
+
+
+@dataclass(frozen=True)
+class IdleRecord:
+    """What the bot remembers of one cluster between sweeps."""
+
+    cluster: str
+    idle_since: float | None = None
+    last_seen: float | None = None
+    alerted_at: float | None = None  # last alert in the current idle period
+    alert_ts: str | None = None  # the alert message, while it is current
+    alert_channel: str | None = None
+    snoozed_until: float | None = None
+    snoozed_by: str | None = None
+    kept_by: str | None = None
+    kept_at: float | None = None
+    auto_action_at: float | None = None
+    history: tuple[Run, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    reason: str
+    alert: bool = False  # post an alert now
+    auto_action_due: bool = False
+    idle_since: float | None = None
+    ended_alert: str | None = None  # why a current alert no longer applies (busy, free, ...)
+    recommendation: str = "scale_to_zero"
+    recommendation_reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _record_history(
+    history: tuple[Run, ...], start: float, end: float, busy: bool
+) -> tuple[Run, ...]:
+    """Add a run and compact: merge with the last run when alike, drop what is older than 7 days."""
+    runs = list(history)
+    if end > start:
+        if runs and runs[-1].busy == busy and abs(runs[-1].end - start) < 1e-6:
+            runs[-1] = Run(runs[-1].start, end, busy)
+        else:
+            runs.append(Run(start, end, busy))
+    horizon = end - WEEK
+    kept = [Run(max(r.start, horizon), r.end, r.busy) for r in runs if r.end > horizon]
+    return tuple(kept)
+
+
+def recommend(history: tuple[Run, ...], now: float, rules: IdleRules) -> tuple[str, str]:
+    """``scale_to_zero`` or ``delete``, and the reason in words."""
+    days_used = {
+        datetime.fromtimestamp(moment, UTC).date()
+        for run in history
+        if run.busy and run.end > now - WEEK
+        for moment in _days_between(max(run.start, now - WEEK), run.end)
+    }
+    busy_hours = (
+        sum(r.end - max(r.start, now - WEEK) for r in history if r.busy and r.end > now - WEEK)
+        / 3600
+    )
+    watched = (now - history[0].start) / DAY if history else 0.0
+    watched_note = "" if watched >= 6.9 else f" (watched for {watched:.1f} days so far)"
+    used = len(days_used)
+    if used < rules.often_days and watched < 6.9:
+        return (
+            "scale_to_zero",
+            f"used on {used} days{watched_note}: scale to zero, which is easy to undo; "
+            "deleting is advised only after a week of little use",
+        )
+    if used >= rules.often_days:
+        return (
+            "scale_to_zero",
+            f"used on {used} of the last 7 days ({busy_hours:.0f} h busy){watched_note}: scale "
+            "to zero, so it comes back quickly when jobs return",
+        )
+    return (
+        "delete",
+        f"used on {used} of the last 7 days ({busy_hours:.0f} h busy){watched_note}: delete it, "
+        "and create it again when it is needed",
+    )
+
+
+def _days_between(start: float, end: float) -> list[float]:
+    moments = [start]
+    day_start = (start // DAY + 1) * DAY
+    while day_start < end:
+        moments.append(day_start)
+        day_start += DAY
+    return moments
+
+
+def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[IdleRecord, Verdict]:
+    """Apply the rules to one observation; returns the new record and the verdict."""
+    now = seen.at
+    busy_reason = seen.busy_reason()
+    unknown = seen.unknown_reason is not None and busy_reason is None
+    history = record.history
+    if record.last_seen is not None and not unknown:
+        history = _record_history(history, record.last_seen, now, busy_reason is not None)
+    advice, advice_reason = recommend(history, now, rules)
+    base = replace(record, last_seen=None if unknown else now, history=history)
+
+    def verdict(status: Status, reason: str, **extra: object) -> Verdict:
+        return Verdict(
+            status,
+            reason,
+            recommendation=advice,
+            recommendation_reason=advice_reason,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    if unknown:
+        ended = "activity can no longer be read" if record.alert_ts else None
+        return (
+            replace(base, idle_since=None, alerted_at=None, auto_action_at=None),
+            verdict(Status.UNKNOWN, seen.unknown_reason or "unknown", ended_alert=ended),
+        )
+    if busy_reason is not None:
+        # The bot's own change keeps the alert open, to be closed with its outcome.
+        ended = (
+            f"busy again: {busy_reason}" if record.alert_ts and not seen.tracked_operation else None
+        )
+        return (
+            replace(base, idle_since=None, alerted_at=None, auto_action_at=None),
+            verdict(Status.BUSY, busy_reason, ended_alert=ended),
+        )
+    idle_since = record.idle_since if record.idle_since is not None else now
+    base = replace(base, idle_since=idle_since)
+    idle_for = now - idle_since
+    if seen.exempt_label or record.kept_by:
+        why = "label clusterbot-idle: exempt" if seen.exempt_label else "kept"
+        return replace(base, auto_action_at=None), verdict(
+            Status.EXEMPT, why, idle_since=idle_since
+        )
+    if idle_for < rules.idle_after:
+        return base, verdict(
+            Status.WAITING, f"no jobs for {idle_for / 60:.0f} min", idle_since=idle_since
+        )
+    if seen.paying_nodes == 0:
+        ended = "its compute pools have no nodes" if record.alert_ts else None
+        return replace(base, auto_action_at=None), verdict(
+            Status.FREE,
+            "idle, but no compute nodes to pay for",
+            idle_since=idle_since,
+            ended_alert=ended,
+        )
+    if record.snoozed_until is not None and now < record.snoozed_until:
+        return base, verdict(Status.SNOOZED, "snoozed", idle_since=idle_since)
+    due = record.alerted_at is None or now - record.alerted_at >= rules.cooldown
+    if record.snoozed_until is not None and now >= record.snoozed_until:
+        due = True  # a snooze that ran out: tell again
+        base = replace(base, snoozed_until=None, snoozed_by=None)
+    auto_due = (
+        not due
+        and record.auto_action_at is not None
+        and now >= record.auto_action_at
+        and rules.auto_action != "off"
+    )
+    if due:
+        auto_at = now + rules.grace if rules.auto_action != "off" else None
+        return replace(base, alerted_at=now, auto_action_at=auto_at), verdict(
+            Status.IDLE, f"no jobs for {idle_for / 3600:.1f} h", alert=True, idle_since=idle_since
+        )
+    return base, verdict(
+        Status.IDLE,
+        f"no jobs for {idle_for / 3600:.1f} h",
+        idle_since=idle_since,
+        auto_action_due=auto_due,
+    )
