@@ -18,7 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from bot.metrics import BotMetrics
 from bot.settings import Settings
 from bot.slack.listeners import Background, Roles, SlackEdge
-from bot.slack.messenger import SlackMessenger, web_client
+from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
 from bot.store import Store
 from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
 from bot.vertex.client import VertexClient
@@ -68,9 +68,13 @@ class ClusterbotService:
             retry=RetryPolicy(deadline=settings.vertex_retry_deadline),
             observer=self.metrics.call,
         )
-        bot_token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
-        self.slack = web_client(bot_token, settings.slack_api_url)
-        self.messenger = SlackMessenger(self.slack)
+        bot_token = (
+            settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+        )
+        self.slack = web_client(bot_token or "", settings.slack_api_url)
+        self.messenger: SlackMessenger | LogMessenger = (
+            SlackMessenger(self.slack) if bot_token else LogMessenger()
+        )
         prices = PriceBook.with_overrides(policy.prices)
         self.directory = ClusterDirectory(self.vertex, settings.targets)
         self.tracker = Tracker(self.store, self.vertex, self.messenger, clock, self.owner)
@@ -101,20 +105,23 @@ class ClusterbotService:
         self.bot = ClusterBot(
             self.directory, self.changes, self.store, prices, clock, sweep=self.sweep
         )
-        secret = (
-            settings.slack_signing_secret.get_secret_value()
-            if settings.slack_signing_secret
-            else None
-        )
-        self.bolt = AsyncApp(
+        self.background = Background()
+        self.bolt = self._slack_app(policy) if bot_token else None
+        self.scheduler = AsyncIOScheduler(timezone=UTC)
+        self.accepting = True
+        self._tick_lock = asyncio.Lock()
+
+    def _slack_app(self, policy: Policy) -> AsyncApp:
+        """The Bolt app and its listeners; only with a bot token (a cron sweep needs neither)."""
+        secret = self.settings.slack_signing_secret
+        app = AsyncApp(
             client=self.slack,
-            signing_secret=secret,
+            signing_secret=secret.get_secret_value() if secret else None,
             process_before_response=False,
             logger=logging.getLogger("clusterbot.bolt"),
         )
-        self.background = Background()
-        self.edge = SlackEdge(
-            self.bolt,
+        SlackEdge(
+            app,
             self.bot,
             self.changes,
             policy,
@@ -122,11 +129,8 @@ class ClusterbotService:
             self.background,
             sweeper=self.sweeper,
             on_command=self.metrics.command,
-        )
-        self.edge.register()
-        self.scheduler = AsyncIOScheduler(timezone=UTC)
-        self.accepting = True
-        self._tick_lock = asyncio.Lock()
+        ).register()
+        return app
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -231,6 +235,7 @@ class ClusterbotService:
         started = time.perf_counter()
         if not self.accepting:
             return web.json_response({"error": "shutting down"}, status=503)
+        assert self.bolt is not None  # the route exists only with a Slack app
         response = await to_aiohttp_response(
             await self.bolt.async_dispatch(await to_bolt_request(request))
         )
@@ -264,7 +269,7 @@ class ClusterbotService:
 
         ``/slack/events`` is served only with a signing secret: unsigned requests never reach
         the listeners (Socket Mode needs no request URL)."""
-        if self.settings.slack_signing_secret is not None:
+        if self.settings.slack_signing_secret is not None and self.bolt is not None:
             app.router.add_post(path, self.slack_events)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)

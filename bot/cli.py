@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bot.settings import ConfigError, Settings, load_settings
+from bot.settings import ConfigError, Mode, Settings, load_settings
 from handlers.policy import Policy
 
 
@@ -51,12 +52,12 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configuration(command: str) -> tuple[Settings, Policy] | None:
-    """Settings and policy for `serve`, or None after printing every problem to stderr."""
+def _configuration(command: str, mode: Mode = "serve") -> tuple[Settings, Policy] | None:
+    """Settings and policy, or None after printing every problem to stderr."""
     from handlers.policy import PolicyError, load_policy
 
     try:
-        settings = load_settings("serve")
+        settings = load_settings(mode)
     except ConfigError as error:
         problems = error.problems
     else:
@@ -64,10 +65,8 @@ def _configuration(command: str) -> tuple[Settings, Policy] | None:
             return settings, load_policy(settings.policy_file)
         except PolicyError as error:
             problems = [str(error)]
-    print(
-        f"clusterbot {command}: configuration is invalid ({len(problems)} problems):",
-        file=sys.stderr,
-    )
+    count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+    print(f"clusterbot {command}: configuration is invalid ({count}):", file=sys.stderr)
     for problem in problems:
         print(f"  - {problem}", file=sys.stderr)
     return None
@@ -81,6 +80,23 @@ def _serve(_args: argparse.Namespace) -> int:
     from bot.serve import run_service
 
     run_service(*loaded)
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    if not args.once:
+        print(
+            "clusterbot sweep: only --once is supported here; the service sweeps on its own "
+            "schedule (CLUSTERBOT_SWEEP_INTERVAL)",
+            file=sys.stderr,
+        )
+        return 2
+    loaded = _configuration("sweep", "sweep")
+    if loaded is None:
+        return 2
+    from bot.sweep_once import sweep_once
+
+    print(asyncio.run(sweep_once(*loaded, as_json_output=args.json)))
     return 0
 
 
@@ -143,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--create-seconds", type=float, default=60.0)
     sim.add_argument("--page-max", type=int, default=100, help="largest page a list returns")
     sim.set_defaults(run=_simulator)
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="one idle sweep now, reported on stdout (for cron and pipelines)",
+        description="Observe every cluster of CLUSTERBOT_TARGETS once, update idle records, "
+        "post due alerts when Slack is configured, and print the report.",
+    )
+    sweep.add_argument("--once", action="store_true", help="run one sweep and exit")
+    sweep.add_argument("--json", action="store_true", help="print the report as JSON")
+    sweep.set_defaults(run=_sweep)
 
     check = commands.add_parser(
         "check-config",

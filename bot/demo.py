@@ -51,18 +51,18 @@ def build_demo(
     workspace = Workspace(
         signing_secret=secret, bot_token=DEMO_TOKEN, bot_url=f"{origin}/slack/events"
     )
-    settings = Settings(
-        slack_bot_token=SecretStr(DEMO_TOKEN),
-        slack_signing_secret=SecretStr(secret),
-        targets=[Target("demo-project", "us-central1"), Target("demo-project", "europe-west4")],
-        database_url=f"sqlite+aiosqlite:///{folder / 'clusterbot.db'}",
-        vertex_api_url=f"{origin}/vertex",
-        vertex_static_token=SecretStr("demo"),
-        slack_api_url=f"{origin}/api/",
-        alert_channel="C0MLINFRA",
-        sweep_interval=10,
-        **(settings_overrides or {}),
-    )
+    values: dict[str, Any] = {
+        "slack_bot_token": SecretStr(DEMO_TOKEN),
+        "slack_signing_secret": SecretStr(secret),
+        "targets": [Target("demo-project", "us-central1"), Target("demo-project", "europe-west4")],
+        "database_url": f"sqlite+aiosqlite:///{folder / 'clusterbot.db'}",
+        "vertex_api_url": f"{origin}/vertex",
+        "vertex_static_token": SecretStr("demo"),
+        "slack_api_url": f"{origin}/api/",
+        "alert_channel": "C0MLINFRA",
+        "sweep_interval": 10,
+    }
+    settings = Settings(**{**values, **(settings_overrides or {})})
     service = ClusterbotService(
         settings,
         policy or Policy.model_validate(DEMO_POLICY),

@@ -32,6 +32,7 @@ async def serve(settings: Settings, policy: Policy) -> None:
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+        assert service.bolt is not None  # serve requires SLACK_BOT_TOKEN
         socket_mode = AsyncSocketModeHandler(
             service.bolt, settings.slack_app_token.get_secret_value()
         )

@@ -164,6 +164,12 @@ def _field_problems(error: ValidationError) -> list[str]:
 
 def _requirement_problems(present: Mapping[str, bool], mode: Mode) -> list[str]:
     """What ``mode`` needs set, from which settings are present (valid or not)."""
+    if mode == "sweep":
+        return [
+            f"{env_name('targets')} is required (expected {HINTS['targets']})"
+            for _ in [0]
+            if not present["targets"]
+        ]
     if mode != "serve":
         return []
     needed = ["slack_bot_token", "targets"]

@@ -17,8 +17,9 @@ The rules, all of them:
    when the cluster is still idle ``cooldown`` (24 h by default) after the last alert. A busy
    observation ends the period; the next idle period gets its own alert.
 6. *Snooze* silences alerts until a time; after it, a cluster still idle is alerted again.
-7. *Keep* exempts a cluster until someone undoes it; so does the cluster label
-   ``clusterbot-idle: exempt``. Exempt clusters are reported, never alerted on.
+7. *Keep* exempts a cluster until someone undoes it (from `/cluster idle`); so does the
+   cluster label ``clusterbot-idle: exempt``. Exempt clusters are reported, never alerted on.
+   Undoing a keep watches the cluster afresh: if it is still idle, the next sweep alerts.
 8. *Auto-action* (off by default): an alert may announce an action (scale to zero, or delete)
    due ``grace`` after the alert. Any click on the alert, a snooze, a keep, or the cluster
    becoming busy cancels it. It is due only while the cluster is still idle and paying.

@@ -305,7 +305,11 @@ class IdleSweeper:
             await self._close(record, kept_text(record))
             return None
         if action == "idle_unkeep":
-            await self._update(value, lambda r: replace(r, kept_by=None, kept_at=None))
+            # watched again from now: a cluster still idle is alerted at the next sweep
+            await self._update(
+                value,
+                lambda r: replace(r, kept_by=None, kept_at=None, alerted_at=None, alert_ts=None),
+            )
             return Reply("No longer kept").add(
                 Text(f"{escape(value.rsplit('/', 1)[-1])} is watched for idleness again.")
             )

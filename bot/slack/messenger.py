@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import logging
+
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -45,3 +48,23 @@ class SlackMessenger:
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         text, blocks = render(reply)
         await self.client.chat_postEphemeral(channel=channel, user=user, text=text, blocks=blocks)
+
+
+class LogMessenger:
+    """Where messages go when Slack is not configured (`clusterbot sweep --once` from cron):
+    the log, one line each."""
+
+    def __init__(self) -> None:
+        self.log = logging.getLogger("clusterbot.messages")
+        self._ids = itertools.count(1)
+
+    async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
+        ts = f"log-{next(self._ids)}"
+        self.log.info("message %s to %s: %s", ts, channel, reply.summary)
+        return ts
+
+    async def update(self, channel: str, ts: str, reply: Reply) -> None:
+        self.log.info("message %s in %s now: %s", ts, channel, reply.summary)
+
+    async def whisper(self, channel: str, user: str, reply: Reply) -> None:
+        self.log.info("to %s in %s: %s", user, channel, reply.summary)

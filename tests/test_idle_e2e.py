@@ -1,0 +1,285 @@
+"""Idle alerts end to end: the sweep finds cpu01, the alert appears, every button works."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handlers.policy import Policy
+from tests.demo_stack import CPU01, Stack, demo_stack, text_of
+
+FAST_IDLE = {"idle_after_minutes": 0.005, "cooldown_hours": 1}  # idle after 0.3 s
+
+
+def policy(**idle: Any) -> Policy:
+    return Policy.model_validate(
+        {
+            "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"], "viewer": ["U0CAROL"]},
+            "idle": {**FAST_IDLE, **idle},
+        }
+    )
+
+
+@pytest.fixture
+async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+    async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as running:
+        yield running
+
+
+def is_alert(message: dict[str, Any]) -> bool:
+    blocks = message.get("blocks") or []
+    return bool(blocks) and "Idle cluster" in blocks[0].get("text", {}).get("text", "")
+
+
+async def the_alert(stack: Stack, cluster: str = "cpu01") -> dict[str, Any]:
+    messages = await stack.wait(
+        lambda ms: any(is_alert(m) and f"Idle cluster: {cluster}" in text_of(m) for m in ms)
+    )
+    return next(m for m in messages if is_alert(m) and f"Idle cluster: {cluster}" in text_of(m))
+
+
+async def current(stack: Stack, ts: str) -> dict[str, Any]:
+    return next(m for m in await stack.messages() if m["ts"] == ts)
+
+
+async def test_alert_for_the_idle_cluster_only(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    text = text_of(alert)
+    assert alert["ephemeral_to"] is None
+    for fact in (
+        "cpu: 4 x n2-standard-8",
+        "~$1.55/h",
+        "Spent idle so far",
+        "Recommendation",
+        "demo-project/us-central1",
+    ):
+        assert fact in text, fact
+    ids = [e["action_id"] for b in alert["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert ids == ["idle_scale_to_zero", "idle_delete", "idle_keep", "idle_snooze"]
+    await stack.wait(lambda ms: len(stack.simulator.requests) > 0)
+    alerts = [m for m in await stack.messages() if is_alert(m)]
+    assert len(alerts) == 1  # train01 has jobs; eval01 has no compute nodes
+
+
+async def test_scale_to_zero_by_an_approver_patches(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    await stack.click("bob", alert["ts"], "idle_scale_to_zero")
+    messages = await stack.wait(lambda ms: any("done in" in text_of(m) for m in ms), limit=20)
+    patches = await stack.requests("PATCH")
+    assert len(patches) == 1 and patches[0]["query"] == {"updateMask": "node_pools"}
+    pools = {p["id"]: p["scalingSpec"] for p in stack.simulator.clusters[CPU01]["nodePools"]}
+    assert pools == {
+        "cpu": {"minNodeCount": 0, "maxNodeCount": 0},
+        "login": {"minNodeCount": 1, "maxNodeCount": 1},
+    }
+    cards = [m for m in messages if "Resize request: cpu01" in text_of(m)]
+    assert len(cards) == 1
+    # the alert is edited in place: answered, then scaled to zero once the sweep sees it
+    edited = await stack.wait(
+        lambda ms: any(m["ts"] == alert["ts"] and "Scaled to zero" in text_of(m) for m in ms)
+    )
+    final = next(m for m in edited if m["ts"] == alert["ts"])
+    assert not any(b["type"] == "actions" for b in final["blocks"])
+    audit = text_of(await stack.reply_to("carol", "/cluster audit cpu01"))
+    assert "approved" in audit and "U0BOB" in audit
+
+
+async def test_scale_to_zero_by_an_operator_needs_an_approver(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    await stack.click("alice", alert["ts"], "idle_scale_to_zero")
+    messages = await stack.wait(lambda ms: any("Resize request: cpu01" in text_of(m) for m in ms))
+    card = next(m for m in messages if "Resize request: cpu01" in text_of(m))
+    assert any(b["type"] == "actions" for b in card["blocks"])  # waiting for an approver
+    assert await stack.requests("PATCH") == []
+    await stack.click("bob", card["ts"], "approve")
+    await stack.wait(lambda ms: any("done in" in text_of(m) for m in ms), limit=20)
+    assert len(await stack.requests("PATCH")) == 1
+
+
+async def test_delete_from_the_alert(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    delete = next(
+        e
+        for b in alert["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"] == "idle_delete"
+    )
+    assert delete["confirm"]["style"] == "danger"  # the page asks before sending
+    await stack.click("bob", alert["ts"], "idle_delete")
+    await stack.wait(
+        lambda ms: any(m["ts"] == alert["ts"] and "Deleted" in text_of(m) for m in ms), limit=20
+    )
+    assert len(await stack.requests("DELETE")) == 1
+    assert CPU01 not in stack.simulator.clusters
+
+
+async def test_snooze_then_alert_again(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as stack:
+        alert = await the_alert(stack)
+        status, body = await stack.post(
+            "/sandbox/api/click",
+            {
+                "user": "alice",
+                "channel": "ml-infra",
+                "ts": alert["ts"],
+                "action_id": "idle_snooze",
+                "value": f"3600|{CPU01}",
+            },
+        )
+        assert status == 200 and body["status"] == 200
+        snoozed = await stack.wait(
+            lambda ms: any(m["ts"] == alert["ts"] and "Snoozed" in text_of(m) for m in ms)
+        )
+        assert "for 1 h" in text_of(next(m for m in snoozed if m["ts"] == alert["ts"]))
+        report = text_of(await stack.reply_to("carol", "/cluster idle"))
+        assert "snoozed by U0ALICE" in report
+        # the snooze runs out: a new alert
+        from bot.store import IdleRecords
+
+        records = IdleRecords(stack.service.store)
+        record, version = await records.get(CPU01)
+        from dataclasses import replace
+
+        assert await records.put(replace(record, snoozed_until=0.0), version, 0.0)
+        await stack.wait(
+            lambda ms: (
+                sum(is_alert(m) and "Scale to zero" in text_of(m) for m in ms) == 1
+                and any(m["ts"] != alert["ts"] and is_alert(m) for m in ms)
+            )
+        )
+
+
+async def test_keep_then_undo_from_the_report(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    await stack.click("alice", alert["ts"], "idle_keep")
+    await stack.wait(lambda ms: any(m["ts"] == alert["ts"] and "Kept" in text_of(m) for m in ms))
+    kept = text_of(await current(stack, alert["ts"]))
+    assert "*Kept* by <@U0ALICE>" in kept
+    report = await stack.reply_to("alice", "/cluster idle")
+    assert "kept by U0ALICE" in text_of(report)
+    assert "exempt" in text_of(report)
+    unkeep = [e for b in report["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert [e["action_id"] for e in unkeep] == ["idle_unkeep"]
+    await stack.click("alice", report["ts"], "idle_unkeep")
+    await stack.wait(lambda ms: any("watched for idleness again" in text_of(m) for m in ms))
+    # watched again: a new alert comes
+    await stack.wait(lambda ms: sum(is_alert(m) and "Scale to zero" in text_of(m) for m in ms) == 1)
+
+
+async def test_viewer_cannot_act_on_alerts(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    await stack.click("carol", alert["ts"], "idle_keep")
+    messages = await stack.wait(
+        lambda ms: any(
+            m["ephemeral_to"] == "U0CAROL" and "needs the operator role" in text_of(m) for m in ms
+        )
+    )
+    assert "Kept" not in text_of(next(m for m in messages if m["ts"] == alert["ts"]))
+
+
+async def test_alert_closed_when_jobs_return(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    stack.simulator.set_jobs("cpu01", {"running": 1})
+    await stack.wait(
+        lambda ms: any(m["ts"] == alert["ts"] and "No longer idle" in text_of(m) for m in ms)
+    )
+    closed = text_of(await current(stack, alert["ts"]))
+    assert "1 running and 0 pending Slurm jobs" in closed
+
+
+async def test_idle_report_explains_each_cluster(stack: Stack) -> None:
+    await the_alert(stack)
+    text = text_of(await stack.reply_to("carol", "/cluster idle"))
+    assert "Idle report: 1 idle" in text
+    assert "train01" in text and "1 running and 1 pending Slurm jobs" in text
+    assert "eval01" in text and "free" in text
+
+
+async def test_unknown_activity_is_reported_not_alerted(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as stack:
+        await stack.fault(path="cpu01:callSlurmRestApi", status=403, message="not allowed to run")
+        text = text_of(await stack.reply_to("carol", "/cluster idle"))
+        assert "cpu01: activity unknown" in text and "not allowed to run" in text
+        assert not any(is_alert(m) for m in await stack.messages())
+
+
+async def test_auto_action_scales_down_after_grace(tmp_path: Path) -> None:
+    rules = policy(auto_action="scale_to_zero", grace_minutes=0.01)
+    async with demo_stack(tmp_path, policy=rules, sweep_interval=0.3) as stack:
+        alert = await the_alert(stack)
+        assert "clusterbot will scale to zero cpu01" in text_of(alert)
+        await stack.wait(lambda ms: any("done in" in text_of(m) for m in ms), limit=20)
+        assert len(await stack.requests("PATCH")) == 1
+        audit = text_of(await stack.reply_to("carol", "/cluster audit cpu01"))
+        assert "policy" in audit
+
+
+async def test_a_click_cancels_the_auto_action(tmp_path: Path) -> None:
+    rules = policy(auto_action="delete", grace_minutes=0.05)  # 3 s
+    async with demo_stack(tmp_path, policy=rules, sweep_interval=0.3) as stack:
+        alert = await the_alert(stack)
+        await stack.click("alice", alert["ts"], "idle_keep")
+        await stack.wait(
+            lambda ms: any(m["ts"] == alert["ts"] and "Kept" in text_of(m) for m in ms)
+        )
+        import asyncio
+
+        await asyncio.sleep(4)  # past the grace period: nothing may happen
+        assert await stack.requests("DELETE") == []
+
+
+def test_sweep_once_prints_a_report(tmp_path: Path) -> None:
+    from tests.test_cli import free_port, wait_for
+
+    port = free_port()
+    log = (tmp_path / "sim.log").open("w")
+    simulator = subprocess.Popen(
+        [sys.executable, "-m", "bot", "simulator", "--port", str(port)], stdout=log, stderr=log
+    )
+    try:
+        wait_for(f"http://127.0.0.1:{port}/_sim/requests")
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "CLUSTERBOT_TARGETS": "demo-project/us-central1,demo-project/europe-west4",
+            "CLUSTERBOT_VERTEX_API_URL": f"http://127.0.0.1:{port}",
+            "CLUSTERBOT_VERTEX_STATIC_TOKEN": "x",
+            "CLUSTERBOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'sweep.db'}",
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "bot", "sweep", "--once", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        statuses = {c["cluster"].rsplit("/", 1)[1]: c["status"] for c in report["clusters"]}
+        assert statuses == {"train01": "busy", "cpu01": "waiting", "eval01": "waiting"}
+        text = subprocess.run(
+            [sys.executable, "-m", "bot", "sweep", "--once"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "3 clusters, 0 alerts posted" in text.stdout
+        missing = subprocess.run(
+            [sys.executable, "-m", "bot", "sweep", "--once"],
+            env={"PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert missing.returncode == 2 and "CLUSTERBOT_TARGETS is required" in missing.stderr
+    finally:
+        simulator.terminate()
+        simulator.wait(timeout=10)
+        log.close()
