@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from benchmarks import ack, listing
+from benchmarks import ack, listing, sweep
 
 
 def main() -> None:
     asyncio.run(listing.run())
+    asyncio.run(sweep.run())
     asyncio.run(ack.run())
 
 

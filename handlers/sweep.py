@@ -22,7 +22,15 @@ from handlers.changes import ChangeService
 from handlers.clusters import ClusterDirectory
 from handlers.commands import CommandError
 from handlers.costs import PriceBook
-from handlers.idle import EXEMPT_LABEL, IdleRecord, IdleRules, Observation, Status, assess
+from handlers.idle import (
+    EXEMPT_LABEL,
+    IdleRecord,
+    IdleRules,
+    Observation,
+    Status,
+    Verdict,
+    assess,
+)
 from handlers.idle_cards import IdleEntry, alert_card, closed_alert, kept_text, paying_pools
 from handlers.messenger import Messenger
 from handlers.plans import ChangePlan, PlanError, plan_delete, plan_scale_to_zero
@@ -151,12 +159,10 @@ class IdleSweeper:
         busy = await self._busy_clusters()
         clusters = [c for listing in listings for c in listing.clusters]
         observations = await asyncio.gather(*(self.observe(c, busy) for c in clusters))
-        entries = []
+        entries = await self._apply_all(clusters, list(observations))
         posted = 0
-        for cluster, seen in zip(clusters, observations, strict=True):
-            entry = await self._apply(cluster, seen)
-            entries.append(entry)
-            if alerts:
+        if alerts:
+            for entry in entries:
                 posted += await self._announce(entry)
         failures += [
             f"{e.cluster_id}: activity unknown ({e.verdict.reason}); not alerted"
@@ -167,6 +173,42 @@ class IdleSweeper:
         await self._forget_deleted({c.name or "" for c in clusters}, listed_targets)
         return SweepReport(started, self.clock(), entries, failures, posted)
 
+    async def _apply_all(
+        self, clusters: list[Cluster], observations: list[Observation]
+    ) -> list[IdleEntry]:
+        """Assess every cluster, saving all records in one transaction; a record that changed
+        meanwhile (a click) is assessed again on its own."""
+        names = [c.name or "" for c in clusters]
+        records = await self.records.get_many(names)
+        assessed = [
+            assess(records[name][0], seen, self.rules)
+            for name, seen in zip(names, observations, strict=True)
+        ]
+        lost = await self.records.put_many(
+            [
+                (updated, records[name][1])
+                for name, (updated, _) in zip(names, assessed, strict=True)
+            ],
+            self.clock(),
+        )
+        entries = []
+        for cluster, seen, (updated, verdict) in zip(clusters, observations, assessed, strict=True):
+            if cluster.name in lost:
+                entries.append(await self._apply(cluster, seen))
+            else:
+                entries.append(self._entry(cluster, updated, verdict))
+        return entries
+
+    def _entry(self, cluster: Cluster, record: IdleRecord, verdict: Verdict) -> IdleEntry:
+        return IdleEntry(
+            cluster=cluster.name or "",
+            target=str(cluster.target),
+            verdict=verdict,
+            nodes=paying_pools(cluster),
+            cost_hour=self.prices.pools_hour(list(cluster.compute_pools())),
+            record=record,
+        )
+
     async def _apply(self, cluster: Cluster, seen: Observation) -> IdleEntry:
         name = cluster.name or ""
         for _ in range(CAS_TRIES):
@@ -176,14 +218,7 @@ class IdleSweeper:
                 break
         else:
             raise RuntimeError(f"could not save the idle record of {name}")
-        return IdleEntry(
-            cluster=name,
-            target=str(cluster.target),
-            verdict=verdict,
-            nodes=paying_pools(cluster),
-            cost_hour=self.prices.pools_hour(list(cluster.compute_pools())),
-            record=updated,
-        )
+        return self._entry(cluster, updated, verdict)
 
     async def _update(self, cluster: str, change: Callable[[IdleRecord], IdleRecord]) -> IdleRecord:
         for _ in range(CAS_TRIES):

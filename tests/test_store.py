@@ -156,3 +156,26 @@ async def test_idle_records_compare_and_set(store: Store) -> None:
     assert [r.cluster for r in await records.all()] == ["c1"]
     await records.delete("c1")
     assert await records.all() == []
+
+
+async def test_idle_records_saved_in_bulk_lose_only_the_raced_rows(store: Store) -> None:
+    from bot.store import IdleRecords
+    from handlers.idle import IdleRecord
+
+    records = IdleRecords(store)
+    assert await records.put(IdleRecord(cluster="b", kept_by="U1"), 0, 1.0)
+    found = await records.get_many(["a", "b", "c"])
+    assert {k: v[1] for k, v in found.items()} == {"a": 0, "b": 1, "c": 0}
+    # "c" is created by someone else between the read and the bulk write
+    assert await records.put(IdleRecord(cluster="c", snoozed_by="U2"), 0, 2.0)
+    lost = await records.put_many(
+        [
+            (IdleRecord(cluster=name, idle_since=5.0), version)
+            for name, (_, version) in found.items()
+        ],
+        3.0,
+    )
+    assert lost == {"c"}
+    after = await records.get_many(["a", "b", "c"])
+    assert after["a"][0].idle_since == 5.0 and after["b"][0].idle_since == 5.0
+    assert after["c"][0].snoozed_by == "U2"  # the other writer's change is kept

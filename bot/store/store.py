@@ -307,6 +307,52 @@ class IdleRecords:
             )
         return bool(result.rowcount == 1)
 
+    async def get_many(self, clusters: Sequence[str]) -> dict[str, tuple[IdleRecord, int]]:
+        """Every record asked for in one query; new clusters get an empty record, version 0."""
+        table = schema.idle_records
+        found = {c: (IdleRecord(cluster=c), 0) for c in clusters}
+        async with self.engine.connect() as connection:
+            for start in range(0, len(clusters), 500):
+                rows = await connection.execute(
+                    sa.select(table.c.cluster, table.c.record, table.c.version).where(
+                        table.c.cluster.in_(clusters[start : start + 500])
+                    )
+                )
+                for row in rows:
+                    found[row.cluster] = (_record(row.record), int(row.version))
+        return found
+
+    async def put_many(self, items: Sequence[tuple[IdleRecord, int]], now: float) -> set[str]:
+        """Compare-and-set many records in one transaction; returns the clusters that lost."""
+        table = schema.idle_records
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        lost: set[str] = set()
+        async with self.engine.begin() as connection:
+            for record, version in items:
+                statement: sa.Executable
+                if version == 0:
+                    statement = (
+                        insert(table)
+                        .values(
+                            cluster=record.cluster,
+                            record=_record_json(record),
+                            version=1,
+                            updated_at=now,
+                        )
+                        .on_conflict_do_nothing(index_elements=["cluster"])
+                    )
+                else:
+                    statement = (
+                        table.update()
+                        .where(table.c.cluster == record.cluster, table.c.version == version)
+                        .values(record=_record_json(record), version=version + 1, updated_at=now)
+                    )
+                if (await connection.execute(statement)).rowcount != 1:
+                    lost.add(record.cluster)
+        return lost
+
     async def delete(self, cluster: str) -> None:
         async with self.engine.begin() as connection:
             await connection.execute(
