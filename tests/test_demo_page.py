@@ -61,3 +61,36 @@ async def test_resize_approved_in_the_browser(tmp_path: Path) -> None:
             await page.screenshot(path=str(DOCS / "demo.png"))
         patches = await stack.requests("PATCH")
         assert len(patches) == 1
+
+
+async def test_idle_alert_and_its_snooze_menu_in_the_browser(tmp_path: Path) -> None:
+    require(chromium_available(), "Chromium (/usr/bin/chromium)")
+    from handlers.policy import Policy
+
+    policy = Policy.model_validate(
+        {
+            "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"]},
+            "idle": {"idle_after_minutes": 0.005},
+        }
+    )
+    async with (
+        demo_stack(tmp_path, policy=policy, sweep_interval=0.5) as stack,
+        chromium() as browser,
+    ):
+        page = await browser.new_page(viewport={"width": 1280, "height": 860})
+        await page.goto(stack.url + "/")
+        await page.select_option("#user-picker", "U0ALICE")
+        alert = page.locator(
+            "#messages .message", has=page.locator(".block-header", has_text="Idle cluster: cpu01")
+        )
+        await expect(alert).to_be_visible(timeout=10_000)
+        await expect(alert).to_contain_text("cpu: 4 x n2-standard-8")
+        await expect(alert.locator("button")).to_have_text(["Scale to zero", "Delete", "Keep"])
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "idle-alert.png"))
+        ts = await alert.get_attribute("data-ts")
+        menu = page.locator(f'#messages .message[data-ts="{ts}"] select.menu')
+        await menu.select_option(label="8 hours")
+        answered = page.locator(f'#messages .message[data-ts="{ts}"]')
+        await expect(answered).to_contain_text("Snoozed by @alice for 8 h")
+        await expect(answered.locator("button, select")).to_have_count(0)
