@@ -15,6 +15,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 
+from bot.logs import trace_middleware
 from bot.metrics import BotMetrics
 from bot.settings import Settings
 from bot.slack.listeners import Background, Roles, SlackEdge
@@ -114,11 +115,14 @@ class ClusterbotService:
     def _slack_app(self, policy: Policy) -> AsyncApp:
         """The Bolt app and its listeners; only with a bot token (a cron sweep needs neither)."""
         secret = self.settings.slack_signing_secret
+        bolt_log = logging.getLogger("clusterbot.bolt")
+        # Bolt also reads SLACK_BOT_TOKEN itself and warns that the client's (the same) wins.
+        bolt_log.addFilter(lambda record: "will be unused" not in record.getMessage())
         app = AsyncApp(
             client=self.slack,
             signing_secret=secret.get_secret_value() if secret else None,
             process_before_response=False,
-            logger=logging.getLogger("clusterbot.bolt"),
+            logger=bolt_log,
         )
         SlackEdge(
             app,
@@ -278,6 +282,6 @@ class ClusterbotService:
 
 
 def web_app(service: ClusterbotService) -> web.Application:
-    app = web.Application()
+    app = web.Application(middlewares=[trace_middleware])
     service.install(app)
     return app

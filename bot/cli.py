@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlparse
 
 from aiohttp import web
 
@@ -179,11 +180,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SECRET_VARIABLES = (
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_APP_TOKEN",
+    "CLUSTERBOT_VERTEX_STATIC_TOKEN",
+)
+
+
+def secrets_in_environment() -> list[str]:
+    """Values no log line may contain: the secrets, and the database password."""
+    values = [os.environ.get(name, "") for name in SECRET_VARIABLES]
+    database = urlparse(os.environ.get("CLUSTERBOT_DATABASE_URL", ""))
+    return [v for v in [*values, database.password or ""] if v]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # it logs every run of every job
+    from bot.logs import configure
+
+    configure(os.environ.get("CLUSTERBOT_LOG_LEVEL", "INFO").upper(), secrets_in_environment())
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ from aiohttp import web
 from pydantic import SecretStr
 
 from bot.app import ClusterbotService
+from bot.logs import trace_middleware
 from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, mount
 from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings
@@ -69,7 +70,7 @@ def build_demo(
         tick_seconds=tick_seconds,
         expiry_seconds=expiry_seconds,
     )
-    app = web.Application()
+    app = web.Application(middlewares=[trace_middleware])
     install(app, workspace)
     mount(app, "/vertex", simulator)
     service.install(app)

@@ -28,6 +28,7 @@ from handlers.policy import Policy, Role
 from handlers.replies import Reply, Text, error_reply, escape
 from handlers.sweep import IdleSweeper
 
+COMMAND = "/cluster"
 IDLE_ACTIONS = ("idle_scale_to_zero", "idle_delete", "idle_snooze", "idle_keep", "idle_unkeep")
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ class SlackEdge:
         self.on_command = on_command or (lambda name, outcome: None)
 
     def register(self) -> None:
-        self.app.command("/cluster")(self.command)
+        self.app.command(COMMAND)(self.command)
         self.app.action("approve")(self.approve)
         self.app.action("reject")(self.reject)
         for action in IDLE_ACTIONS:

@@ -169,6 +169,8 @@ async def configure(request: web.Request) -> web.Response:
         return _error(error)
     if "bot_url" in body:
         ws.bot_url = str(body["bot_url"]) or None
+    if body.get("signing_secret"):
+        ws.signing_secret = str(body["signing_secret"])
     limits.per_minute.update({str(k): int(v) for k, v in body.get("rate_limits", {}).items()})
     limits.forced.update({str(k): int(v) for k, v in body.get("force_ratelimit", {}).items()})
     if "retry_after" in body:

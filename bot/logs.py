@@ -1,0 +1,131 @@
+"""Logging: JSON lines for Cloud Logging, readable lines on a terminal, no secrets in either.
+
+Cloud Logging reads ``severity``, ``message``, ``time`` and, for request logs,
+``logging.googleapis.com/trace`` (from the ``X-Cloud-Trace-Context`` header App Engine
+sends). Every record passes a filter that replaces the configured secrets and anything
+shaped like a token with ``[redacted]``, whichever library logged it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from aiohttp import web
+
+from bot.vertex.errors import scrub
+
+TRACE = contextvars.ContextVar[str | None]("clusterbot_trace", default=None)
+SEVERITY = {
+    "DEBUG": "DEBUG",
+    "INFO": "INFO",
+    "WARNING": "WARNING",
+    "ERROR": "ERROR",
+    "CRITICAL": "CRITICAL",
+}
+
+
+class RedactSecrets(logging.Filter):
+    """Replace known secret values and token-shaped text in every record."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
+
+    def clean(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        return scrub(text, limit=100_000)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        record.msg = self.clean(message)
+        record.args = None
+        if record.exc_info:
+            record.exc_text = self.clean("".join(traceback.format_exception(*record.exc_info)))
+            record.exc_info = None
+        return True
+
+
+class CloudJson(logging.Formatter):
+    """One JSON object a line, with the fields Cloud Logging understands."""
+
+    def __init__(self, project: str | None) -> None:
+        super().__init__()
+        self.project = project
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "severity": SEVERITY.get(record.levelname, "DEFAULT"),
+            "message": record.getMessage(),
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "logger": record.name,
+        }
+        if record.exc_text:
+            entry["message"] += "\n" + record.exc_text
+        trace = TRACE.get()
+        if trace and self.project:
+            entry["logging.googleapis.com/trace"] = f"projects/{self.project}/traces/{trace}"
+        entry["logging.googleapis.com/sourceLocation"] = {
+            "file": record.pathname,
+            "line": record.lineno,
+            "function": record.funcName,
+        }
+        return json.dumps(entry, ensure_ascii=False)
+
+
+class Readable(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if record.exc_text and record.exc_text not in text:
+            text += "\n" + record.exc_text
+        return text
+
+
+def configure(
+    level: str = "INFO",
+    secrets: Iterable[str] = (),
+    *,
+    stream: TextIO | None = None,
+    json_lines: bool | None = None,
+) -> RedactSecrets:
+    """Send every logger to ``stream`` (stderr) through the secret filter."""
+    stream = stream or sys.stderr
+    if json_lines is None:
+        json_lines = not stream.isatty()
+    handler = logging.StreamHandler(stream)
+    project = os.environ.get("GOOGLE_CLOUD_PROJECT")
+    handler.setFormatter(CloudJson(project) if json_lines else Readable())
+    redact = RedactSecrets(secrets)
+    handler.addFilter(redact)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    logging.getLogger("apscheduler").setLevel(max(logging.WARNING, root.level))
+    logging.getLogger("aiohttp.access").setLevel(max(logging.WARNING, root.level))
+    return redact
+
+
+@web.middleware
+async def trace_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Tie log lines to the request's Cloud Trace id (``X-Cloud-Trace-Context: ID/SPAN;o=1``)."""
+    header = request.headers.get("X-Cloud-Trace-Context", "")
+    token = TRACE.set(header.split("/", 1)[0] or None)
+    try:
+        return await handler(request)
+    finally:
+        TRACE.reset(token)
