@@ -433,3 +433,59 @@ async def test_crash_mid_operation_resumes_after_the_lease(tmp_path: Path) -> No
         finally:
             await second.stop()
         assert is_card(next(m for m in messages if m["ts"] == card["ts"]))
+
+
+async def test_roles_from_a_slack_user_group(tmp_path: Path) -> None:
+    policy = Policy.model_validate(
+        {"roles": {"operator": ["U0ALICE"], "approver": ["S0APPROVERS"]}, "default_role": "viewer"}
+    )
+    async with demo_stack(tmp_path, policy=policy) as stack:
+        stack.workspace.groups["S0APPROVERS"] = ["U0CAROL"]  # carol approves through the group
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("bob", card["ts"], "approve")  # bob is only a viewer here
+        await stack.wait(
+            lambda ms: any(
+                m["ephemeral_to"] == "U0BOB" and "you are viewer" in text_of(m) for m in ms
+            )
+        )
+        await stack.click("carol", card["ts"], "approve")
+        await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+        assert len(await stack.requests("PATCH")) == 1
+
+
+async def test_channels_outside_the_policy_are_refused(tmp_path: Path) -> None:
+    policy = Policy.model_validate({"channels": ["C0GENERAL"], "roles": {"operator": ["U0ALICE"]}})
+    async with demo_stack(tmp_path, policy=policy) as stack:
+        text = text_of(await stack.reply_to("alice", "/cluster list"))
+        assert "clusterbot is not enabled in this channel; use <#C0GENERAL>" in text
+        await stack.command("alice", "/cluster list", channel="general")
+        messages: list[dict[str, object]] = []
+        for _ in range(100):
+            async with stack.session.get(
+                f"{stack.url}/sandbox/api/messages?channel=general"
+            ) as reply:
+                messages = (await reply.json())["messages"]
+            if messages:
+                break
+            await asyncio.sleep(0.05)
+        assert "train01" in text_of(messages[-1])
+
+
+async def test_slack_rate_limits_delay_progress_and_lose_nothing(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster resize train01 a4 3")
+    # the next progress post and the next edits are refused with 429 and Retry-After: 1
+    status, _ = await stack.post(
+        "/sandbox/api/config",
+        {"force_ratelimit": {"chat.postMessage": 1, "chat.update": 2}, "retry_after": 1},
+    )
+    assert status == 200
+    await stack.click("bob", card["ts"], "approve")
+    messages = await stack.wait(
+        lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=30
+    )
+    finals = [t for t in thread_of(messages, card) if "done in" in t]
+    assert len(finals) == 1
+    done = next(m for m in messages if m["ts"] == card["ts"])
+    assert "*Done*" in text_of(done)
+    _, limits = await stack.post("/sandbox/api/config", {})
+    assert limits["force_ratelimit"] == {"chat.postMessage": 0, "chat.update": 0}  # all served

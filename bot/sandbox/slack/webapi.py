@@ -203,6 +203,13 @@ async def conversations_info(ws: Workspace, args: Args, origin: str) -> dict[str
     }
 
 
+async def usergroups_users_list(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    group = _require(args, "usergroup", "no_such_subteam")
+    if group not in ws.groups:
+        raise SlackError("no_such_subteam")
+    return {"ok": True, "users": list(ws.groups[group])}
+
+
 METHODS: dict[str, Method] = {
     "auth.test": auth_test,
     "chat.postMessage": chat_post_message,
@@ -212,6 +219,7 @@ METHODS: dict[str, Method] = {
     "chat.getPermalink": chat_get_permalink,
     "users.info": users_info,
     "conversations.info": conversations_info,
+    "usergroups.users.list": usergroups_users_list,
 }
 
 

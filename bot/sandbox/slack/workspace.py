@@ -129,6 +129,9 @@ class Workspace:
     messages: dict[str, list[Message]] = field(default_factory=dict)
     response_urls: dict[str, ResponseUrl] = field(default_factory=dict)
     listeners: set[asyncio.Queue[dict[str, Any] | None]] = field(default_factory=set)
+    groups: dict[str, list[str]] = field(
+        default_factory=lambda: {"S0APPROVERS": ["U0BOB"]}
+    )  # user group id -> member user ids
     _last_ts: float = 0.0
 
     def __post_init__(self) -> None:
