@@ -141,33 +141,22 @@ class ClusterbotService:
     async def start(self) -> None:
         await self.store.migrate()
         now = datetime.now(UTC)
-        self.scheduler.add_job(
-            self._tick,
-            "interval",
-            seconds=self.tick_seconds,
-            id="tracker",
-            max_instances=1,
-            coalesce=True,
-            next_run_time=now,
+        jobs = (
+            ("tracker", self._tick, self.tick_seconds),
+            ("expiry", self._expire, self.expiry_seconds),
+            ("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval),
         )
-        self.scheduler.add_job(
-            self._expire,
-            "interval",
-            seconds=self.expiry_seconds,
-            id="expiry",
-            max_instances=1,
-            coalesce=True,
-            next_run_time=now,
-        )
-        self.scheduler.add_job(
-            self._scheduled_sweep,
-            "interval",
-            seconds=self.settings.sweep_interval,
-            id="idle-sweep",
-            max_instances=1,
-            coalesce=True,
-            next_run_time=now,
-        )
+        for job_id, job, seconds in jobs:
+            # one run at a time; a run missed while busy is folded into the next
+            self.scheduler.add_job(
+                job,
+                "interval",
+                seconds=seconds,
+                id=job_id,
+                max_instances=1,
+                coalesce=True,
+                next_run_time=now,
+            )
         self.scheduler.start()
         resumed = len(await self.store.active_operations())
         log.info("clusterbot started (%s); %d operations to follow", self.owner, resumed)

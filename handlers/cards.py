@@ -43,7 +43,7 @@ def duration(seconds: float) -> str:
 def _diff(plan: ChangePlan) -> Table:
     rows = [f"{'POOL':<10} {'MACHINE':<34} {'NODES':>13} {'$/H BEFORE':>12} {'$/H AFTER':>12}"]
     for change in plan.pools:
-        machine = change.machine + (f" ({change.accelerators})" if change.accelerators else "")
+        machine = change.machine
         if change.changed:
             before = f"{change.min_before}:{change.max_before}"
             after = f"{change.min_after}:{change.max_after}"

@@ -49,17 +49,9 @@ class ClusterDirectory:
 
 
 def _pools_summary(cluster: Cluster) -> str:
-    parts = []
-    for pool in cluster.node_pools:
-        spec = pool.machine_spec
-        machine = (spec.machine_type if spec else None) or "?"
-        gpus = (
-            f", {spec.accelerator_count}x{spec.accelerator_type}"
-            if spec and spec.accelerator_type
-            else ""
-        )
-        parts.append(f"{pool.id}:{pool.node_count}x{machine}{gpus}")
-    return " ".join(parts)
+    return ", ".join(
+        f"{p.id}: {p.node_count} x {p.machine_description}" for p in cluster.node_pools
+    )
 
 
 def list_reply(listings: Sequence[TargetListing], prices: PriceBook) -> Reply:
@@ -130,10 +122,7 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
     nodes = status.nodes_status or [] if status else []
     rows = [f"{'POOL':<10} {'NODES':>7}  {'STATES':<24} {'$/H':>10}  MACHINE"]
     for pool in cluster.node_pools:
-        spec = pool.machine_spec
-        machine = (spec.machine_type if spec else None) or "?"
-        if spec and spec.accelerator_type:
-            machine += f" + {spec.accelerator_count} x {spec.accelerator_type}"
+        machine = pool.machine_description
         states: dict[str, int] = {}
         for node in nodes:
             if node.node_pool_id == pool.id:

@@ -54,14 +54,7 @@ def paying_pools(cluster: Cluster) -> str:
     parts = []
     for pool in cluster.compute_pools():
         if pool.node_count:
-            spec = pool.machine_spec
-            machine = (spec.machine_type if spec else None) or "?"
-            gpus = (
-                f" ({spec.accelerator_count} x {spec.accelerator_type})"
-                if spec and spec.accelerator_type
-                else ""
-            )
-            parts.append(f"{pool.id}: {pool.node_count} x {machine}{gpus}")
+            parts.append(f"{pool.id}: {pool.node_count} x {pool.machine_description}")
     return "; ".join(parts) or "no compute nodes"
 
 

@@ -30,7 +30,6 @@ class PoolChange(BaseModel):
 
     pool_id: str
     machine: str
-    accelerators: str | None = None
     min_before: int
     max_before: int
     min_after: int
@@ -73,14 +72,6 @@ def fingerprint(cluster: Cluster) -> str:
     relevant["nodePools"] = sorted(relevant.get("nodePools") or [], key=lambda p: str(p["id"]))
     canonical = json.dumps(relevant, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-def _accelerators(cluster: Cluster, pool_id: str) -> str | None:
-    pool = cluster.pool(pool_id)
-    spec = pool.machine_spec if pool else None
-    if spec is None or not spec.accelerator_type:
-        return None
-    return f"{spec.accelerator_count or 1} x {spec.accelerator_type}"
 
 
 def _require_running(cluster: Cluster) -> None:
@@ -126,8 +117,7 @@ def _plan_pools(
         changes.append(
             PoolChange(
                 pool_id=pool.id,
-                machine=(pool.machine_spec.machine_type if pool.machine_spec else None) or "?",
-                accelerators=_accelerators(cluster, pool.id),
+                machine=pool.machine_description,
                 min_before=pool.node_count,
                 max_before=pool.max_node_count,
                 min_after=new.node_count,

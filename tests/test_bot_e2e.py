@@ -44,7 +44,7 @@ async def test_list_shows_every_target(stack: Stack) -> None:
     assert reply["ephemeral_to"] == "U0CAROL"
     for row in ("train01", "cpu01", "eval01", "demo-project/europe-west4", "~$212.39"):
         assert row in text
-    assert "a4:2xa4-highgpu-8g, 8xNVIDIA_B200" in text
+    assert "a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200)" in text
     assert "Estimated total ~$214.33/h" in text
 
 
@@ -52,7 +52,7 @@ async def test_show_describes_one_cluster(stack: Stack) -> None:
     text = text_of(await stack.reply_to("carol", "/cluster show train01"))
     for fact in (
         "GPU training (B200)",
-        "a4-highgpu-8g + 8 x NVIDIA_B200 (RESERVATION)",
+        "a4-highgpu-8g (8 x NVIDIA_B200) (RESERVATION)",
         "2 RUNNING",
         "`a4` (default): a4",
         "home-fs",

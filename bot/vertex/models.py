@@ -85,6 +85,15 @@ class NodePool(ApiModel):
     def max_node_count(self) -> int:
         return self.scaling_spec.max_node_count if self.scaling_spec else 0
 
+    @property
+    def machine_description(self) -> str:
+        """``a4-highgpu-8g (8 x NVIDIA_B200)``, or just the machine type without accelerators."""
+        spec = self.machine_spec
+        machine = (spec.machine_type if spec else None) or "?"
+        if spec and spec.accelerator_type:
+            return f"{machine} ({spec.accelerator_count or 1} x {spec.accelerator_type})"
+        return machine
+
 
 class Partition(ApiModel):
     id: str
