@@ -50,7 +50,12 @@ def trigger_id() -> str:
     return f"{secrets.randbelow(10**13)}.{secrets.randbelow(10**13)}.{secrets.token_hex(16)}"
 
 
-async def _post(session: aiohttp.ClientSession, ws: Workspace, body: str) -> Delivery:
+async def _send(
+    session: aiohttp.ClientSession, ws: Workspace, kind: str, payload: dict[str, Any], body: str
+) -> Delivery:
+    """To the app's Socket Mode connection when it has one, else signed to its request URL."""
+    if ws.sockets:
+        return await _over_socket(ws, kind, payload)
     if not ws.bot_url:
         return Delivery(None, "", "no request URL is configured for the app")
     headers = signed_headers(ws.signing_secret, body, "application/x-www-form-urlencoded")
@@ -62,6 +67,33 @@ async def _post(session: aiohttp.ClientSession, ws: Workspace, body: str) -> Del
         return Delivery(None, "", "operation_timeout")
     except aiohttp.ClientError:
         return Delivery(None, "", "dispatch_failed")
+
+
+async def _over_socket(ws: Workspace, kind: str, payload: dict[str, Any]) -> Delivery:
+    """A Socket Mode envelope; the app acks it with the same envelope_id (and maybe a payload)."""
+    envelope_id = secrets.token_hex(12)
+    acked: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    ws.pending_acks[envelope_id] = acked
+    envelope = {
+        "envelope_id": envelope_id,
+        "type": kind,
+        "payload": payload,
+        "accepts_response_payload": kind == "slash_commands",
+        "retry_attempt": 0,
+        "retry_reason": "",
+    }
+    try:
+        await next(iter(ws.sockets)).send_json(envelope)
+        async with asyncio.timeout(ws.ack_deadline):
+            ack = await acked
+    except TimeoutError:
+        return Delivery(None, "", "operation_timeout")
+    except (ConnectionError, RuntimeError):
+        return Delivery(None, "", "dispatch_failed")
+    finally:
+        ws.pending_acks.pop(envelope_id, None)
+    reply = ack.get("payload")
+    return Delivery(200, json.dumps(reply) if reply else "")
 
 
 def _show_ack(ws: Workspace, delivery: Delivery, channel: Channel, user: User) -> None:
@@ -128,7 +160,7 @@ async def deliver_command(
         "response_url": ws.response_url(origin, channel.id, user.id, "command"),
         "trigger_id": trigger_id(),
     }
-    delivery = await _post(session, ws, urlencode(payload))
+    delivery = await _send(session, ws, "slash_commands", payload, urlencode(payload))
     _show_ack(ws, delivery, channel, user)
     return delivery
 
@@ -212,4 +244,5 @@ async def deliver_click(
             "team": ws.team_id,
             **({"thread_ts": message.thread_ts} if message.thread_ts else {}),
         }
-    return await _post(session, ws, urlencode({"payload": json.dumps(payload)}))
+    body = urlencode({"payload": json.dumps(payload)})
+    return await _send(session, ws, "interactive", payload, body)

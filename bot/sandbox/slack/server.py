@@ -171,6 +171,8 @@ async def configure(request: web.Request) -> web.Response:
         ws.bot_url = str(body["bot_url"]) or None
     if body.get("signing_secret"):
         ws.signing_secret = str(body["signing_secret"])
+    if "app_token" in body:
+        ws.app_token = str(body["app_token"]) or None
     limits.per_minute.update({str(k): int(v) for k, v in body.get("rate_limits", {}).items()})
     limits.forced.update({str(k): int(v) for k, v in body.get("force_ratelimit", {}).items()})
     if "retry_after" in body:
@@ -211,6 +213,41 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def socket_mode(request: web.Request) -> web.WebSocketResponse:
+    """The app's Socket Mode connection: hello, then envelopes out and acks back."""
+    ws = request.app[WORKSPACE]
+    socket = web.WebSocketResponse(heartbeat=30)
+    await socket.prepare(request)
+    await socket.send_json(
+        {
+            "type": "hello",
+            "num_connections": len(ws.sockets) + 1,
+            "debug_info": {"host": "sandbox", "approximate_connection_time": 18060},
+            "connection_info": {"app_id": ws.app_id},
+        }
+    )
+    ws.sockets.append(socket)
+    try:
+        async for message in socket:
+            if message.type != aiohttp.WSMsgType.TEXT:
+                continue
+            try:
+                ack = json.loads(message.data)
+            except ValueError:
+                continue
+            pending = ws.pending_acks.get(str(ack.get("envelope_id")))
+            if pending is not None and not pending.done():
+                pending.set_result(ack)
+    finally:
+        ws.sockets.remove(socket)
+    return socket
+
+
+async def _close_sockets(app: web.Application) -> None:
+    for socket in list(app[WORKSPACE].sockets):
+        await socket.close()
+
+
 async def page(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "index.html")
 
@@ -234,6 +271,7 @@ def install(app: web.Application, workspace: Workspace, *, api_prefix: str = "/a
     app[LIMITS] = webapi.RateLimits()
     app.cleanup_ctx.append(_session_ctx)
     app.on_shutdown.append(_close_listeners)
+    app.on_shutdown.append(_close_sockets)
     app.router.add_route("*", f"{api_prefix}/{{method}}", api_method)
     app.router.add_post("/sandbox/response/{token}", response_url)
     app.router.add_get("/sandbox/api/users", list_users)
@@ -244,6 +282,7 @@ def install(app: web.Application, workspace: Workspace, *, api_prefix: str = "/a
     app.router.add_get("/sandbox/api/messages", messages)
     app.router.add_post("/sandbox/api/config", configure)
     app.router.add_get("/sandbox/api/events", events)
+    app.router.add_get("/sandbox/socket", socket_mode)
     app.router.add_get("/", page)
     app.router.add_static("/static/", STATIC)
 

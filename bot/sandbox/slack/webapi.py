@@ -203,6 +203,11 @@ async def conversations_info(ws: Workspace, args: Args, origin: str) -> dict[str
     }
 
 
+async def apps_connections_open(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    websocket = origin.replace("http://", "ws://").replace("https://", "wss://")
+    return {"ok": True, "url": f"{websocket}/sandbox/socket"}
+
+
 async def usergroups_users_list(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
     group = _require(args, "usergroup", "no_such_subteam")
     if group not in ws.groups:
@@ -220,6 +225,7 @@ METHODS: dict[str, Method] = {
     "users.info": users_info,
     "conversations.info": conversations_info,
     "usergroups.users.list": usergroups_users_list,
+    "apps.connections.open": apps_connections_open,
 }
 
 
@@ -239,12 +245,14 @@ async def read_args(request: web.Request) -> Args:
     return args
 
 
-def check_token(ws: Workspace, request: web.Request, args: Args) -> None:
+def check_token(ws: Workspace, request: web.Request, args: Args, method: str) -> None:
     header = request.headers.get("Authorization", "")
     token = header[7:].strip() if header.lower().startswith("bearer ") else args.get("token")
     if not token:
         raise SlackError("not_authed")
-    if token != ws.bot_token:
+    # apps.connections.open takes the app-level token; every other method the bot token
+    expected = ws.app_token if method == "apps.connections.open" else ws.bot_token
+    if token != expected:
         raise SlackError("invalid_auth")
 
 
@@ -255,7 +263,7 @@ async def call(ws: Workspace, limits: RateLimits, name: str, request: web.Reques
         if method is None:
             raise SlackError("unknown_method")
         args = await read_args(request)
-        check_token(ws, request, args)
+        check_token(ws, request, args, name)
         wait = limits.check(name, ws.clock())
         if wait is not None:
             return web.json_response(

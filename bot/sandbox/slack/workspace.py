@@ -121,6 +121,7 @@ class Workspace:
         default_factory=lambda: User("U0BOT", "clusterbot", "bot", "clusterbot", True)
     )
     bot_id: str = "B0BOT"
+    app_token: str | None = None  # xapp-...: apps.connections.open hands out a Socket Mode URL
     command: str = "/cluster"
     ack_deadline: float = 3.0  # Slack's limit for the HTTP 200 ack
     clock: Callable[[], float] = time.time
@@ -129,6 +130,8 @@ class Workspace:
     messages: dict[str, list[Message]] = field(default_factory=dict)
     response_urls: dict[str, ResponseUrl] = field(default_factory=dict)
     listeners: set[asyncio.Queue[dict[str, Any] | None]] = field(default_factory=set)
+    sockets: list[Any] = field(default_factory=list)  # the app's Socket Mode connections
+    pending_acks: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     groups: dict[str, list[str]] = field(
         default_factory=lambda: {"S0APPROVERS": ["U0BOB"]}
     )  # user group id -> member user ids
