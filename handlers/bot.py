@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 from bot.store import Store
 from handlers.cards import duration
@@ -113,8 +114,6 @@ class ClusterBot:
         reply = Reply(title).add(Heading(title))
         if not entries:
             return reply.add(Text("Nothing recorded yet."))
-        from datetime import UTC, datetime
-
         rows = []
         for entry in entries:
             when = datetime.fromtimestamp(entry.at, UTC).strftime("%m-%d %H:%M:%S")

@@ -32,7 +32,7 @@ The rules, all of them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -138,7 +138,6 @@ class Verdict:
     ended_alert: str | None = None  # why a current alert no longer applies (busy, free, ...)
     recommendation: str = "scale_to_zero"
     recommendation_reason: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def _record_history(

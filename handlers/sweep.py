@@ -18,6 +18,7 @@ from bot.store import IdleRecords, Store
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
+from handlers.cards import slack_time
 from handlers.changes import ChangeService
 from handlers.clusters import ClusterDirectory
 from handlers.commands import CommandError
@@ -250,7 +251,7 @@ class IdleSweeper:
             return 0
         if verdict.alert:
             if record.alert_ts and record.alert_channel:
-                text = f"Still idle: alerted again at {now:.0f} below."
+                text = f"*Still idle*: alerted again at {slack_time(now)}, below."
                 await self.messenger.update(
                     record.alert_channel,
                     record.alert_ts,

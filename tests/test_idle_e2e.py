@@ -148,12 +148,13 @@ async def test_snooze_then_alert_again(tmp_path: Path) -> None:
         from dataclasses import replace
 
         assert await records.put(replace(record, snoozed_until=0.0), version, 0.0)
-        await stack.wait(
-            lambda ms: (
-                sum(is_alert(m) and "Scale to zero" in text_of(m) for m in ms) == 1
-                and any(m["ts"] != alert["ts"] and is_alert(m) for m in ms)
+        messages = await stack.wait(
+            lambda ms: any(
+                m["ts"] != alert["ts"] and is_alert(m) and "Scale to zero" in text_of(m) for m in ms
             )
         )
+        old = text_of(next(m for m in messages if m["ts"] == alert["ts"]))
+        assert "*Still idle*: alerted again at <!date^" in old  # the earlier alert points onward
 
 
 async def test_keep_then_undo_from_the_report(stack: Stack) -> None:

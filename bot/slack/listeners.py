@@ -23,7 +23,7 @@ from bot.vertex.errors import VertexError
 from handlers.bot import ClusterBot, needed_role
 from handlers.changes import ChangeService
 from handlers.clusters import error_text
-from handlers.commands import CommandError, parse
+from handlers.commands import USAGE, CommandError, parse
 from handlers.policy import Policy, Role
 from handlers.replies import Reply, Text, error_reply, escape
 from handlers.sweep import IdleSweeper
@@ -194,7 +194,7 @@ class SlackEdge:
             outcome = "internal_error"
             await respond(**_ephemeral(self._internal_error(f"/cluster {text!r} from {user}")))
         finally:
-            self.on_command(name if name in _KNOWN else "unknown", outcome)
+            self.on_command(name if name in USAGE else "unknown", outcome)
 
     async def _decide(self, body: dict[str, Any], respond: Respond, approve: bool) -> None:
         user = body["user"]["id"]
@@ -217,6 +217,3 @@ class SlackEdge:
         return Reply("An internal error occurred").add(
             Text(f"An internal error occurred (reference `{reference}`). It has been logged.")
         )
-
-
-_KNOWN = {"help", "list", "show", "resize", "delete", "ops", "idle", "audit"}
