@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -284,3 +285,21 @@ def test_sweep_once_prints_a_report(tmp_path: Path) -> None:
         simulator.terminate()
         simulator.wait(timeout=10)
         log.close()
+
+
+async def test_a_failing_sweep_is_logged_and_the_next_one_runs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlite3
+
+    async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as stack:
+        with sqlite3.connect(tmp_path / "clusterbot.db") as db:
+            db.execute("DROP TABLE idle_records")  # the database loses the table under the bot
+        for _ in range(100):
+            if any("idle sweep failed" in r.getMessage() for r in caplog.records):
+                break
+            await asyncio.sleep(0.05)
+        failure = next(r for r in caplog.records if "idle sweep failed" in r.getMessage())
+        assert failure.levelname == "ERROR" and failure.exc_info is not None
+        await stack.service.store.migrate()  # the table is back
+        await the_alert(stack)  # later sweeps ran and alerted

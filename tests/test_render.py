@@ -1,0 +1,41 @@
+"""The renderer keeps every reply within Slack's limits, whatever the handlers produce."""
+
+from __future__ import annotations
+
+from bot.sandbox.slack.blockkit import problems
+from bot.slack.render import render
+from handlers.replies import Button, Buttons, Fields, Heading, Reply, Table, Text
+
+
+def test_long_tables_split_into_sections_within_limits() -> None:
+    lines = tuple(f"row {n:04d} " + "x" * 90 for n in range(200))  # about 20,000 characters
+    _, blocks = render(Reply("big").add(Heading("h"), Table(lines)))
+    assert problems(blocks) == []
+    sections = [b for b in blocks if b["type"] == "section"]
+    assert len(sections) > 6
+    joined = "".join(s["text"]["text"].strip("`") for s in sections)
+    assert all(line in joined for line in lines)  # nothing lost, lines never cut in two
+
+
+def test_more_than_fifty_parts_keeps_the_buttons() -> None:
+    reply = Reply("many").add(*(Text(f"part {n}") for n in range(80)))
+    reply.add(Buttons((Button("approve", "Approve", "r-1"),)))
+    _, blocks = render(reply)
+    assert len(blocks) == 50 and problems(blocks) == []
+    assert blocks[-1]["type"] == "actions"
+    assert blocks[-2]["elements"][0]["text"] == "32 more parts not shown"
+
+
+def test_long_texts_and_many_fields_are_trimmed_and_split() -> None:
+    reply = Reply("s" * 5000).add(
+        Heading("H" * 300), Text("t" * 4000), Fields(tuple(f"f{n}" for n in range(23)))
+    )
+    text, blocks = render(reply)
+    assert problems(blocks) == [] and len(text) == 3000
+    assert len(blocks[0]["text"]["text"]) == 150
+    assert [len(b.get("fields", [])) for b in blocks[2:]] == [10, 10, 3]
+
+
+def test_user_text_in_the_summary_is_escaped() -> None:
+    text, _ = render(Reply("<!channel> & <@U1>"))
+    assert text == "&lt;!channel&gt; &amp; &lt;@U1&gt;"
