@@ -489,3 +489,20 @@ async def test_slack_rate_limits_delay_progress_and_lose_nothing(stack: Stack) -
     assert "*Done*" in text_of(done)
     _, limits = await stack.post("/sandbox/api/config", {})
     assert limits["force_ratelimit"] == {"chat.postMessage": 0, "chat.update": 0}  # all served
+
+
+async def test_ops_lists_operations_in_flight(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path, durations=Durations(create=1, update=5, delete=1)) as stack:
+        assert "None: no change is running right now" in text_of(
+            await stack.reply_to("carol", "/cluster ops")
+        )
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("bob", card["ts"], "approve")
+        await stack.wait(lambda ms: len(thread_of(ms, card)) >= 1)
+        text = text_of(await stack.reply_to("carol", "/cluster ops"))
+        assert "Operations in flight (1)" in text
+        request_id = text_of(card).split("request `", 1)[1].split("`", 1)[0]
+        row = next(line for line in text.splitlines() if line.startswith("train01"))
+        assert request_id in row and "%" in row  # the simulator's progress, e.g. "(40%)"
+        await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+        assert "Operations in flight (0)" in text_of(await stack.reply_to("carol", "/cluster ops"))
