@@ -111,32 +111,21 @@ class IdleSweeper:
         )
         if seen.busy_reason() is not None:
             return seen  # busy already: no need to ask Slurm
+
+        def unknown(reason: str) -> Observation:
+            return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=reason)
+
         try:
             async with self.bound:
                 reply = await self.vertex.call_slurm_rest_api(name, self.slurm_path)
         except VertexError as error:
-            return replace(
-                seen,
-                running_jobs=None,
-                pending_jobs=None,
-                unknown_reason=f"Slurm could not be asked: {error.user_message}",
-            )
+            return unknown(f"Slurm could not be asked: {error.user_message}")
         if reply.status != 200:
-            return replace(
-                seen,
-                running_jobs=None,
-                pending_jobs=None,
-                unknown_reason=f"slurmrestd answered HTTP {reply.status}",
-            )
+            return unknown(f"slurmrestd answered HTTP {reply.status}")
         try:
             running, pending = count_jobs(reply.body)
         except (ValueError, AttributeError, TypeError):
-            return replace(
-                seen,
-                running_jobs=None,
-                pending_jobs=None,
-                unknown_reason="slurmrestd sent a reply that is not a job list",
-            )
+            return unknown("slurmrestd sent a reply that is not a job list")
         return replace(seen, running_jobs=running, pending_jobs=pending)
 
     async def _busy_clusters(self) -> set[str]:

@@ -125,16 +125,11 @@ class _Check:
                 self.element(block["accessory"], f"{pointer}/accessory", action_ids)
         elif kind == "header":
             self.text(block.get("text"), f"{pointer}/text", 150, plain_only=True)
-        elif kind == "context":
+        elif kind in ("context", "actions"):
+            most = MAX_CONTEXT if kind == "context" else MAX_ACTIONS
             elements = block.get("elements", [])
-            if not elements or len(elements) > MAX_CONTEXT:
-                self.fail(f"must have 1 to {MAX_CONTEXT} elements", f"{pointer}/elements")
-            for index, element in enumerate(elements):
-                self.element(element, f"{pointer}/elements/{index}", action_ids)
-        elif kind == "actions":
-            elements = block.get("elements", [])
-            if not elements or len(elements) > MAX_ACTIONS:
-                self.fail(f"must have 1 to {MAX_ACTIONS} elements", f"{pointer}/elements")
+            if not elements or len(elements) > most:
+                self.fail(f"must have 1 to {most} elements", f"{pointer}/elements")
             for index, element in enumerate(elements):
                 self.element(element, f"{pointer}/elements/{index}", action_ids)
         elif kind == "image":

@@ -96,16 +96,17 @@ async def _over_socket(ws: Workspace, kind: str, payload: dict[str, Any]) -> Del
     return Delivery(200, json.dumps(reply) if reply else "")
 
 
+def _failed(ws: Workspace, channel: Channel, user: User, error: str) -> None:
+    """Slack's own line, shown only to the user, when a slash command could not be answered."""
+    ws.post(
+        channel.id, ws.bot.id, f'{ws.command} failed with the error "{error}"', ephemeral_to=user.id
+    )
+
+
 def _show_ack(ws: Workspace, delivery: Delivery, channel: Channel, user: User) -> None:
     """Show the user what Slack would show after a slash command's ack."""
     if delivery.status != 200:
-        error = delivery.error or "dispatch_failed"
-        ws.post(
-            channel.id,
-            ws.bot.id,
-            f'{ws.command} failed with the error "{error}"',
-            ephemeral_to=user.id,
-        )
+        _failed(ws, channel, user, delivery.error or "dispatch_failed")
         return
     if not delivery.body.strip():
         return
@@ -117,12 +118,7 @@ def _show_ack(ws: Workspace, delivery: Delivery, channel: Channel, user: User) -
         return
     blocks = reply.get("blocks")
     if blocks is not None and blockkit.problems(blocks):
-        ws.post(
-            channel.id,
-            ws.bot.id,
-            f'{ws.command} failed with the error "invalid_blocks"',
-            ephemeral_to=user.id,
-        )
+        _failed(ws, channel, user, "invalid_blocks")
         return
     in_channel = reply.get("response_type") == "in_channel"
     ws.post(

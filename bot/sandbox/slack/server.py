@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import aiohttp
 from aiohttp import web
 
 from bot.sandbox.slack import delivery, webapi
-from bot.sandbox.slack.workspace import SlackError, Workspace
+from bot.sandbox.slack.workspace import Channel, SlackError, User, Workspace
 
 WORKSPACE = web.AppKey("slack_workspace", Workspace)
 LIMITS = web.AppKey("slack_rate_limits", webapi.RateLimits)
@@ -113,40 +114,48 @@ async def workspace_info(request: web.Request) -> web.Response:
     )
 
 
-async def send_command(request: web.Request) -> web.Response:
+Send = Callable[
+    [Workspace, aiohttp.ClientSession, str, User, Channel, dict[str, Any]],
+    Awaitable[delivery.Delivery],
+]
+
+
+async def _deliver(request: web.Request, send: Send) -> web.Response:
+    """Resolve the body's user and channel, deliver to the app, answer {status, body}."""
     ws = request.app[WORKSPACE]
     try:
         body = await _body(request)
         user = ws.user(str(body.get("user", "")))
         channel = ws.channel(str(body.get("channel", "")))
-        text = str(body.get("text", ""))
-        result = await delivery.deliver_command(
-            ws, request.app[SESSION], _origin(request), user, channel, text
-        )
+        result = await send(ws, request.app[SESSION], _origin(request), user, channel, body)
     except SlackError as error:
         return _error(error)
     return web.json_response(result.to_api())
 
 
+async def send_command(request: web.Request) -> web.Response:
+    return await _deliver(
+        request,
+        lambda ws, session, origin, user, channel, body: delivery.deliver_command(
+            ws, session, origin, user, channel, str(body.get("text", ""))
+        ),
+    )
+
+
 async def click(request: web.Request) -> web.Response:
-    ws = request.app[WORKSPACE]
-    try:
-        body = await _body(request)
-        user = ws.user(str(body.get("user", "")))
-        channel = ws.channel(str(body.get("channel", "")))
-        result = await delivery.deliver_click(
+    return await _deliver(
+        request,
+        lambda ws, session, origin, user, channel, body: delivery.deliver_click(
             ws,
-            request.app[SESSION],
-            _origin(request),
+            session,
+            origin,
             user,
             channel,
             str(body.get("ts", "")),
             str(body.get("action_id", "")),
             str(body["value"]) if body.get("value") is not None else None,
-        )
-    except SlackError as error:
-        return _error(error)
-    return web.json_response(result.to_api())
+        ),
+    )
 
 
 async def messages(request: web.Request) -> web.Response:
