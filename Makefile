@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench simulator clean
+.PHONY: demo test lint bench simulator screenshots clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# Tests never write into the tree; this refreshes the README's screenshots on purpose.
+screenshots: $(STAMP)
+	CLUSTERBOT_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_demo_page.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,23 +1,33 @@
-"""The ``clusterbot`` command: serve | demo | simulator | check-config."""
+"""The ``clusterbot`` command: serve | demo | sandbox | simulator | sweep | check-config.
+
+Imports are lazy: ``--help`` and argument errors load almost nothing, and ``serve``, ``sweep``
+and ``check-config`` never load the local stand-ins.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from aiohttp import web
+if TYPE_CHECKING:
+    from bot.settings import Mode, Settings
+    from handlers.policy import Policy
 
-from bot.settings import ConfigError, Mode, Settings, load_settings
-from handlers.policy import Policy
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+DEMO_FIXTURES = Path(__file__).parent / "sandbox" / "controlplane" / "demo_clusters.json"
 
 
 def _simulator(args: argparse.Namespace) -> int:
+    import json
+
+    from aiohttp import web
+
     from bot.sandbox.controlplane import Durations, SimulatorState, create_app
 
     state = SimulatorState(
@@ -49,28 +59,48 @@ def _simulator(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
-    run_demo(args.host, args.port)
+    run_demo(args.host, args.port, Path(args.data_dir) if args.data_dir else None)
+    return 0
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    from bot.demo import run_sandbox
+
+    run_sandbox(args.host, args.port)
     return 0
 
 
 def _configuration(command: str, mode: Mode = "serve") -> tuple[Settings, Policy] | None:
-    """Settings and policy, or None after printing every problem to stderr."""
+    """Settings and policy, or None after printing every problem (of both) to stderr."""
+    from bot.settings import ConfigError, load_settings
     from handlers.policy import PolicyError, load_policy
 
+    problems: list[str] = []
+    settings: Settings | None = None
     try:
         settings = load_settings(mode)
     except ConfigError as error:
-        problems = error.problems
-    else:
-        try:
-            return settings, load_policy(settings.policy_file)
-        except PolicyError as error:
-            problems = [str(error)]
+        problems += error.problems
+    policy_file = settings.policy_file if settings is not None else _policy_path_from_environment()
+    policy = None
+    try:
+        policy = load_policy(policy_file)
+    except PolicyError as error:
+        problems.append(str(error))
+    if settings is not None and policy is not None and not problems:
+        return settings, policy
     count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
     print(f"clusterbot {command}: configuration is invalid ({count}):", file=sys.stderr)
     for problem in problems:
         print(f"  - {problem}", file=sys.stderr)
     return None
+
+
+def _policy_path_from_environment() -> Path | None:
+    """The policy file named in the environment, when settings could not be read whole."""
+    value = os.environ.get("CLUSTERBOT_POLICY_FILE", "").strip()
+    path = Path(value) if value else None
+    return path if path is not None and path.is_file() else None
 
 
 def _serve(_args: argparse.Namespace) -> int:
@@ -80,8 +110,7 @@ def _serve(_args: argparse.Namespace) -> int:
         return 2
     from bot.serve import run_service
 
-    run_service(*loaded)
-    return 0
+    return run_service(*loaded)
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -95,10 +124,34 @@ def _sweep(args: argparse.Namespace) -> int:
     loaded = _configuration("sweep", "sweep")
     if loaded is None:
         return 2
-    from bot.sweep_once import sweep_once
+    from bot.sweep_once import SweepFailedError, sweep_once
 
-    print(asyncio.run(sweep_once(*loaded, as_json_output=args.json)))
+    try:
+        print(asyncio.run(sweep_once(*loaded, as_json_output=args.json)))
+    except SweepFailedError as error:
+        print(f"clusterbot sweep: {error}", file=sys.stderr)
+        return 2
     return 0
+
+
+async def _token_problem(settings: Settings) -> str | None:
+    """Whether a control-plane token can be obtained; the problem in words if not."""
+    from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
+    from bot.vertex.errors import CredentialsError
+
+    source: TokenSource = (
+        StaticToken(settings.vertex_static_token.get_secret_value())
+        if settings.vertex_static_token is not None
+        else GoogleCredentialsToken()
+    )
+    try:
+        async with asyncio.timeout(20):
+            await source.token()
+    except CredentialsError as error:
+        return f"Google Cloud credentials: {error.user_message}"
+    except TimeoutError:
+        return "Google Cloud credentials: obtaining a token took more than 20 s"
+    return None
 
 
 def _check_config(_args: argparse.Namespace) -> int:
@@ -106,17 +159,20 @@ def _check_config(_args: argparse.Namespace) -> int:
     if loaded is None:
         return 2
     settings, _policy = loaded
+    problem = asyncio.run(_token_problem(settings))
     width = max(len(name) for name in settings.redacted())
     for name, value in settings.redacted().items():
         print(f"{name.ljust(width)}  {value}")
+    if problem is not None:
+        print("\nclusterbot check-config: configuration is invalid (1 problem):", file=sys.stderr)
+        print(f"  - {problem}", file=sys.stderr)
+        return 2
     mode = "Socket Mode" if settings.socket_mode else f"HTTP mode on port {settings.port}"
     print(f"\nconfiguration is valid: {mode}, {len(settings.targets)} target(s)")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bot.sandbox.controlplane import DEMO_FIXTURES
-
     parser = argparse.ArgumentParser(
         prog="clusterbot",
         description="Slack chat-ops for Vertex AI training clusters.",
@@ -138,7 +194,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=8080)
+    demo.add_argument(
+        "--data-dir",
+        default=None,
+        help="keep the demo's database in this folder (default: a temporary folder, removed "
+        "on exit)",
+    )
     demo.set_defaults(run=_demo)
+
+    sandbox = commands.add_parser(
+        "sandbox",
+        help="the Slack stand-in and the control-plane simulator, with no bot",
+        description="Serve the Slack stand-in (page at /, Web API at /api/) and the "
+        "control-plane simulator (at /vertex) for real `clusterbot serve` replicas to attach "
+        "to; GET /sandbox/api/config gives the token and signing secret to give them.",
+    )
+    sandbox.add_argument("--host", default="127.0.0.1")
+    sandbox.add_argument("--port", type=int, default=8080)
+    sandbox.set_defaults(run=_sandbox)
 
     sim = commands.add_parser(
         "simulator",
@@ -164,8 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = commands.add_parser(
         "sweep",
         help="one idle sweep now, reported on stdout (for cron and pipelines)",
-        description="Observe every cluster of CLUSTERBOT_TARGETS once, update idle records, "
-        "post due alerts when Slack is configured, and print the report.",
+        description="Observe every cluster of CLUSTERBOT_TARGETS once, update idle records in "
+        "the same database as `serve`, post due alerts when Slack is configured, and print "
+        "the report.",
     )
     sweep.add_argument("--once", action="store_true", help="run one sweep and exit")
     sweep.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -174,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check-config",
         help="validate the environment's settings and print them, secrets redacted",
-        description="Validate settings for `clusterbot serve`; exit 2 listing every problem.",
+        description="Validate settings for `clusterbot serve`, including that a Google Cloud "
+        "token can be obtained; exit 2 listing every problem.",
     )
     check.set_defaults(run=_check_config)
     return parser
@@ -200,7 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from bot.logs import configure
 
-    configure(os.environ.get("CLUSTERBOT_LOG_LEVEL", "INFO").upper(), secrets_in_environment())
+    level = os.environ.get("CLUSTERBOT_LOG_LEVEL", "INFO").strip().upper()
+    # A bad level is reported with the other settings; meanwhile log at INFO.
+    configure(level if level in LOG_LEVELS else "INFO", secrets_in_environment())
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

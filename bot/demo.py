@@ -1,13 +1,14 @@
-"""`clusterbot demo`: the whole stack in one process and one port, with no credentials.
+"""`clusterbot demo` and `clusterbot sandbox`: the local stand-ins, with or without the bot.
 
 The fake Slack (its page at ``/``, Web API at ``/api/``), the control-plane simulator (at
-``/vertex``) and the bot (at ``/slack/events``) talk to each other over real HTTP on loopback,
-exactly as they would across the internet.
+``/vertex``) and, in the demo, the bot (at ``/slack/events``) talk to each other over real
+HTTP on loopback, exactly as they would across the internet.
 """
 
 from __future__ import annotations
 
 import secrets
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, m
 from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings
 from bot.vertex.models import Target
+from handlers.execution import LEASE
 from handlers.policy import Policy
 
 DEMO_TOKEN = "xoxb-clusterbot-demo"
@@ -33,6 +35,21 @@ DEMO_POLICY = {
 }
 
 
+def stand_ins(
+    origin: str, *, durations: Durations | None = None, bot_url: str | None = None
+) -> tuple[web.Application, Workspace, SimulatorState]:
+    """An app serving the Slack stand-in and the simulator (under /vertex), and their state."""
+    simulator = SimulatorState(durations=durations or Durations(create=20, update=12, delete=15))
+    simulator.load_fixture_file(DEMO_FIXTURES)
+    workspace = Workspace(
+        signing_secret=secrets.token_hex(16), bot_token=DEMO_TOKEN, bot_url=bot_url
+    )
+    app = web.Application(middlewares=[trace_middleware])
+    install(app, workspace)
+    mount(app, "/vertex", simulator)
+    return app, workspace, simulator
+
+
 def build_demo(
     host: str,
     port: int,
@@ -43,18 +60,17 @@ def build_demo(
     policy: Policy | None = None,
     settings_overrides: dict[str, Any] | None = None,
     expiry_seconds: float = 15.0,
+    working_after: float | None = None,
+    lease: float | None = None,
 ) -> tuple[web.Application, ClusterbotService, Workspace, SimulatorState]:
     origin = f"http://{host}:{port}"
-    secret = secrets.token_hex(16)
     folder = data_dir or Path(tempfile.mkdtemp(prefix="clusterbot-demo-"))
-    simulator = SimulatorState(durations=durations or Durations(create=20, update=12, delete=15))
-    simulator.load_fixture_file(DEMO_FIXTURES)
-    workspace = Workspace(
-        signing_secret=secret, bot_token=DEMO_TOKEN, bot_url=f"{origin}/slack/events"
+    app, workspace, simulator = stand_ins(
+        origin, durations=durations, bot_url=f"{origin}/slack/events"
     )
     values: dict[str, Any] = {
         "slack_bot_token": SecretStr(DEMO_TOKEN),
-        "slack_signing_secret": SecretStr(secret),
+        "slack_signing_secret": SecretStr(workspace.signing_secret),
         "targets": [Target("demo-project", "us-central1"), Target("demo-project", "europe-west4")],
         "database_url": f"sqlite+aiosqlite:///{folder / 'clusterbot.db'}",
         "vertex_api_url": f"{origin}/vertex",
@@ -62,6 +78,8 @@ def build_demo(
         "slack_api_url": f"{origin}/api/",
         "alert_channel": "C0MLINFRA",
         "sweep_interval": 10,
+        "host": host,
+        "port": port,
     }
     settings = Settings(**{**values, **(settings_overrides or {})})
     service = ClusterbotService(
@@ -69,21 +87,42 @@ def build_demo(
         policy or Policy.model_validate(DEMO_POLICY),
         tick_seconds=tick_seconds,
         expiry_seconds=expiry_seconds,
+        working_after=working_after,
+        lease=lease if lease is not None else LEASE,
     )
-    app = web.Application(middlewares=[trace_middleware])
-    install(app, workspace)
-    mount(app, "/vertex", simulator)
     service.install(app)
     return app, service, workspace, simulator
 
 
-def run_demo(host: str, port: int) -> None:
-    app, _service, _workspace, _simulator = build_demo(host, port)
-    url = f"http://{host}:{port}/"
-    print(f"clusterbot demo on {url}", flush=True)
+def run_demo(host: str, port: int, data_dir: Path | None = None) -> None:
+    folder = data_dir or Path(tempfile.mkdtemp(prefix="clusterbot-demo-"))
+    try:
+        app, _service, _workspace, _simulator = build_demo(host, port, data_dir=folder)
+        url = f"http://{host}:{port}/"
+        print(f"clusterbot demo on {url}", flush=True)
+        print(
+            "  open it, pick a user (alice operator, bob approver, carol viewer) and type",
+            flush=True,
+        )
+        print("  /cluster help   /cluster list   /cluster resize train01 a4 3", flush=True)
+        print("  control-plane simulator: " + url + "vertex/_sim/requests", flush=True)
+        web.run_app(app, host=host, port=port, print=None)
+    finally:
+        if data_dir is None:  # the demo's own temporary data goes with it
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_sandbox(host: str, port: int) -> None:
+    origin = f"http://{host}:{port}"
+    app, _workspace, _simulator = stand_ins(origin)
+    print(f"clusterbot sandbox on {origin}/ (Slack stand-in; simulator at {origin}/vertex)")
+    print(f"  attach replicas: GET {origin}/sandbox/api/config for the token and signing secret,")
     print(
-        "  open it, pick a user (alice operator, bob approver, carol viewer) and type", flush=True
+        f'  then POST {origin}/sandbox/api/config {{"bot_url": ["http://HOST:PORT/slack/events"]}}'
     )
-    print("  /cluster help   /cluster list   /cluster resize train01 a4 3", flush=True)
-    print("  control-plane simulator: " + url + "vertex/_sim/requests", flush=True)
+    print(
+        f"  replicas use CLUSTERBOT_SLACK_API_URL={origin}/api/ and "
+        f"CLUSTERBOT_VERTEX_API_URL={origin}/vertex",
+        flush=True,
+    )
     web.run_app(app, host=host, port=port, print=None)

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from aiohttp import web
 
-from bot.vertex.errors import scrub
+from bot.redact import Redactor
 
 TRACE = contextvars.ContextVar[str | None]("clusterbot_trace", default=None)
 SEVERITY = {
@@ -37,12 +37,10 @@ class RedactSecrets(logging.Filter):
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__()
-        self.secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
+        self.redactor = Redactor(secrets)
 
     def clean(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "[redacted]")
-        return scrub(text, limit=100_000)
+        return self.redactor.clean(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()

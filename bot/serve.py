@@ -1,6 +1,8 @@
-"""`clusterbot serve`: HTTP mode on PORT, or Socket Mode when SLACK_APP_TOKEN is set.
+"""`clusterbot serve`: HTTP mode on HOST:PORT, or Socket Mode when SLACK_APP_TOKEN is set.
 
-In Socket Mode the HTTP server still runs, for /healthz, /readyz and /metrics.
+In Socket Mode the HTTP server still runs, for /healthz, /readyz and /metrics. SIGTERM
+drains before the listening socket closes: Slack gets 503 (and retries elsewhere), not a
+refused connection, while work in flight finishes or is handed back.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from urllib.parse import urlparse
 
 from aiohttp import web
 
@@ -18,12 +21,33 @@ from handlers.policy import Policy
 log = logging.getLogger(__name__)
 
 
-async def serve(settings: Settings, policy: Policy) -> None:
+def describe_start_failure(error: BaseException, settings: Settings) -> str:
+    """Why the service could not start, in one line (secrets are removed by the log filter)."""
+    parsed = urlparse(settings.database_url)
+    where = f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    kind = type(error).__name__
+    if (
+        isinstance(error, OSError)
+        or "sqlalchemy" in type(error).__module__
+        or "asyncpg" in type(error).__module__
+    ):
+        return f"clusterbot could not start: the database {where} is unreachable ({kind}: {first})"
+    return f"clusterbot could not start: {kind}: {first}"
+
+
+async def serve(settings: Settings, policy: Policy) -> int:
     service = ClusterbotService(settings, policy)
-    runner = web.AppRunner(web_app(service), handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, host="0.0.0.0", port=settings.port)
-    await site.start()
+    runner = web.AppRunner(web_app(service, lifecycle=False), handle_signals=False)
+    try:
+        await service.start()
+        await runner.setup()
+        site = web.TCPSite(runner, host=settings.host, port=settings.port)
+        await site.start()
+    except Exception as error:
+        log.error(describe_start_failure(error, settings))
+        await runner.cleanup()
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -37,15 +61,17 @@ async def serve(settings: Settings, policy: Policy) -> None:
             service.bolt, settings.slack_app_token.get_secret_value()
         )
         await socket_mode.connect_async()  # type: ignore[no-untyped-call]
-        log.info("connected to Slack in Socket Mode; health on port %d", settings.port)
+        log.info("connected to Slack in Socket Mode; health on %s:%d", settings.host, settings.port)
     else:
-        log.info("listening for Slack on port %d at /slack/events", settings.port)
+        log.info("listening for Slack on %s:%d at /slack/events", settings.host, settings.port)
     await stop.wait()
     log.info("shutting down: no new work, finishing what is in flight")
     if socket_mode is not None:
         await socket_mode.close_async()  # type: ignore[no-untyped-call]
+    await service.stop()  # /slack/events answers 503 meanwhile
     await runner.cleanup()
+    return 0
 
 
-def run_service(settings: Settings, policy: Policy) -> None:
-    asyncio.run(serve(settings, policy))
+def run_service(settings: Settings, policy: Policy) -> int:
+    return asyncio.run(serve(settings, policy))

@@ -18,6 +18,20 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot.vertex.models import Target
 
 Mode = Literal["serve", "demo", "simulator", "sweep"]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def state_dir() -> Path:
+    """Where clusterbot keeps its state when nothing else is configured: the XDG state
+    directory (``$XDG_STATE_HOME/clusterbot``, else ``~/.local/state/clusterbot``), never the
+    working directory, so `serve` and a cron `sweep --once` share one database."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "clusterbot"
+
+
+def default_database_url() -> str:
+    return f"sqlite+aiosqlite:///{state_dir() / 'clusterbot.db'}"
+
 
 HINTS = {
     "slack_bot_token": "the Bot User OAuth Token (xoxb-...) from your Slack app's "
@@ -29,6 +43,7 @@ HINTS = {
     "my-project/us-central1,my-project/europe-west4",
     "database_url": "sqlite+aiosqlite:///path/to/clusterbot.db or "
     "postgresql+asyncpg://user:password@host:5432/db",
+    "log_level": "one of DEBUG, INFO, WARNING, ERROR",
 }
 
 
@@ -55,21 +70,24 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("SLACK_APP_TOKEN")
     )
     port: int = Field(8080, ge=1, le=65535, validation_alias=AliasChoices("PORT"))
+    host: str = "0.0.0.0"  # every interface, for containers; the demo binds 127.0.0.1
     google_application_credentials: Path | None = Field(
         None, validation_alias=AliasChoices("GOOGLE_APPLICATION_CREDENTIALS")
     )
     targets: Annotated[list[Target], NoDecode] = Field(default_factory=list)
-    database_url: str = "sqlite+aiosqlite:///clusterbot.db"
+    database_url: str = Field(default_factory=default_database_url)
     vertex_api_url: str | None = None
     vertex_static_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
     policy_file: Path | None = None
     alert_channel: str | None = None
-    slurm_api_version: str = Field("v0.0.41", pattern=r"^v0\.0\.\d+$")
+    slurm_api_version: str = Field("v0.0.42", pattern=r"^v0\.0\.\d+$")
     vertex_concurrency: int = Field(8, ge=1, le=256)
     vertex_retry_deadline: float = Field(120.0, gt=0, le=3600)
     sweep_interval: float = Field(900.0, gt=0, le=86_400)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    replica_id: str | None = None  # default host:port; stable across restarts of one replica
+    debug_crash_at: str | None = None  # testing only: exit at this named step of a change
 
     @field_validator("targets", mode="before")
     @classmethod
@@ -77,6 +95,11 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [Target.parse(part) for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
 
     @field_validator("slack_bot_token")
     @classmethod

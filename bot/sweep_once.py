@@ -1,7 +1,9 @@
 """`clusterbot sweep --once`: one idle sweep, reported on stdout (text or JSON).
 
-Records are kept in the configured database, so runs from cron build the same history the
-service does. Alerts go to Slack only when a bot token and an alert channel are configured.
+Records are kept in the same database as `serve` (``CLUSTERBOT_DATABASE_URL``, by default a
+file in the state folder, never the working directory), so runs from cron build the same
+history the service does; the report says which database it used. Alerts go to Slack only
+when a bot token and an alert channel are configured.
 """
 
 from __future__ import annotations
@@ -9,17 +11,32 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
+from urllib.parse import urlparse
 
 from bot.app import ClusterbotService
 from bot.settings import Settings
-from handlers.cards import duration
+from bot.vertex.errors import CredentialsError
 from handlers.costs import money
 from handlers.policy import Policy
 from handlers.sweep import SweepReport
+from handlers.words import duration
 
 
-def as_json(report: SweepReport) -> dict[str, Any]:
+class SweepFailedError(Exception):
+    """The sweep could not run at all; the message is one line for the person running it."""
+
+
+def database_shown(url: str) -> str:
+    """The database a sweep used, without credentials: a file path, or host and name."""
+    if url.startswith("sqlite"):
+        return url.split(":///", 1)[-1]
+    parsed = urlparse(url)
+    return f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
+
+
+def as_json(report: SweepReport, database: str) -> dict[str, Any]:
     return {
+        "database": database,
         "started": report.started,
         "finished": report.finished,
         "alerts": report.alerts,
@@ -28,45 +45,59 @@ def as_json(report: SweepReport) -> dict[str, Any]:
             {
                 "cluster": e.cluster,
                 "target": e.target,
-                "status": str(e.verdict.status),
-                "reason": e.verdict.reason,
-                "idle_since": e.verdict.idle_since,
+                "status": str(e.status),
+                "reason": e.reason,
+                "idle_since": e.idle_since,
                 "nodes": e.nodes,
                 "cost_per_hour": e.cost_hour,
-                "recommendation": e.verdict.recommendation,
-                "recommendation_reason": e.verdict.recommendation_reason,
+                "saving_if_scaled_to_zero": e.freed_hour,
+                "reservations": list(e.reservations),
+                "jobs_hidden": e.jobs_hidden,
+                "recommendation": str(e.recommendation) if e.recommendation else None,
+                "recommendation_reason": e.recommendation_reason or None,
             }
             for e in report.entries
         ],
     }
 
 
-def as_text(report: SweepReport, now: float) -> str:
-    lines = [f"{'CLUSTER':<10} {'TARGET':<28} {'STATUS':<8} {'IDLE FOR':>12} {'$/H':>10}  WHY"]
-    for entry in sorted(report.entries, key=lambda e: (e.verdict.status, e.cluster_id)):
-        since = entry.verdict.idle_since
+def as_text(report: SweepReport, now: float, database: str) -> str:
+    lines = [f"{'CLUSTER':<10} {'TARGET':<28} {'STATUS':<8} {'QUIET FOR':>12} {'$/H':>10}  WHY"]
+    for entry in sorted(report.entries, key=lambda e: (e.status, e.cluster_id)):
+        since = entry.idle_since
         age = duration(now - since) if since is not None else "-"
         lines.append(
-            f"{entry.cluster_id:<10} {entry.target:<28} {entry.verdict.status:<8} {age:>12} "
-            f"{money(entry.cost_hour, per_hour=False):>10}  {entry.verdict.reason}"
+            f"{entry.cluster_id:<10} {entry.target:<28} {entry.status:<8} {age:>12} "
+            f"{money(entry.cost_hour, per_hour=False):>10}  {entry.reason}"
         )
     lines += [f"! {failure}" for failure in report.failures]
     lines.append(
         f"{len(report.entries)} clusters, {report.alerts} alerts posted, "
-        f"{report.finished - report.started:.1f} s"
+        f"{report.finished - report.started:.1f} s; database {database}"
     )
     return "\n".join(lines)
 
 
 async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool) -> str:
-    service = ClusterbotService(settings, policy)
-    alerts = settings.slack_bot_token is not None and settings.alert_channel is not None
-    await service.store.migrate()
+    service = ClusterbotService(settings, policy, owner=f"sweep-once-{time.time_ns()}")
+    database = database_shown(settings.database_url)
     try:
-        report = await service.sweeper.sweep(alerts=alerts)
+        try:
+            await service.vertex.check_credentials()
+        except CredentialsError as error:
+            raise SweepFailedError(error.user_message) from None
+        try:
+            await service.store.migrate()
+        except Exception as error:
+            raise SweepFailedError(
+                f"the database {database} cannot be opened: {type(error).__name__}"
+            ) from None
+        report = await service.sweeper.sweep(alerts=service.board.enabled, force=True)
+        if report is None:
+            raise SweepFailedError("another sweep is running on this database; try again shortly")
     finally:
         await service.vertex.aclose()
         await service.store.close()
     if as_json_output:
-        return json.dumps(as_json(report), indent=2)
-    return as_text(report, time.time())
+        return json.dumps(as_json(report, database), indent=2)
+    return as_text(report, time.time(), database)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from bot.store import Store
-from handlers.cards import duration
 from handlers.changes import ChangeService
-from handlers.clusters import ClusterDirectory, list_reply, show_reply
+from handlers.clusters import READ_DEADLINE, ClusterDirectory, list_reply, show_reply
 from handlers.commands import (
     CLUSTER_HELP,
     SUMMARY,
@@ -26,8 +23,10 @@ from handlers.commands import (
 from handlers.costs import PriceBook
 from handlers.idle_cards import report
 from handlers.policy import Role
-from handlers.replies import Heading, Note, Reply, Table, Text, escape
-from handlers.sweep import SweepReport
+from handlers.ports import Clock, OperationStore, RequestStore
+from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text, escape
+from handlers.sweep import Sweeper
+from handlers.words import duration
 
 AUDIT_ROWS = 20
 
@@ -55,15 +54,17 @@ class ClusterBot:
         self,
         directory: ClusterDirectory,
         changes: ChangeService,
-        store: Store,
+        requests: RequestStore,
+        operations: OperationStore,
         prices: PriceBook,
-        clock: Callable[[], float],
-        sweep: Callable[[], Awaitable[SweepReport]] | None = None,
+        clock: Clock,
+        sweeper: Sweeper | None = None,
     ) -> None:
-        self.sweep = sweep
+        self.sweeper = sweeper
         self.directory = directory
         self.changes = changes
-        self.store = store
+        self.requests = requests
+        self.operations = operations
         self.prices = prices
         self.clock = clock
 
@@ -72,7 +73,7 @@ class ClusterBot:
         if isinstance(command, Help):
             return help_reply(command.topic)
         if isinstance(command, ListClusters):
-            return list_reply(await self.directory.listings(), self.prices)
+            return list_reply(await self.directory.listings(READ_DEADLINE), self.prices)
         if isinstance(command, Show):
             return show_reply(await self.directory.resolve(command.cluster, "show"), self.prices)
         if isinstance(command, Resize | Delete):
@@ -83,13 +84,29 @@ class ClusterBot:
         if isinstance(command, Audit):
             return await self.audit(command.cluster)
         assert isinstance(command, Idle)
-        if self.sweep is None:
+        return await self.idle_report()
+
+    async def idle_report(self) -> Reply:
+        """The last sweep's report, at once, saying how old it is, with "Sweep now"."""
+        if self.sweeper is None:
             return Reply("Idle report").add(Text("Idle detection is not configured."))
-        result = await self.sweep()
-        return report(result.entries, result.failures, self.clock())
+        latest = await self.sweeper.latest()
+        if latest is None:
+            return Reply("Idle report").add(
+                Heading("Idle report"),
+                Text("No sweep has finished yet. Sweep now, or wait for the scheduled sweep."),
+                Buttons((Button("idle_sweep_now", "Sweep now", "sweep", style="primary"),)),
+            )
+        return report(
+            latest.entries,
+            latest.failures,
+            self.clock(),
+            swept_at=latest.finished,
+            sweep_button=True,
+        )
 
     async def ops(self) -> Reply:
-        operations = [o for o in await self.store.active_operations() if not o.done]
+        operations = [o for o in await self.operations.active_operations() if not o.done]
         reply = Reply(f"{len(operations)} operations in flight")
         reply.add(Heading(f"Operations in flight ({len(operations)})"))
         if not operations:
@@ -105,7 +122,7 @@ class ClusterBot:
         return reply.add(Table(tuple(escape(r) for r in rows)))
 
     async def audit(self, cluster: str | None) -> Reply:
-        entries = await self.store.audit_log(limit=500 if cluster else AUDIT_ROWS)
+        entries = await self.requests.audit_log(limit=500 if cluster else AUDIT_ROWS)
         if cluster:
             entries = [
                 e for e in entries if e.cluster == cluster or e.cluster.endswith(f"/{cluster}")

@@ -1,11 +1,11 @@
-"""The approval card: one message per change request, redrawn from the request at each state."""
+"""The approval card and its thread message, each redrawn from the request at every state."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from handlers.costs import PRICES_AS_OF, money
-from handlers.plans import ChangePlan
+from handlers.costs import PRICES_AS_OF, Range, money, money_range
+from handlers.plans import ChangePlan, PlanKind
 from handlers.records import ApprovalRequest, RequestState
 from handlers.replies import (
     Button,
@@ -29,55 +29,60 @@ def slack_time(epoch: float) -> str:
     return f"<!date^{int(epoch)}^{{time}}|{fallback}>"
 
 
-def duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
-
-
 def _diff(plan: ChangePlan) -> Table:
-    rows = [f"{'POOL':<10} {'MACHINE':<34} {'NODES':>13} {'$/H BEFORE':>12} {'$/H AFTER':>12}"]
+    rows = [f"{'POOL':<10} {'MACHINE':<34} {'NODES':>13} {'$/H BEFORE':>12} {'$/H AFTER':>14}"]
     for change in plan.pools:
-        machine = change.machine
         if change.changed:
-            before = f"{change.min_before}:{change.max_before}"
-            after = f"{change.min_after}:{change.max_after}"
-            if change.min_before == change.max_before and change.min_after == change.max_after:
-                before, after = str(change.min_before), str(change.min_after)
-            nodes = f"{before} -> {after}"
+            nodes = f"{change.bounds_before} -> {change.bounds_after}"
+            after = Range(change.cost_after, change.cost_after_high or change.cost_after)
         else:
-            nodes = f"{change.min_after} (same)"
+            nodes = f"{change.bounds_after} (same)"
+            after = Range(change.cost_after, change.cost_after)
         rows.append(
-            f"{change.pool_id:<10} {machine:<34} {nodes:>13} "
+            f"{change.pool_id:<10} {change.machine:<34} {nodes:>13} "
             f"{money(change.cost_before, per_hour=False):>12} "
-            f"{money(change.cost_after, per_hour=False):>12}"
+            f"{money_range(after, per_hour=False):>14}"
         )
     return Table(tuple(escape(r) for r in rows))
+
+
+def _delta(plan: ChangePlan) -> str:
+    delta = plan.cost_delta
+    if not delta.known:
+        return "unknown"
+    assert delta.low is not None and delta.high is not None
+    if delta.fixed:
+        return money(delta.low, signed=True)
+    return f"{money(delta.low, signed=True, per_hour=False)} to {money(delta.high, signed=True)}"
 
 
 def _status(request: ApprovalRequest) -> str | None:
     by = mention(request.decided_by) if request.decided_by else "someone"
     outcome = escape(request.outcome or "")
     state = request.state
-    if state == RequestState.PENDING:
+    if state in (RequestState.PENDING, RequestState.DRAFT):
         return None
-    if state == RequestState.APPROVED:
+    if state in (RequestState.APPROVED, RequestState.EXECUTING):
         return f"*Approved* by {by}; sending the change to the control plane"
     if state == RequestState.RUNNING:
-        return f"*Approved* by {by}; operation running, progress in the thread"
+        return f"*Approved* by {by}; the change is under way, progress in the thread"
     if state == RequestState.SUCCEEDED:
         return f"*Done*: approved by {by}; {outcome}"
     if state == RequestState.FAILED:
         return f"*Failed*: approved by {by}; {outcome}"
     if state == RequestState.REFUSED:
         return f"*Not applied*: approved by {by}, but {outcome}"
+    if state == RequestState.UNKNOWN:
+        return (
+            f"*Outcome unknown*: approved by {by}, but {outcome}. Check the cluster with "
+            f"`/cluster show {escape(request.plan.cluster_id)}` before asking again."
+        )
     if state == RequestState.REJECTED:
         return f"*Rejected* by {by}"
+    if state == RequestState.WITHDRAWN:
+        return f"*Withdrawn* by {mention(request.requester)}"
+    if state == RequestState.ABANDONED:
+        return "*Interrupted*: clusterbot stopped before this request was recorded; ask again"
     return f"*Expired*: nobody approved it by {slack_time(request.expires_at)}"
 
 
@@ -85,34 +90,40 @@ def request_card(request: ApprovalRequest) -> Reply:
     plan = request.plan
     cluster = escape(plan.cluster_id)
     target = "/".join(plan.cluster.split("/")[1:4:2])
-    if plan.kind == "delete":
+    if plan.kind == PlanKind.DELETE:
         title = f"Delete request: {plan.cluster_id}"
         ask = (
             f"{mention(request.requester)} asks to *delete* cluster *{cluster}* "
             f"(`{escape(target)}`)."
         )
     else:
-        changed = ", ".join(c.pool_id for c in plan.pools if c.changed)
+        changed = ", ".join(c.pool_id for c in plan.changed_pools)
         title = f"Resize request: {plan.cluster_id} / {changed}"
         ask = f"{mention(request.requester)} asks to resize *{cluster}* (`{escape(target)}`)."
-    reply = Reply(summary=f"{title} ({request.state})", public=True)
+    shown = RequestState.PENDING if request.state == RequestState.DRAFT else request.state
+    reply = Reply(summary=f"{title} ({shown})", public=True)
     reply.add(Heading(title[:150]), Text(ask))
-    if plan.kind == "delete":
+    if plan.kind == PlanKind.DELETE:
         reply.add(
             Text("*This will remove*\n" + "\n".join(f"• {escape(loss)}" for loss in plan.losses))
         )
         if plan.kept:
             reply.add(Text("*Kept*\n" + "\n".join(f"• {escape(item)}" for item in plan.kept)))
     else:
-        reply.add(_diff(plan))
+        reply.add(
+            Text("\n".join(f"• {escape(c.words)}" for c in plan.changed_pools)),
+            _diff(plan),
+        )
+    for warning in plan.warnings:
+        reply.add(Text(f":warning: {escape(warning)}"))
     reply.add(
         Fields(
             (
                 f"*Cost before*\n{money(plan.cost_before)}",
-                f"*Cost after*\n{money(plan.cost_after)}",
-                f"*Change*\n{money(plan.cost_delta, signed=True)}",
+                f"*Cost after*\n{money_range(plan.after)}",
+                f"*Change*\n{_delta(plan)}",
                 f"*Expires*\n{slack_time(request.expires_at)}"
-                if request.state == RequestState.PENDING
+                if request.state in (RequestState.PENDING, RequestState.DRAFT)
                 else f"*Requested*\n{slack_time(request.created_at)}",
             )
         )
@@ -127,7 +138,7 @@ def request_card(request: ApprovalRequest) -> Reply:
     status = _status(request)
     if status is None:
         approve_confirm = None
-        if plan.kind == "delete":
+        if plan.kind == PlanKind.DELETE:
             approve_confirm = Confirm(
                 title=f"Delete {plan.cluster_id}?",
                 text=f"This deletes *{cluster}* and everything listed on the card. "
@@ -142,16 +153,44 @@ def request_card(request: ApprovalRequest) -> Reply:
                 (
                     Button(
                         "approve",
-                        "Approve delete" if plan.kind == "delete" else "Approve",
+                        "Approve delete" if plan.kind == PlanKind.DELETE else "Approve",
                         request.id,
-                        style="danger" if plan.kind == "delete" else "primary",
+                        style="danger" if plan.kind == PlanKind.DELETE else "primary",
                         confirm=approve_confirm,
                     ),
                     Button("reject", "Reject", request.id),
+                    Button("withdraw", "Withdraw", request.id),
                 ),
                 block_id=f"decide:{request.id}",
             ),
+            Note("Approve and Reject are for approvers; Withdraw is for the requester."),
         )
     else:
         reply.add(Rule(), Text(status))
     return reply
+
+
+def thread_reply(cluster_id: str, text: str, note: str | None = None) -> Reply:
+    """The one message in a card's thread: progress while it runs, then how it ended."""
+    reply = Reply(f"{cluster_id}: {text}", public=True).add(
+        Text(f"*{escape(cluster_id)}*: {escape(text)}")
+    )
+    if note:
+        reply.add(Note(note))
+    return reply
+
+
+def ending_text(request: ApprovalRequest) -> str:
+    """How an executed request ended, for its thread message."""
+    outcome = request.outcome or ""
+    cluster = request.plan.cluster_id
+    texts = {
+        RequestState.SUCCEEDED: f"done, {outcome}",
+        RequestState.FAILED: outcome,
+        RequestState.REFUSED: f"not applied: {outcome}",
+        RequestState.UNKNOWN: (
+            f"outcome unknown: {outcome}. Check it with /cluster show {cluster} before asking "
+            "again."
+        ),
+    }
+    return texts.get(request.state, str(request.state))

@@ -1,86 +1,73 @@
-"""Change requests: plan, ask for approval, approve exactly once, execute, expire.
+"""Change requests: plan, ask for approval, approve exactly once, reject, withdraw, expire.
 
-Approval is an atomic pending -> approved transition in the store, so fifty clicks on two
-replicas still send one PATCH. Before sending, the cluster is read again and compared with the
-plan's fingerprint (the API has no etag): a cluster that changed in between is refused.
+A request is kept only once its card exists: it is stored as a draft, the card is posted, and
+only then does it become pending; a card that cannot be posted deletes the draft, so nothing
+is left pending and the cluster is not blocked. Approval is an atomic pending -> approved
+transition that also makes this replica the request's owner (a lease), so fifty clicks on two
+replicas still send one PATCH; the executor then sends the change.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
-from typing import Protocol
 
-from bot.store import Store, details
-from bot.vertex.client import VertexClient
-from bot.vertex.errors import NotFoundError, OutcomeUnknownError, VertexError
-from bot.vertex.models import Cluster, Operation
+from bot.store import OpenRequestExistsError
 from handlers.cards import request_card
-from handlers.clusters import ClusterDirectory, error_text
+from handlers.clusters import ClusterDirectory
 from handlers.commands import CommandError, Delete, Resize
 from handlers.costs import PriceBook
-from handlers.messenger import Messenger
-from handlers.plans import ChangePlan, PlanError, apply_plan, drift, plan_delete, plan_resize
-from handlers.policy import Policy, Role, approval_refusal
-from handlers.records import ApprovalRequest, AuditEntry, RequestState
+from handlers.execution import Executor
+from handlers.ledger import RequestLedger
+from handlers.messenger import Messenger, MessengerError
+from handlers.plans import ChangePlan, PlanError, plan_delete, plan_resize
+from handlers.policy import Policy, Role, approval_refusal, may_approve
+from handlers.ports import Clock, CrashPoint, RequestStore, no_crash
+from handlers.records import ApprovalRequest, Origin, RequestState
 from handlers.replies import Reply, Text, escape, mention
 
 log = logging.getLogger(__name__)
-
-
-class OperationWatcher(Protocol):
-    async def track(self, request: ApprovalRequest, operation: Operation) -> None: ...
+DRAFT_TIMEOUT = 60.0  # a draft older than this lost its card to a crash: abandon it
 
 
 def new_request_id() -> str:
     return "r-" + secrets.token_hex(5)
 
 
+def _notice(title: str, text: str) -> Reply:
+    return Reply(title).add(Text(text))
+
+
 class ChangeService:
     def __init__(
         self,
-        store: Store,
-        vertex: VertexClient,
+        store: RequestStore,
         directory: ClusterDirectory,
         policy: Policy,
         prices: PriceBook,
         messenger: Messenger,
-        watcher: OperationWatcher,
-        clock: Callable[[], float],
+        ledger: RequestLedger,
+        executor: Executor,
+        clock: Clock,
+        owner: str,
+        *,
+        crash: CrashPoint = no_crash,
     ) -> None:
         self.store = store
-        self.vertex = vertex
         self.directory = directory
         self.policy = policy
         self.prices = prices
         self.messenger = messenger
-        self.watcher = watcher
+        self.ledger = ledger
+        self.executor = executor
         self.clock = clock
-
-    async def _audit(
-        self, actor: str, action: str, request: ApprovalRequest, **extra: object
-    ) -> None:
-        await self.store.audit(
-            AuditEntry(
-                at=self.clock(),
-                actor=actor,
-                action=action,
-                cluster=request.cluster,
-                request_id=request.id,
-                details=details(kind=request.kind, **extra),
-            )
-        )
-
-    async def redraw(self, request_id: str) -> None:
-        request = await self.store.get_request(request_id)
-        if request is not None and request.card_ts:
-            await self.messenger.update(request.channel, request.card_ts, request_card(request))
+        self.owner = owner
+        self.crash = crash
 
     # -- asking --------------------------------------------------------------------------------
 
     async def request_change(
-        self, actor: str, channel: str, command: Resize | Delete, origin: str = "command"
+        self, actor: str, channel: str, command: Resize | Delete, origin: str = Origin.COMMAND
     ) -> ApprovalRequest:
         """Plan the change and post its approval card; raise CommandError when it cannot be."""
         subcommand = "resize" if isinstance(command, Resize) else "delete"
@@ -97,17 +84,9 @@ class ChangeService:
         return await self.submit(actor, channel, plan, origin)
 
     async def submit(
-        self, actor: str, channel: str, plan: ChangePlan, origin: str = "command"
+        self, actor: str, channel: str, plan: ChangePlan, origin: str = Origin.COMMAND
     ) -> ApprovalRequest:
-        """Store a planned change as a pending request and post its card."""
-        busy = await self.store.open_requests(plan.cluster)
-        if busy:
-            other = busy[0]
-            raise CommandError(
-                f"{plan.cluster_id} already has an open {other.kind} request ({other.id}, "
-                f"{other.state}); it must be decided or finish first",
-                plan.kind if plan.kind in ("resize", "delete") else None,
-            )
+        """Store the change as a draft, post its card, and only then make it pending."""
         now = self.clock()
         request = ApprovalRequest(
             id=new_request_id(),
@@ -117,174 +96,189 @@ class ChangeService:
             created_at=now,
             expires_at=now + self.policy.approval.expiry_minutes * 60,
             origin=origin,
+            state=RequestState.DRAFT,
         )
-        await self.store.add_request(request)
-        await self._audit(actor, "requested", request, plan=plan.model_dump(mode="json"))
-        request.card_ts = await self.messenger.post(channel, request_card(request))
-        await self.store.update_request(request.id, card_ts=request.card_ts)
+        try:
+            await self.store.add_request(request)
+        except OpenRequestExistsError:
+            raise await self._busy(plan) from None
+        try:
+            card_ts = await self.messenger.post(channel, request_card(request))
+        except MessengerError as error:
+            await self.store.delete_request(request.id)  # nothing may stay pending without a card
+            raise CommandError(self._unpostable(error)) from None
+        # A crash before the next lines leaves a draft; it is abandoned after DRAFT_TIMEOUT.
+        # The card's ts is kept whatever the state: a quick click may have moved it on.
+        await self.store.update_request(request.id, card_ts=card_ts)
+        await self.store.transition(request.id, [RequestState.DRAFT], RequestState.PENDING)
+        request.state, request.card_ts = RequestState.PENDING, card_ts
+        await self.ledger.audit(actor, "requested", request, plan=plan.model_dump(mode="json"))
         return request
 
-    async def submit_approved(
-        self, actor: str, channel: str, plan: ChangePlan, origin: str
-    ) -> ApprovalRequest:
-        """Submit and approve in one step: an approver's click on an idle alert, or policy."""
-        request = await self.submit(actor, channel, plan, origin)
-        won = await self.store.transition(
-            request.id,
-            [RequestState.PENDING],
-            RequestState.APPROVED,
-            decided_by=actor,
-            decided_at=self.clock(),
+    async def _busy(self, plan: ChangePlan) -> CommandError:
+        other = next(iter(await self.store.open_requests(plan.cluster)), None)
+        what = (
+            f"an open {other.kind} request ({other.id}, {other.state})"
+            if other
+            else "an open request"
         )
-        if won:
-            await self._audit(actor, "approved", request, via=origin)
-            await self.redraw(request.id)
-            await self.execute(request.id)
+        return CommandError(
+            f"{plan.cluster_id} already has {what}; it must be decided or finish first",
+            str(plan.kind),
+        )
+
+    def _unpostable(self, error: MessengerError) -> str:
+        if error.not_postable:
+            return (
+                f"clusterbot cannot post the approval card in this conversation (Slack said "
+                f"{error.code}): invite it with /invite @clusterbot, or ask in a channel it is "
+                "in. Nothing was requested."
+            )
+        return (
+            f"Slack refused the approval card ({error.code}); nothing was requested. "
+            "Try again in a minute."
+        )
+
+    async def approve_now(self, request: ApprovalRequest, actor: str) -> ApprovalRequest:
+        """Approve a request as it is asked (an approver's click on an idle alert, or the
+        idle policy's auto-action) and send it."""
+        if await self._approve(request, actor, via=request.origin):
+            await self.executor.execute(request.id)
         return await self.store.get_request(request.id) or request
+
+    async def approve_as_policy(self, request: ApprovalRequest) -> ApprovalRequest:
+        return await self.approve_now(request, "policy")
 
     # -- deciding ------------------------------------------------------------------------------
 
-    async def decide(self, actor: str, role: Role, request_id: str, approve: bool) -> Reply | None:
-        """Approve or reject; returns a reply for the clicker alone, or None when all went well."""
-        request = await self.store.get_request(request_id)
-        if request is None:
-            return Reply("Unknown request").add(Text(f"There is no request {escape(request_id)}."))
-        if request.state != RequestState.PENDING:
-            who = f" by {mention(request.decided_by)}" if request.decided_by else ""
-            return Reply("Already decided").add(
-                Text(f"Request `{escape(request.id)}` is already {request.state}{who}.")
-            )
-        if not approve:
-            if role < Role.OPERATOR and actor != request.requester:
-                return Reply("Not allowed").add(
-                    Text(f"Rejecting needs the operator role; you are {role.label}.")
-                )
-            return await self._reject(actor, request)
-        refusal = approval_refusal(self.policy, actor, role, request.requester, request.kind)
-        if refusal is not None:
-            await self._audit(actor, "approval_refused", request, reason=refusal)
-            return Reply("Not allowed").add(Text(f"You cannot approve this: {refusal}."))
+    async def _approve(self, request: ApprovalRequest, actor: str, **audit: object) -> bool:
+        """pending -> approved, exactly once; the approving replica owns the request."""
         now = self.clock()
-        if now >= request.expires_at:
-            await self.expire(request)
-            return Reply("Expired").add(Text("This request expired before your click."))
         won = await self.store.transition(
             request.id,
             [RequestState.PENDING],
             RequestState.APPROVED,
             decided_by=actor,
             decided_at=now,
+            owner=self.owner,
+            lease_until=now + self.executor.lease,
         )
         if not won:
-            return await self.decide(actor, role, request_id, approve)  # now says who won
-        await self._audit(actor, "approved", request)
-        await self.redraw(request.id)
-        await self.execute(request.id)
-        return None
+            return False
+        self.crash("after-approval")
+        fresh = await self.store.get_request(request.id) or request
+        await self.ledger.audit(actor, "approved", fresh, **audit)
+        await self.ledger.redraw(fresh)
+        return True
 
-    async def _reject(self, actor: str, request: ApprovalRequest) -> Reply | None:
-        won = await self.store.transition(
-            request.id,
-            [RequestState.PENDING],
-            RequestState.REJECTED,
-            decided_by=actor,
-            decided_at=self.clock(),
-            finished_at=self.clock(),
-        )
-        if not won:
-            fresh = await self.store.get_request(request.id)
-            state = fresh.state if fresh else "gone"
-            return Reply("Already decided").add(Text(f"Request is already {state}."))
-        await self._audit(actor, "rejected", request)
-        await self.redraw(request.id)
-        return None
-
-    async def expire(self, request: ApprovalRequest) -> bool:
-        won = await self.store.transition(
-            request.id, [RequestState.PENDING], RequestState.EXPIRED, finished_at=self.clock()
-        )
-        if won:
-            await self._audit("policy", "expired", request)
-            await self.redraw(request.id)
-        return won
-
-    async def expire_due(self) -> int:
-        expired = 0
-        for request in await self.store.expired_requests(self.clock()):
-            expired += await self.expire(request)
-        return expired
-
-    # -- executing -----------------------------------------------------------------------------
-
-    async def _refuse(self, request: ApprovalRequest, reason: str) -> None:
-        await self.store.transition(
-            request.id,
-            [RequestState.APPROVED],
-            RequestState.REFUSED,
-            outcome=reason,
-            finished_at=self.clock(),
-        )
-        await self._audit(request.decided_by or "policy", "refused", request, reason=reason)
-        await self.redraw(request.id)
-        await self.messenger.post(
-            request.channel,
-            Reply(f"Not applied: {reason}").add(Text(f"Not applied: {escape(reason)}")),
-            thread_ts=request.card_ts,
-        )
-
-    async def execute(self, request_id: str) -> None:
-        """Send an approved change, after checking the cluster did not change since the plan."""
-        request = await self.store.get_request(request_id)
-        if request is None or request.state != RequestState.APPROVED:
-            return
-        plan = request.plan
-        try:
-            current: Cluster = await self.vertex.get_cluster(plan.cluster)
-        except NotFoundError:
-            await self._refuse(request, f"{plan.cluster_id} no longer exists")
-            return
-        except VertexError as error:
-            await self._refuse(request, error_text(error, f"read {plan.cluster_id}"))
-            return
-        changed = drift(plan, current)
-        if changed is not None:
-            await self._refuse(request, f"{changed}; ask again with a fresh request")
-            return
-        try:
-            if plan.kind == "delete":
-                operation = await self.vertex.delete_cluster(plan.cluster)
-            else:
-                operation = await self.vertex.update_cluster(
-                    apply_plan(current, plan), list(plan.update_mask)
-                )
-        except OutcomeUnknownError as error:
-            await self._refuse(
-                request,
-                f"{error.user_message}; see `/cluster show {plan.cluster_id}` before asking again",
-            )
-            return
-        except VertexError as error:
-            await self._refuse(request, error_text(error, f"{plan.kind} {plan.cluster_id}"))
-            return
-        await self.store.transition(
-            request.id, [RequestState.APPROVED], RequestState.RUNNING, operation=operation.name
-        )
-        await self._audit(
-            request.decided_by or "policy", "operation_started", request, operation=operation.name
-        )
-        request.operation = operation.name
-        await self.watcher.track(request, operation)
-        await self.redraw(request.id)
-
-    async def finish(self, request_id: str, succeeded: bool, outcome: str) -> None:
-        """Record how a request's operation ended and redraw its card."""
+    async def _clicked(self, request_id: str, card_ts: str | None) -> ApprovalRequest | None:
+        """The request a card's button names. A click proves the card exists: a draft whose
+        asker has not yet recorded it is pending from now, and its card's ts is known."""
         request = await self.store.get_request(request_id)
         if request is None:
-            return
-        state = RequestState.SUCCEEDED if succeeded else RequestState.FAILED
-        won = await self.store.transition(
-            request.id, [RequestState.RUNNING], state, outcome=outcome, finished_at=self.clock()
+            return None
+        if card_ts and request.card_ts is None:
+            await self.store.update_request(request.id, card_ts=card_ts)
+        if request.state == RequestState.DRAFT:
+            await self.store.transition(request.id, [RequestState.DRAFT], RequestState.PENDING)
+        fresh = await self.store.get_request(request.id) or request
+        if fresh.state == RequestState.ABANDONED:
+            await self.ledger.redraw(fresh)  # the card shows it was interrupted
+        return fresh
+
+    async def decide(
+        self,
+        actor: str,
+        role: Role,
+        request_id: str,
+        approve: bool,
+        card_ts: str | None = None,
+    ) -> Reply | None:
+        """Approve or reject; returns a reply for the clicker alone, or None when all went well."""
+        request = await self._clicked(request_id, card_ts)
+        if request is None:
+            return _notice("Unknown request", f"There is no request {escape(request_id)}.")
+        if request.state != RequestState.PENDING:
+            return self._already(request)
+        if not approve:
+            if actor == request.requester:
+                return await self.withdraw(actor, request_id)
+            if not may_approve(self.policy, role, request.kind):
+                return _notice(
+                    "Not allowed",
+                    f"Rejecting is for approvers; you are {role.label}. The requester can "
+                    "withdraw their own request.",
+                )
+            if not await self.ledger.end(
+                request,
+                [RequestState.PENDING],
+                RequestState.REJECTED,
+                actor=actor,
+                action="rejected",
+                decided_by=actor,
+                decided_at=self.clock(),
+            ):
+                return await self._already_now(request_id)
+            return None
+        refusal = approval_refusal(self.policy, actor, role, request.requester, request.kind)
+        if refusal is not None:
+            await self.ledger.audit(actor, "approval_refused", request, reason=refusal)
+            return _notice("Not allowed", f"You cannot approve this: {refusal}.")
+        if self.clock() >= request.expires_at:
+            await self.expire(request)
+            return _notice("Expired", "This request expired before your click.")
+        if not await self._approve(request, actor):
+            return await self._already_now(request_id)
+        await self.executor.execute(request.id)
+        return None
+
+    async def withdraw(
+        self, actor: str, request_id: str, card_ts: str | None = None
+    ) -> Reply | None:
+        """The requester takes their own request back, while it waits for an approver."""
+        request = await self._clicked(request_id, card_ts)
+        if request is None:
+            return _notice("Unknown request", f"There is no request {escape(request_id)}.")
+        if actor != request.requester:
+            return _notice(
+                "Not allowed",
+                f"Only {mention(request.requester)}, who asked for it, can withdraw it.",
+            )
+        if request.state != RequestState.PENDING:
+            return self._already(request)
+        if not await self.ledger.end(
+            request, [RequestState.PENDING], RequestState.WITHDRAWN, actor=actor, action="withdrawn"
+        ):
+            return await self._already_now(request_id)
+        return None
+
+    def _already(self, request: ApprovalRequest) -> Reply:
+        who = f" by {mention(request.decided_by)}" if request.decided_by else ""
+        return _notice(
+            "Already decided", f"Request `{escape(request.id)}` is already {request.state}{who}."
         )
-        if won:
-            await self._audit("control-plane", str(state), request, outcome=outcome)
-            await self.redraw(request.id)
+
+    async def _already_now(self, request_id: str) -> Reply:
+        fresh = await self.store.get_request(request_id)
+        if fresh is None:
+            return _notice("Unknown request", f"There is no request {escape(request_id)}.")
+        return self._already(fresh)
+
+    # -- housekeeping --------------------------------------------------------------------------
+
+    async def expire(self, request: ApprovalRequest) -> bool:
+        return await self.ledger.end(
+            request, [RequestState.PENDING], RequestState.EXPIRED, actor="policy", action="expired"
+        )
+
+    async def expire_due(self) -> int:
+        """Expire pending requests past their time, and abandon drafts a crash left behind."""
+        now = self.clock()
+        ended = 0
+        for request in await self.store.expired_requests(now):
+            ended += await self.expire(request)
+        for draft in await self.store.stale_drafts(now - DRAFT_TIMEOUT):
+            ended += await self.ledger.end(
+                draft, [RequestState.DRAFT], RequestState.ABANDONED, actor="policy"
+            )
+        return ended

@@ -1,75 +1,115 @@
-"""Read-only use cases: resolve a cluster by short id, list every cluster, show one."""
+"""Read-only use cases: resolve a cluster by short id, list every cluster, show one.
+
+Interactive reads have a deadline (``READ_DEADLINE``): a target that does not answer in time is
+named with the reason, and the rest is shown. A cluster that cannot be read is named with the
+field at fault and never hides the others.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from bot.vertex.client import TargetListing, VertexClient
-from bot.vertex.errors import NotFoundError, VertexError
+from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
 from bot.vertex.models import Cluster, ClusterName, Target
 from handlers.commands import CommandError
 from handlers.costs import PRICES_AS_OF, PriceBook, money
+from handlers.ports import ControlPlane, Listing
 from handlers.replies import Fields, Heading, Note, Reply, Table, Text, escape
 
 LIST_ROWS = 40  # rows in one list message; more are counted, not shown
 SHOW_EVENTS = 5
+READ_DEADLINE = 10.0  # seconds an interactive read waits for a slow or failing target
 
 
 class ClusterDirectory:
     """Finds clusters across every configured target."""
 
-    def __init__(self, vertex: VertexClient, targets: Sequence[Target]) -> None:
+    def __init__(self, vertex: ControlPlane, targets: Sequence[Target]) -> None:
         self.vertex = vertex
         self.targets = list(targets)
 
-    async def listings(self) -> list[TargetListing]:
-        return await self.vertex.list_targets(self.targets)
+    async def listings(self, deadline: float | None = None) -> Sequence[Listing]:
+        return await self.vertex.list_targets(self.targets, deadline)
 
     async def resolve(self, key: str, subcommand: str) -> Cluster:
         """A cluster by full name, or by short id when exactly one target has it."""
         if key.startswith("projects/"):
             try:
-                return await self.vertex.get_cluster(ClusterName.parse(key))
+                return await self.vertex.get_cluster(ClusterName.parse(key), READ_DEADLINE)
             except NotFoundError:
                 raise CommandError(f"there is no cluster {key}", subcommand) from None
-        listings = await self.listings()
+        listings = await self.listings(READ_DEADLINE)
         found = [c for listing in listings for c in listing.clusters if c.cluster_id == key]
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
             names = ", ".join(c.name or "" for c in found)
             raise CommandError(f"{key} is ambiguous; use a full name: {names}", subcommand)
-        failed = [f"{x.target} ({x.error.status})" for x in listings if x.error is not None]
-        searched = ", ".join(str(t) for t in self.targets) or "no targets"
-        reason = f"there is no cluster {key} in {searched}"
+        for listing in listings:
+            for bad in listing.unreadable:
+                if bad.name.rsplit("/", 1)[-1] == key:
+                    raise CommandError(
+                        f"{key} exists but clusterbot cannot read it ({bad.problem})", subcommand
+                    )
+        failed = [x for x in listings if x.error is not None]
         if failed:
-            reason += f"; could not list {', '.join(failed)}"
-        raise CommandError(reason, subcommand)
+            reasons = "; ".join(f"{x.target}: {x.error.user_message}" for x in failed)
+            read = ", ".join(str(x.target) for x in listings if x.error is None) or "none"
+            raise CommandError(
+                f"{key} is not in the targets that could be read ({read}); these could not be "
+                f"read, so it may be there: {reasons}",
+                subcommand,
+            )
+        searched = ", ".join(str(t) for t in self.targets) or "no targets"
+        raise CommandError(f"there is no cluster {key} in {searched}", subcommand)
 
 
-def _pools_summary(cluster: Cluster) -> str:
-    return ", ".join(
-        f"{p.id}: {p.node_count} x {p.machine_description}" for p in cluster.node_pools
-    )
+def pools_summary(cluster: Cluster, pools: Sequence[str] | None = None) -> str:
+    """``a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200)``, each pool's nodes as they are now."""
+    parts = []
+    for pool in cluster.node_pools:
+        if pools is not None and pool.id not in pools:
+            continue
+        scaling = f" (scales {pool.min_nodes}–{pool.max_nodes})" if pool.scales_with_queue else ""
+        parts.append(f"{pool.id}: {cluster.nodes(pool)} x {pool.machine_description}{scaling}")
+    return ", ".join(parts)
 
 
-def list_reply(listings: Sequence[TargetListing], prices: PriceBook) -> Reply:
+def listing_notes(listings: Sequence[Listing]) -> list[Note]:
+    """Every target that could not be listed and every cluster that could not be read."""
+    notes = []
+    for listing in listings:
+        if listing.error is not None:
+            notes.append(
+                Note(f"Could not list {listing.target}: {escape(listing.error.user_message)}")
+            )
+        for bad in listing.unreadable:
+            notes.append(Note(f"Could not read `{escape(bad.name)}`: {escape(bad.problem)}"))
+    return notes
+
+
+def list_reply(listings: Sequence[Listing], prices: PriceBook) -> Reply:
     clusters = [c for listing in listings for c in listing.clusters]
-    total = sum(len(listing.clusters) for listing in listings)
+    total = len(clusters)
     reply = Reply(summary=f"{total} clusters")
     reply.add(Heading(f"Clusters ({total})"))
     if clusters:
-        rows = [f"{'CLUSTER':<10} {'TARGET':<28} {'STATE':<12} {'$/H':>10}  POOLS"]
-        for cluster in clusters[:LIST_ROWS]:
-            cost = prices.cluster_hour(cluster)
-            rows.append(
-                f"{cluster.cluster_id:<10} {cluster.target!s:<28} {cluster.state:<12} "
-                f"{money(cost, per_hour=False):>10}  {_pools_summary(cluster)}"
+        rows = [
+            (
+                cluster.cluster_id,
+                str(cluster.target),
+                cluster.state,
+                money(prices.cluster_hour(cluster), per_hour=False),
+                pools_summary(cluster),
             )
-        reply.add(Table(tuple(escape(r) for r in rows)))
+            for cluster in clusters[:LIST_ROWS]
+        ]
+        reply.add(
+            Table.of(("CLUSTER", "TARGET", "STATE", "$/H", "POOLS"), rows, right=frozenset({3}))
+        )
     else:
-        reply.add(Text("No clusters in the configured targets."))
+        reply.add(Text("No clusters could be listed in the configured targets."))
     if total > LIST_ROWS:
         reply.add(
             Note(
@@ -77,17 +117,18 @@ def list_reply(listings: Sequence[TargetListing], prices: PriceBook) -> Reply:
                 "or narrow CLUSTERBOT_TARGETS"
             )
         )
-    for listing in listings:
-        if listing.error is not None:
-            reply.add(
-                Note(f"Could not list {listing.target}: {escape(listing.error.user_message)}")
-            )
+    reply.add(*listing_notes(listings))
     known = [prices.cluster_hour(c) for c in clusters]
     if clusters:
         priced = sum(k for k in known if k is not None)
         unknown = sum(1 for k in known if k is None)
         tail = f"; {unknown} with unknown prices" if unknown else ""
-        reply.add(Note(f"Estimated total {money(priced)}{tail} (list prices {PRICES_AS_OF})."))
+        reply.add(
+            Note(
+                f"Estimated total {money(priced)} for the nodes that exist now{tail} "
+                f"(list prices {PRICES_AS_OF})."
+            )
+        )
     return reply
 
 
@@ -119,27 +160,40 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
     )
     if status and status.detail:
         reply.add(Note(escape(status.detail)))
-    nodes = status.nodes_status or [] if status else []
-    rows = [f"{'POOL':<10} {'NODES':>7}  {'STATES':<24} {'$/H':>10}  MACHINE"]
+    reported = (status.nodes_status or []) if status else []
+    rows = []
     for pool in cluster.node_pools:
-        machine = pool.machine_description
         states: dict[str, int] = {}
-        for node in nodes:
+        for node in reported:
             if node.node_pool_id == pool.id:
                 states[node.node_state or "?"] = states.get(node.node_state or "?", 0) + 1
         state_text = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "-"
-        size = (
-            f"{pool.node_count}"
-            if pool.node_count == pool.max_node_count
-            else f"{pool.node_count}:{pool.max_node_count}"
-        )
         role = " (login)" if pool.id == cluster.login_pool_id else ""
+        model = pool.provisioning_model or "?"
+        if pool.reserved and pool.reservation_name:
+            model = f"{model} {pool.reservation_name}"
         rows.append(
-            f"{pool.id + role:<10} {size:>7}  {state_text:<24} "
-            f"{money(prices.pool_hour(pool), per_hour=False):>10}  "
-            f"{machine} ({pool.provisioning_model or '?'})"
+            (
+                pool.id + role,
+                str(cluster.nodes(pool)),
+                pool.bounds,
+                state_text,
+                money(prices.pool_hour(pool, cluster.nodes(pool)), per_hour=False),
+                f"{pool.machine_description} ({model})",
+            )
         )
-    reply.add(Table(tuple(escape(r) for r in rows)))
+    reply.add(
+        Table.of(
+            ("POOL", "NODES", "MIN:MAX", "STATES", "$/H", "MACHINE"),
+            rows,
+            right=frozenset({1, 2, 4}),
+        )
+    )
+    mounts = [
+        f"`{escape(pool.id)}`: {escape(m.rsplit('/', 1)[-1])}"
+        for pool in cluster.node_pools
+        for m in [*(pool.filestores or []), *(pool.lustres or [])]
+    ]
     partitions = slurm.partitions or []
     default = slurm.default_partition_id or (partitions[0].id if partitions else None)
     partition_text = (
@@ -163,6 +217,8 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
             )
         )
     )
+    if mounts:
+        reply.add(Text("*Mounted storage*: " + ", ".join(mounts)))
     reply.add(Text(f"*slurm.conf settings*: {settings}"))
     events = (cluster.cluster_events or [])[:SHOW_EVENTS]
     if events:
@@ -176,6 +232,8 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
 
 def error_text(error: VertexError, doing: str) -> str:
     """A control-plane failure in plain words, for the person who asked."""
+    if isinstance(error, CredentialsError):
+        return f"Could not {doing}: {error.user_message}"
     hints = {
         "PERMISSION_DENIED": "the bot's service account lacks permission",
         "UNAUTHENTICATED": "the bot's credentials were refused",
@@ -183,6 +241,7 @@ def error_text(error: VertexError, doing: str) -> str:
         "UNAVAILABLE": "the control plane is unavailable; try again in a minute",
         "RESOURCE_EXHAUSTED": "the control plane is rate limiting; try again in a minute",
         "ABORTED": "another operation is running on the cluster; try again when it finishes",
+        "DEADLINE_EXCEEDED": "the control plane did not answer in time; try again in a minute",
     }
     hint = hints.get(error.status)
     return f"Could not {doing}: {error.user_message}" + (f" ({hint})" if hint else "")

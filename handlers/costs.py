@@ -2,8 +2,14 @@
 
 Every figure is an estimate: approximate on-demand list prices per node (accelerators
 included for accelerator-optimized machine types), overridable per machine type in the policy
-file's ``[prices]``. SPOT and FLEX_START pools use a discount factor; RESERVATION pools are
-priced like on-demand, since the reservation is paid for whether or not it is used.
+file's ``[prices]``. SPOT and FLEX_START pools use a discount factor.
+
+What a cluster costs now is counted from the nodes that exist (``clusterStatus.nodesStatus``),
+not from a pool's minimum: a pool at 0:2 that Slurm scaled up to 2 costs two nodes. A pool
+that scales with the queue may cost anything between its minimum and its maximum, so a
+change to it is shown as a range. RESERVATION pools are billed for the reservation whether
+its nodes run or not: removing their nodes frees no money until the reservation is released,
+so a saving on them is always $0.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from bot.vertex.models import Cluster, NodePool
+from bot.vertex.models import Cluster, NodePool, ProvisioningModel
 
 PRICES_AS_OF = "2026-11"
 # USD per node-hour, approximate us-central1 on-demand list prices. Set [prices] in the policy
@@ -41,7 +47,23 @@ LIST_PRICES: dict[str, float] = {
     "c3-standard-88": 4.66,
     "e2-standard-8": 0.268,
 }
-DISCOUNTS = {"SPOT": 0.35, "FLEX_START": 0.5}
+DISCOUNTS = {ProvisioningModel.SPOT: 0.35, ProvisioningModel.FLEX_START: 0.5}
+
+
+@dataclass(frozen=True)
+class Range:
+    """An estimate that may be anywhere between two figures (equal for a fixed pool)."""
+
+    low: float | None
+    high: float | None
+
+    @property
+    def known(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    @property
+    def fixed(self) -> bool:
+        return self.low == self.high
 
 
 @dataclass(frozen=True)
@@ -57,27 +79,37 @@ class PriceBook:
         base = self.prices.get(machine or "")
         if base is None:
             return None
-        return base * DISCOUNTS.get(pool.provisioning_model or "", 1.0)
+        model = pool.provisioning_model or ""
+        return base * next((f for m, f in DISCOUNTS.items() if m == model), 1.0)
 
-    def pool_hour(self, pool: NodePool, nodes: int | None = None) -> float | None:
-        price = self.node_hour(pool)
-        count = pool.node_count if nodes is None else nodes
-        if count == 0:
+    def pool_hour(self, pool: NodePool, nodes: int) -> float | None:
+        """``nodes`` of this pool for an hour; 0 nodes cost nothing even at an unknown price."""
+        if nodes == 0:
             return 0.0
-        return None if price is None else price * count
+        price = self.node_hour(pool)
+        return None if price is None else price * nodes
 
-    def pools_hour(self, pools: Iterable[NodePool]) -> float | None:
-        """Sum for these pools; None when any pool with nodes has no known price."""
+    def bounds_hour(self, pool: NodePool, low: int, high: int) -> Range:
+        """What the pool may cost with ``low`` to ``high`` nodes."""
+        return Range(self.pool_hour(pool, low), self.pool_hour(pool, high))
+
+    def pools_hour(self, cluster: Cluster, pools: Iterable[NodePool]) -> float | None:
+        """These pools' nodes that exist now; None when any has nodes at an unknown price."""
         total = 0.0
         for pool in pools:
-            cost = self.pool_hour(pool)
+            cost = self.pool_hour(pool, cluster.nodes(pool))
             if cost is None:
                 return None
             total += cost
         return total
 
     def cluster_hour(self, cluster: Cluster) -> float | None:
-        return self.pools_hour(cluster.node_pools)
+        return self.pools_hour(cluster, cluster.node_pools)
+
+    def freed_hour(self, cluster: Cluster, pools: Iterable[NodePool]) -> float | None:
+        """Money per hour that removing every node of these pools stops paying. Reserved
+        pools free nothing: the reservation is billed until it is released."""
+        return self.pools_hour(cluster, (p for p in pools if not p.reserved))
 
 
 def money(value: float | None, *, per_hour: bool = True, signed: bool = False) -> str:
@@ -88,3 +120,13 @@ def money(value: float | None, *, per_hour: bool = True, signed: bool = False) -
     amount = abs(value) if signed else value
     text = f"{amount:,.2f}" if amount < 1000 else f"{amount:,.0f}"
     return f"~{sign}${text}" + ("/h" if per_hour else "")
+
+
+def money_range(value: Range, *, per_hour: bool = True) -> str:
+    """``~$212.39/h`` when fixed, ``~$0.39–$318.39/h`` when it may be anywhere between."""
+    if not value.known:
+        return "unknown"
+    if value.fixed:
+        return money(value.low, per_hour=per_hour)
+    high = money(value.high, per_hour=per_hour).removeprefix("~")
+    return f"{money(value.low, per_hour=False)}–{high}"

@@ -4,7 +4,9 @@ The rules, all of them:
 
 1. *Busy*: a cluster is busy at an observation if its state is not RUNNING (PROVISIONING,
    UPDATING, STOPPING and ERROR are never alerted on), or the bot is tracking an operation on
-   it, or Slurm reports at least one running or pending job.
+   it, or Slurm reports at least one running or pending job, or a node ALLOCATED, MIXED or
+   COMPLETING. Nodes count because Slurm may hide other users' jobs from the bot's account
+   (PrivateData): empty jobs with allocated nodes is busy, and is reported as hidden jobs.
 2. *Unknown*: when activity cannot be read (Slurm's proxy fails, slurmrestd errs), the
    observation is unknown. An unknown cluster is never alerted on, and the idle clock starts
    again afterwards: continuity cannot be shown across a gap.
@@ -12,7 +14,9 @@ The rules, all of them:
    any busy or unknown observation. A cluster is *idle* once it has been observed not busy,
    continuously, for ``idle_after`` (2 h by default); before that it is *waiting*.
 4. *Paying*: an idle cluster costs money only while its compute pools (every pool but the
-   login pool) have nodes; one that does not is *free* and is never alerted on.
+   login pool) have nodes (counted from the nodes that exist, not from the pools' minimum);
+   one that has none is *free*, whether or not it has been quiet long, and is never alerted
+   on.
 5. *One alert per idle period*: an idle, paying cluster gets one alert; it is repeated only
    when the cluster is still idle ``cooldown`` (24 h by default) after the last alert. A busy
    observation ends the period; the next idle period gets its own alert.
@@ -24,10 +28,12 @@ The rules, all of them:
    due ``grace`` after the alert. Any click on the alert, a snooze, a keep, or the cluster
    becoming busy cancels it. It is due only while the cluster is still idle and paying.
 9. *History*: seven days of busy/not-busy time per cluster are kept, merged into runs. The
-   recommendation is to scale to zero a cluster used (busy at some point) on at least
-   ``often_days`` (2) of the last seven days, since it comes back quickly, and to delete one
-   used less, since it is cheaper to re-create when needed. Deleting is recommended only
-   with a full week of history: until then, scaling to zero, which is easy to undo.
+   recommendation, made only for a quiet cluster that pays for nodes (never for a busy,
+   free, exempt or unknown one), is to scale to zero a cluster used (busy at some point) on
+   at least ``often_days`` (2) of the last seven days, since it comes back quickly, and to
+   delete one used less, since it is cheaper to re-create when needed. Deleting is
+   recommended only with a full week of history: until then, scaling to zero, which is easy
+   to undo.
 """
 
 from __future__ import annotations
@@ -38,9 +44,22 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from handlers.words import duration, plural
+
 DAY = 86_400.0
 WEEK = 7 * DAY
 EXEMPT_LABEL = ("clusterbot-idle", "exempt")
+
+
+class AutoAction(StrEnum):
+    OFF = "off"
+    SCALE_TO_ZERO = "scale_to_zero"
+    DELETE = "delete"
+
+
+class Recommendation(StrEnum):
+    SCALE_TO_ZERO = "scale_to_zero"
+    DELETE = "delete"
 
 
 class IdleRules(BaseModel):
@@ -51,7 +70,7 @@ class IdleRules(BaseModel):
     idle_after_minutes: float = Field(120.0, gt=0)
     cooldown_hours: float = Field(24.0, gt=0)
     often_days: int = Field(2, ge=1, le=7)
-    auto_action: str = Field("off", pattern="^(off|scale_to_zero|delete)$")
+    auto_action: AutoAction = AutoAction.OFF
     grace_minutes: float = Field(240.0, gt=0)
 
     @property
@@ -87,16 +106,25 @@ class Observation:
     paying_nodes: int = 0
     exempt_label: bool = False
     unknown_reason: str | None = None  # set when activity could not be read
+    busy_nodes: int = 0  # Slurm nodes ALLOCATED, MIXED or COMPLETING
+
+    @property
+    def jobs_hidden(self) -> bool:
+        """Nodes are working but no running job is visible to the bot's account."""
+        return self.busy_nodes > 0 and not self.running_jobs
 
     def busy_reason(self) -> str | None:
         if self.tracked_operation:
             return "a change from clusterbot is running"
         if self.state != "RUNNING":
             return f"state is {self.state}"
-        jobs = (self.running_jobs or 0) + (self.pending_jobs or 0)
-        if jobs:
+        running, pending = self.running_jobs or 0, self.pending_jobs or 0
+        if running or pending:
+            return f"{running} running and {pending} pending Slurm jobs"
+        if self.busy_nodes:
             return (
-                f"{self.running_jobs or 0} running and {self.pending_jobs or 0} pending Slurm jobs"
+                f"{plural(self.busy_nodes, 'Slurm node')} allocated but no job visible to "
+                "clusterbot: jobs may be hidden from its account (slurm.conf PrivateData)"
             )
         return None
 
@@ -126,6 +154,8 @@ class IdleRecord:
     kept_at: float | None = None
     auto_action_at: float | None = None
     history: tuple[Run, ...] = ()
+    remedy: str | None = None  # the request a click on the alert started, while it is open
+    alert: dict[str, object] | None = None  # what the alert showed, to draw it again
 
 
 @dataclass(frozen=True)
@@ -136,7 +166,7 @@ class Verdict:
     auto_action_due: bool = False
     idle_since: float | None = None
     ended_alert: str | None = None  # why a current alert no longer applies (busy, free, ...)
-    recommendation: str = "scale_to_zero"
+    recommendation: Recommendation | None = None  # only for a quiet cluster that pays
     recommendation_reason: str = ""
 
 
@@ -155,8 +185,8 @@ def _record_history(
     return tuple(kept)
 
 
-def recommend(history: tuple[Run, ...], now: float, rules: IdleRules) -> tuple[str, str]:
-    """``scale_to_zero`` or ``delete``, and the reason in words."""
+def recommend(history: tuple[Run, ...], now: float, rules: IdleRules) -> tuple[Recommendation, str]:
+    """Scale to zero or delete, and the reason in words."""
     days_used = {
         datetime.fromtimestamp(moment, UTC).date()
         for run in history
@@ -168,24 +198,25 @@ def recommend(history: tuple[Run, ...], now: float, rules: IdleRules) -> tuple[s
         / 3600
     )
     watched = (now - history[0].start) / DAY if history else 0.0
-    watched_note = "" if watched >= 6.9 else f" (watched for {watched:.1f} days so far)"
+    watched_note = "" if watched >= 6.9 else f" (watched for {duration(watched * DAY)} so far)"
     used = len(days_used)
+    busy = duration(busy_hours * 3600)
     if used < rules.often_days and watched < 6.9:
         return (
-            "scale_to_zero",
-            f"used on {used} days{watched_note}: scale to zero, which is easy to undo; "
-            "deleting is advised only after a week of little use",
+            Recommendation.SCALE_TO_ZERO,
+            f"used on {plural(used, 'day')}{watched_note}: scale to zero, which is easy to "
+            "undo; deleting is advised only after a week of little use",
         )
     if used >= rules.often_days:
         return (
-            "scale_to_zero",
-            f"used on {used} of the last 7 days ({busy_hours:.0f} h busy){watched_note}: scale "
-            "to zero, so it comes back quickly when jobs return",
+            Recommendation.SCALE_TO_ZERO,
+            f"used on {used} of the last 7 days ({busy} busy){watched_note}: scale to zero, so "
+            "it comes back quickly when jobs return",
         )
     return (
-        "delete",
-        f"used on {used} of the last 7 days ({busy_hours:.0f} h busy){watched_note}: delete it, "
-        "and create it again when it is needed",
+        Recommendation.DELETE,
+        f"used on {used} of the last 7 days ({busy} busy){watched_note}: delete it, and "
+        "create it again when it is needed",
     )
 
 
@@ -206,17 +237,13 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
     history = record.history
     if record.last_seen is not None and not unknown:
         history = _record_history(history, record.last_seen, now, busy_reason is not None)
-    advice, advice_reason = recommend(history, now, rules)
     base = replace(record, last_seen=None if unknown else now, history=history)
 
     def verdict(status: Status, reason: str, **extra: object) -> Verdict:
-        return Verdict(
-            status,
-            reason,
-            recommendation=advice,
-            recommendation_reason=advice_reason,
-            **extra,  # type: ignore[arg-type]
-        )
+        if status in (Status.WAITING, Status.IDLE, Status.SNOOZED):  # quiet and paying
+            advice, advice_reason = recommend(history, now, rules)
+            extra.update(recommendation=advice, recommendation_reason=advice_reason)
+        return Verdict(status, reason, **extra)  # type: ignore[arg-type]
 
     if unknown:
         ended = "activity can no longer be read" if record.alert_ts else None
@@ -235,44 +262,35 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
         )
     idle_since = record.idle_since if record.idle_since is not None else now
     base = replace(base, idle_since=idle_since)
-    idle_for = now - idle_since
+    quiet = f"no jobs for {duration(now - idle_since)}"
     if seen.exempt_label or record.kept_by:
         why = "label clusterbot-idle: exempt" if seen.exempt_label else "kept"
         return replace(base, auto_action_at=None), verdict(
             Status.EXEMPT, why, idle_since=idle_since
         )
-    if idle_for < rules.idle_after:
-        return base, verdict(
-            Status.WAITING, f"no jobs for {idle_for / 60:.0f} min", idle_since=idle_since
-        )
     if seen.paying_nodes == 0:
         ended = "its compute pools have no nodes" if record.alert_ts else None
         return replace(base, auto_action_at=None), verdict(
             Status.FREE,
-            "idle, but no compute nodes to pay for",
+            f"{quiet}, and no compute nodes to pay for",
             idle_since=idle_since,
             ended_alert=ended,
         )
+    if now - idle_since < rules.idle_after:
+        return base, verdict(Status.WAITING, quiet, idle_since=idle_since)
     if record.snoozed_until is not None and now < record.snoozed_until:
         return base, verdict(Status.SNOOZED, "snoozed", idle_since=idle_since)
     due = record.alerted_at is None or now - record.alerted_at >= rules.cooldown
     if record.snoozed_until is not None and now >= record.snoozed_until:
         due = True  # a snooze that ran out: tell again
         base = replace(base, snoozed_until=None, snoozed_by=None)
+    acting = rules.auto_action != AutoAction.OFF
     auto_due = (
-        not due
-        and record.auto_action_at is not None
-        and now >= record.auto_action_at
-        and rules.auto_action != "off"
+        not due and acting and record.auto_action_at is not None and now >= record.auto_action_at
     )
     if due:
-        auto_at = now + rules.grace if rules.auto_action != "off" else None
+        auto_at = now + rules.grace if acting else None
         return replace(base, alerted_at=now, auto_action_at=auto_at), verdict(
-            Status.IDLE, f"no jobs for {idle_for / 3600:.1f} h", alert=True, idle_since=idle_since
+            Status.IDLE, quiet, alert=True, idle_since=idle_since
         )
-    return base, verdict(
-        Status.IDLE,
-        f"no jobs for {idle_for / 3600:.1f} h",
-        idle_since=idle_since,
-        auto_action_due=auto_due,
-    )
+    return base, verdict(Status.IDLE, quiet, idle_since=idle_since, auto_action_due=auto_due)

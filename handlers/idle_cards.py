@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
-from bot.vertex.models import Cluster
-from handlers.cards import duration, slack_time
+from handlers.cards import slack_time
 from handlers.costs import PRICES_AS_OF, money
-from handlers.idle import IdleRecord, Status, Verdict
+from handlers.idle import AutoAction, IdleRecord, Recommendation, Status, Verdict
 from handlers.replies import (
     Button,
     Buttons,
@@ -24,45 +24,106 @@ from handlers.replies import (
     escape,
     mention,
 )
+from handlers.words import duration, plural
 
 SNOOZE_CHOICES = ((3600, "1 hour"), (8 * 3600, "8 hours"), (24 * 3600, "24 hours"))
+IDLE_PAYING = (Status.IDLE,)
 
 
 @dataclass(frozen=True)
 class IdleEntry:
-    """One cluster's line in a sweep: what was seen and what it costs."""
+    """One cluster's line in a sweep: what was seen and what it costs. Plain data, so a
+    sweep's report can be kept in the database and shown again on any replica."""
 
     cluster: str  # full name
     target: str
-    verdict: Verdict
+    status: Status
+    reason: str
     nodes: str  # e.g. "cpu: 4 x n2-standard-8"
-    cost_hour: float | None
-    record: IdleRecord
+    cost_hour: float | None  # the compute nodes that exist now
+    freed_hour: float | None = None  # what scaling to zero stops paying (reserved: nothing)
+    idle_since: float | None = None
+    recommendation: Recommendation | None = None
+    recommendation_reason: str = ""
+    reservations: tuple[str, ...] = ()
+    jobs_hidden: bool = False
+    kept_by: str | None = None
+    kept_at: float | None = None
+    snoozed_by: str | None = None
+    snoozed_until: float | None = None
+    auto_action_at: float | None = None
+
+    @classmethod
+    def of(
+        cls,
+        cluster: str,
+        target: str,
+        verdict: Verdict,
+        record: IdleRecord,
+        *,
+        nodes: str,
+        cost_hour: float | None,
+        freed_hour: float | None,
+        reservations: tuple[str, ...] = (),
+        jobs_hidden: bool = False,
+    ) -> IdleEntry:
+        return cls(
+            cluster=cluster,
+            target=target,
+            status=verdict.status,
+            reason=verdict.reason,
+            nodes=nodes,
+            cost_hour=cost_hour,
+            freed_hour=freed_hour,
+            idle_since=verdict.idle_since,
+            recommendation=verdict.recommendation,
+            recommendation_reason=verdict.recommendation_reason,
+            reservations=reservations,
+            jobs_hidden=jobs_hidden,
+            kept_by=record.kept_by,
+            kept_at=record.kept_at,
+            snoozed_by=record.snoozed_by,
+            snoozed_until=record.snoozed_until,
+            auto_action_at=record.auto_action_at,
+        )
 
     @property
     def cluster_id(self) -> str:
         return self.cluster.rsplit("/", 1)[-1]
 
     def spent(self, now: float) -> float | None:
-        since = self.verdict.idle_since
-        if self.cost_hour is None or since is None:
+        if self.cost_hour is None or self.idle_since is None:
             return None
-        return self.cost_hour * (now - since) / 3600
+        return self.cost_hour * (now - self.idle_since) / 3600
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IdleEntry:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["status"] = Status(values["status"])
+        if values.get("recommendation"):
+            values["recommendation"] = Recommendation(values["recommendation"])
+        values["reservations"] = tuple(values.get("reservations") or ())
+        return cls(**values)
 
 
-def paying_pools(cluster: Cluster) -> str:
-    parts = []
-    for pool in cluster.compute_pools():
-        if pool.node_count:
-            parts.append(f"{pool.id}: {pool.node_count} x {pool.machine_description}")
-    return "; ".join(parts) or "no compute nodes"
+def _saving(entry: IdleEntry) -> str:
+    if entry.reservations and not entry.freed_hour:
+        names = ", ".join(f"`{escape(r)}`" for r in entry.reservations)
+        return f"~$0.00/h until the reservation {names} is released"
+    return money(entry.freed_hour)
 
 
-def alert_card(entry: IdleEntry, now: float, auto_action: str) -> Reply:
-    verdict = entry.verdict
-    since = verdict.idle_since or now
+def alert_card(
+    entry: IdleEntry, now: float, auto_action: AutoAction, note: str | None = None
+) -> Reply:
+    """The alert with its remedies; ``note`` says what happened to an earlier remedy."""
+    since = entry.idle_since or now
     cluster = escape(entry.cluster_id)
-    advice = "Scale to zero" if verdict.recommendation == "scale_to_zero" else "Delete"
+    advice = "Delete" if entry.recommendation == Recommendation.DELETE else "Scale to zero"
     reply = Reply(f"Idle cluster {entry.cluster_id}: {money(entry.cost_hour)}", public=True)
     reply.add(
         Heading(f"Idle cluster: {entry.cluster_id}"),
@@ -75,19 +136,31 @@ def alert_card(entry: IdleEntry, now: float, auto_action: str) -> Reply:
                 f"*Nodes*\n{escape(entry.nodes)}",
                 f"*Estimated cost*\n{money(entry.cost_hour)}",
                 f"*Spent idle so far*\n{money(entry.spent(now), per_hour=False)}",
+                f"*Scaling to zero saves*\n{_saving(entry)}",
                 f"*Recommendation*\n{advice}",
             )
         ),
-        Text(f"_{escape(verdict.recommendation_reason)}_"),
+        Text(f"_{escape(entry.recommendation_reason)}_"),
     )
-    if entry.record.auto_action_at is not None and auto_action != "off":
-        what = "scale to zero" if auto_action == "scale_to_zero" else "delete"
+    if entry.reservations:
+        names = ", ".join(f"`{escape(r)}`" for r in entry.reservations)
+        reply.add(
+            Note(
+                f"Reserved capacity ({names}) is billed whether its nodes run or not: scaling "
+                "to zero frees the nodes for other work but no money until the reservation is "
+                "released."
+            )
+        )
+    if entry.auto_action_at is not None and auto_action != AutoAction.OFF:
+        what = "scale to zero" if auto_action == AutoAction.SCALE_TO_ZERO else "delete"
         reply.add(
             Note(
                 f"*Auto-action*: clusterbot will {what} {cluster} at "
-                f"{slack_time(entry.record.auto_action_at)} unless someone responds or jobs return."
+                f"{slack_time(entry.auto_action_at)} unless someone responds or jobs return."
             )
         )
+    if note:
+        reply.add(Text(note))
     reply.add(
         Note(f"costs are estimates (list prices {PRICES_AS_OF}) · `{escape(entry.cluster)}`"),
         Rule(),
@@ -96,14 +169,15 @@ def alert_card(entry: IdleEntry, now: float, auto_action: str) -> Reply:
                 Button("idle_scale_to_zero", "Scale to zero", entry.cluster, style="primary"),
                 Button(
                     "idle_delete",
-                    "Delete",
+                    "Ask to delete",
                     entry.cluster,
                     style="danger",
                     confirm=Confirm(
-                        title=f"Delete {entry.cluster_id}?",
-                        text=f"This asks to delete *{cluster}*: its nodes, Slurm controller and "
-                        "queue. Home storage is kept.",
-                        confirm="Ask to delete",
+                        title=f"Ask to delete {entry.cluster_id}?",
+                        text=f"This posts a request to delete *{cluster}* (its nodes, Slurm "
+                        "controller and queue; home storage is kept). A second person must "
+                        "approve it before anything is deleted.",
+                        confirm="Post the request",
                         danger=True,
                     ),
                 ),
@@ -123,6 +197,10 @@ def alert_card(entry: IdleEntry, now: float, auto_action: str) -> Reply:
             ),
             block_id=f"snooze:{entry.cluster_id}",
         ),
+        Note(
+            "Scale to zero: an approver's click scales it down now (undo it with /cluster "
+            "resize); anyone else's posts a request for an approver."
+        ),
     )
     return reply
 
@@ -137,44 +215,75 @@ def closed_alert(cluster: str, title: str, text: str) -> Reply:
     )
 
 
-def report(entries: Sequence[IdleEntry], failures: Sequence[str], now: float) -> Reply:
-    idle = [e for e in entries if e.verdict.status in (Status.IDLE, Status.SNOOZED)]
+def _why(entry: IdleEntry, now: float) -> str:
+    if entry.status == Status.EXEMPT and entry.kept_by:
+        return f"kept by {entry.kept_by}"
+    if entry.status == Status.SNOOZED and entry.snoozed_until:
+        return f"snoozed by {entry.snoozed_by} for {duration(entry.snoozed_until - now)}"
+    return entry.reason
+
+
+def report(
+    entries: Sequence[IdleEntry],
+    failures: Sequence[str],
+    now: float,
+    *,
+    swept_at: float | None = None,
+    sweep_button: bool = False,
+) -> Reply:
+    """The idle report. Its header counts only clusters that are idle and paying now."""
+    idle = [e for e in entries if e.status in IDLE_PAYING]
+    snoozed = [e for e in entries if e.status == Status.SNOOZED]
     waste = sum(e.cost_hour or 0.0 for e in idle)
-    reply = Reply(f"Idle report: {len(idle)} idle clusters, {money(waste)}")
-    reply.add(Heading(f"Idle report: {len(idle)} idle, {money(waste)} wasted"))
+    header = f"Idle report: {plural(len(idle), 'idle cluster')} paying {money(waste)}"
+    reply = Reply(header)
+    reply.add(Heading(header))
+    if swept_at is not None:
+        reply.add(Note(f"From the sweep {duration(now - swept_at)} ago ({slack_time(swept_at)})."))
     if entries:
-        rows = [f"{'CLUSTER':<10} {'STATUS':<8} {'SINCE':>12} {'$/H':>10}  WHY"]
         order = {s: i for i, s in enumerate(Status)}
-        for entry in sorted(entries, key=lambda e: (order[e.verdict.status], e.cluster_id)):
-            since = entry.verdict.idle_since
-            age = duration(now - since) if since is not None else "-"
-            why = entry.verdict.reason
-            if entry.verdict.status == Status.EXEMPT and entry.record.kept_by:
-                why = f"kept by {entry.record.kept_by}"
-            if entry.verdict.status == Status.SNOOZED and entry.record.snoozed_until:
-                left = duration(entry.record.snoozed_until - now)
-                why = f"snoozed by {entry.record.snoozed_by} for {left}"
+        rows = []
+        for entry in sorted(entries, key=lambda e: (order[e.status], e.cluster_id)):
+            since = entry.idle_since
             rows.append(
-                f"{entry.cluster_id:<10} {entry.verdict.status:<8} {age:>12} "
-                f"{money(entry.cost_hour, per_hour=False):>10}  {why}"
+                (
+                    entry.cluster_id,
+                    str(entry.status),
+                    duration(now - since) if since is not None else "-",
+                    money(entry.cost_hour, per_hour=False),
+                    _why(entry, now),
+                )
             )
-        reply.add(Table(tuple(escape(r) for r in rows)))
+        reply.add(
+            Table.of(("CLUSTER", "STATUS", "QUIET FOR", "$/H", "WHY"), rows, frozenset({2, 3}))
+        )
     else:
         reply.add(Text("No clusters in the configured targets."))
+    if snoozed:
+        reply.add(Note(f"Snoozed, not counted above: {', '.join(e.cluster_id for e in snoozed)}."))
+    for entry in entries:
+        if entry.jobs_hidden:
+            reply.add(
+                Note(
+                    f"{escape(entry.cluster_id)}: Slurm nodes are allocated but no job is "
+                    "visible to clusterbot's account; slurm.conf PrivateData may hide other "
+                    "users' jobs. It is counted as busy."
+                )
+            )
     for failure in failures:
         reply.add(Note(escape(failure)))
-    kept = [e for e in entries if e.record.kept_by]
-    for entry in kept[:20]:
-        reply.add(
-            Buttons(
-                (Button("idle_unkeep", f"Stop keeping {entry.cluster_id}", entry.cluster),),
-                block_id=f"unkeep:{entry.cluster_id}",
-            )
-        )
+    kept = [e for e in entries if e.kept_by]
+    buttons: list[Button | Select] = [
+        Button("idle_unkeep", f"Stop keeping {e.cluster_id}", e.cluster) for e in kept[:20]
+    ]
+    if sweep_button:
+        buttons.append(Button("idle_sweep_now", "Sweep now", "sweep", style="primary"))
+    if buttons:
+        reply.add(Buttons(tuple(buttons[:25]), block_id="idle-report"))
     reply.add(
         Note(
-            "busy: jobs, an operation or not RUNNING · waiting: quiet, not yet idle · free: no "
-            "compute nodes · unknown: activity could not be read, never alerted"
+            "busy: jobs, allocated nodes, an operation or not RUNNING · waiting: quiet, not yet "
+            "idle · free: no compute nodes · unknown: activity could not be read, never alerted"
         )
     )
     return reply

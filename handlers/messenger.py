@@ -6,14 +6,40 @@ from typing import Protocol
 
 from handlers.replies import Reply
 
+# Slack's answers when the bot may not post where it was asked to (chat.postMessage errors):
+# a public channel it was not invited to, a private channel or DM it is not in, an archived one.
+NOT_POSTABLE = frozenset(
+    {
+        "not_in_channel",
+        "channel_not_found",
+        "is_archived",
+        "restricted_action",
+        "cannot_reply_to_message",
+    }
+)
+
+
+class MessengerError(Exception):
+    """The platform refused a message; ``code`` is its reason (``not_in_channel``, ...)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+    @property
+    def not_postable(self) -> bool:
+        """The bot cannot post in that conversation at all (as opposed to a passing failure)."""
+        return self.code in NOT_POSTABLE
+
 
 class Messenger(Protocol):
     async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
-        """Post a message for everyone in the channel (or a thread); returns its id (ts)."""
+        """Post a message for everyone in the channel (or a thread); returns its id (ts).
+        Raises ``MessengerError`` when the platform refuses it."""
         ...
 
     async def update(self, channel: str, ts: str, reply: Reply) -> None:
-        """Replace a message the bot posted."""
+        """Replace a message the bot posted (an edit: repeating it changes nothing)."""
         ...
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:

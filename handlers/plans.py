@@ -1,24 +1,31 @@
 """Change plans: what a resize or delete will do, exactly, before anyone approves it.
 
-A plan records the ``updateMask``, each pool's size before and after, the estimated cost per
-hour before and after, what a delete loses, and a fingerprint of the cluster's configuration
-when the plan was made. The API has no etag, so the fingerprint is how an approval notices
-that the cluster changed in between.
+A plan records the ``updateMask``, each pool's bounds before and after in numbers and in
+words, the estimated cost per hour before and after (a range when a pool scales with the
+queue), warnings the approver must see, what a delete loses, and a fingerprint of the
+cluster's configuration when the plan was made. The API has no etag, so the fingerprint is
+how an approval notices that the cluster changed in between.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, ScalingSpec
-from handlers.costs import PriceBook
+from bot.vertex.models import Cluster, NodePool, ScalingSpec
+from handlers.costs import PriceBook, Range
 
 # The parts of a cluster a change depends on; output fields (status, events) are left out.
 FINGERPRINT_FIELDS = ("nodePools", "orchestratorSpec", "labels", "displayName")
+
+
+class PlanKind(StrEnum):
+    RESIZE = "resize"
+    DELETE = "delete"
 
 
 class PlanError(Exception):
@@ -35,35 +42,78 @@ class PoolChange(BaseModel):
     min_after: int
     max_after: int
     cost_before: float | None
-    cost_after: float | None
+    cost_after: float | None  # at the new minimum
+    cost_after_high: float | None = None  # at the new maximum; None: same as cost_after
+    nodes_before: int | None = None  # nodes that existed when planned
+    reserved: bool = False
+    reservation: str | None = None
 
     @property
     def changed(self) -> bool:
         return (self.min_before, self.max_before) != (self.min_after, self.max_after)
 
+    @property
+    def bounds_before(self) -> str:
+        return _bounds(self.min_before, self.max_before)
+
+    @property
+    def bounds_after(self) -> str:
+        return _bounds(self.min_after, self.max_after)
+
+    @property
+    def words(self) -> str:
+        """The change in words: ``a4: scales 0–2 with the queue → fixed at 3 nodes``."""
+        before = _describe(self.min_before, self.max_before)
+        after = _describe(self.min_after, self.max_after)
+        if self.min_before == self.max_before and self.min_after == self.max_after:
+            return f"{self.pool_id}: {self.min_before} → {self.min_after} nodes"
+        return f"{self.pool_id}: {before} → {after}"
+
+
+def _bounds(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}:{high}"
+
+
+def _describe(low: int, high: int) -> str:
+    if low == high:
+        return f"fixed at {low} node{'s' if low != 1 else ''}"
+    return f"scales {low}–{high} with the queue"
+
 
 class ChangePlan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    kind: str  # resize | delete
+    kind: PlanKind
     cluster: str
     update_mask: tuple[str, ...] = ()
     pools: tuple[PoolChange, ...] = ()
     cost_before: float | None = None
-    cost_after: float | None = None
+    cost_after: float | None = None  # with every changed pool at its new minimum
+    cost_after_high: float | None = None  # at the new maxima; None: same as cost_after
     fingerprint: str
     losses: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def cluster_id(self) -> str:
         return self.cluster.rsplit("/", 1)[-1]
 
     @property
-    def cost_delta(self) -> float | None:
-        if self.cost_before is None or self.cost_after is None:
-            return None
-        return self.cost_after - self.cost_before
+    def after(self) -> Range:
+        high = self.cost_after if self.cost_after_high is None else self.cost_after_high
+        return Range(self.cost_after, high)
+
+    @property
+    def cost_delta(self) -> Range:
+        if self.cost_before is None or not self.after.known:
+            return Range(None, None)
+        assert self.after.low is not None and self.after.high is not None
+        return Range(self.after.low - self.cost_before, self.after.high - self.cost_before)
+
+    @property
+    def changed_pools(self) -> list[PoolChange]:
+        return [p for p in self.pools if p.changed]
 
 
 def fingerprint(cluster: Cluster) -> str:
@@ -87,54 +137,112 @@ def plan_resize(
     _require_running(cluster)
     pool = cluster.pool(pool_id)
     if pool is None:
-        pools = ", ".join(p.id for p in cluster.node_pools)
+        pools = ", ".join(sorted(p.id for p in cluster.node_pools))
         raise PlanError(f"{cluster.cluster_id} has no node pool {pool_id!r}; its pools are {pools}")
-    if pool_id == cluster.login_pool_id and min_nodes == 0:
-        raise PlanError(f"{pool_id!r} is the login pool; it cannot be scaled to zero")
-    before = (pool.node_count, pool.max_node_count)
-    if before == (min_nodes, max_nodes):
-        raise PlanError(f"pool {pool_id!r} of {cluster.cluster_id} already has {min_nodes} nodes")
+    if pool_id == cluster.login_pool_id:
+        if min_nodes != max_nodes:
+            raise PlanError(
+                f"{pool_id!r} is the login pool, whose min and max node counts must be equal "
+                "(the API refuses otherwise); give one number"
+            )
+        if min_nodes == 0:
+            raise PlanError(f"{pool_id!r} is the login pool; it cannot be scaled to zero")
+    if (pool.min_nodes, pool.max_nodes) == (min_nodes, max_nodes):
+        raise PlanError(
+            f"pool {pool_id!r} of {cluster.cluster_id} already has bounds "
+            f"{_bounds(min_nodes, max_nodes)} ({_describe(min_nodes, max_nodes)})"
+        )
     return _plan_pools(cluster, {pool_id: (min_nodes, max_nodes)}, prices)
 
 
 def plan_scale_to_zero(cluster: Cluster, prices: PriceBook) -> ChangePlan:
     """Every compute pool (not the login pool) to zero nodes."""
     _require_running(cluster)
-    targets = {p.id: (0, 0) for p in cluster.compute_pools() if p.max_node_count or p.node_count}
+    targets = {p.id: (0, 0) for p in cluster.compute_pools() if p.max_nodes or p.min_nodes}
     if not targets:
         raise PlanError(f"every compute pool of {cluster.cluster_id} is already at zero nodes")
     return _plan_pools(cluster, targets, prices)
 
 
+def _pool_change(cluster: Cluster, pool: NodePool, new: NodePool, prices: PriceBook) -> PoolChange:
+    nodes = cluster.nodes(pool)
+    cost_now = prices.pool_hour(pool, nodes)
+    after = prices.bounds_hour(new, new.min_nodes, new.max_nodes)
+    if (pool.min_nodes, pool.max_nodes) == (new.min_nodes, new.max_nodes):
+        after = Range(cost_now, cost_now)  # untouched: it costs what it costs now
+    elif pool.reserved and cost_now is not None:
+        # The reservation is billed whether its nodes run or not: fewer nodes save nothing.
+        after = Range(
+            None if after.low is None else max(after.low, cost_now),
+            None if after.high is None else max(after.high, cost_now),
+        )
+    return PoolChange(
+        pool_id=pool.id,
+        machine=pool.machine_description,
+        min_before=pool.min_nodes,
+        max_before=pool.max_nodes,
+        min_after=new.min_nodes,
+        max_after=new.max_nodes,
+        cost_before=cost_now,
+        cost_after=after.low,
+        cost_after_high=after.high,
+        nodes_before=nodes,
+        reserved=pool.reserved,
+        reservation=pool.reservation_name,
+    )
+
+
+def _warnings(changes: list[PoolChange]) -> tuple[str, ...]:
+    notes = []
+    for change in changes:
+        if not change.changed:
+            continue
+        if change.min_before < change.max_before and change.min_after == change.max_after:
+            notes.append(
+                f"{change.pool_id} scales with the queue today ({change.min_before}–"
+                f"{change.max_before} nodes, {change.nodes_before} now); this makes it fixed at "
+                f"{change.min_after} nodes, billed all the time"
+            )
+        if change.reserved and change.min_after < (change.nodes_before or 0):
+            where = f" `{change.reservation}`" if change.reservation else ""
+            notes.append(
+                f"{change.pool_id} is reserved capacity (reservation{where}): fewer nodes free "
+                "no money until the reservation is released"
+            )
+    return tuple(notes)
+
+
 def _plan_pools(
     cluster: Cluster, sizes: dict[str, tuple[int, int]], prices: PriceBook
 ) -> ChangePlan:
-    changes = []
     after = apply_sizes(cluster, sizes)
+    changes = []
     for pool in cluster.node_pools:
         new = after.pool(pool.id)
         assert new is not None
-        changes.append(
-            PoolChange(
-                pool_id=pool.id,
-                machine=pool.machine_description,
-                min_before=pool.node_count,
-                max_before=pool.max_node_count,
-                min_after=new.node_count,
-                max_after=new.max_node_count,
-                cost_before=prices.pool_hour(pool),
-                cost_after=prices.pool_hour(new),
-            )
-        )
+        changes.append(_pool_change(cluster, pool, new, prices))
+    low = _sum(c.cost_after for c in changes)
+    high = _sum(c.cost_after if c.cost_after_high is None else c.cost_after_high for c in changes)
     return ChangePlan(
-        kind="resize",
+        kind=PlanKind.RESIZE,
         cluster=cluster.name or "",
         update_mask=("node_pools",),
         pools=tuple(changes),
         cost_before=prices.cluster_hour(cluster),
-        cost_after=prices.cluster_hour(after),
+        cost_after=low,
+        cost_after_high=high,
         fingerprint=fingerprint(cluster),
+        warnings=_warnings(changes),
     )
+
+
+def _sum(values: Any) -> float | None:
+    total = 0.0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
 
 
 def apply_sizes(cluster: Cluster, sizes: dict[str, tuple[int, int]]) -> Cluster:
@@ -152,18 +260,21 @@ def apply_sizes(cluster: Cluster, sizes: dict[str, tuple[int, int]]) -> Cluster:
 
 def apply_plan(cluster: Cluster, plan: ChangePlan) -> Cluster:
     """The full resource to PATCH for a resize plan, built on the freshly read cluster."""
-    sizes = {p.pool_id: (p.min_after, p.max_after) for p in plan.pools if p.changed}
-    return apply_sizes(cluster, sizes)
+    return apply_sizes(cluster, plan_sizes(plan))
+
+
+def plan_sizes(plan: ChangePlan) -> dict[str, tuple[int, int]]:
+    return {p.pool_id: (p.min_after, p.max_after) for p in plan.pools if p.changed}
 
 
 def plan_delete(cluster: Cluster, prices: PriceBook) -> ChangePlan:
     if cluster.state in ("STOPPING", "PROVISIONING"):
         raise PlanError(f"{cluster.cluster_id} is {cluster.state}; it cannot be deleted now")
-    nodes = sum(p.node_count for p in cluster.node_pools)
+    nodes = sum(cluster.nodes(p) for p in cluster.node_pools)
     slurm = cluster.slurm
     losses = [
-        f"all {nodes} nodes in pools {', '.join(p.id for p in cluster.node_pools)}, with their "
-        "local disks",
+        f"all {nodes} node{'s' if nodes != 1 else ''} in pools "
+        f"{', '.join(p.id for p in cluster.node_pools)}, with their local disks",
         "the Slurm controller, its queue (running and pending jobs are killed) and its "
         "accounting data",
     ]
@@ -178,20 +289,34 @@ def plan_delete(cluster: Cluster, prices: PriceBook) -> ChangePlan:
             f"home directories in {slurm.home_directory_storage}: a separate resource, not "
             "deleted with the cluster"
         )
+    for pool in cluster.node_pools:
+        mounts = [*(pool.filestores or []), *(pool.lustres or [])]
+        for mount in mounts:
+            kept.append(f"{mount}, mounted on {pool.id}: not deleted with the cluster")
+    reserved = [p for p in cluster.node_pools if p.reserved]
+    for pool in reserved:
+        name = f" `{pool.reservation_name}`" if pool.reservation_name else ""
+        kept.append(
+            f"the reservation{name} behind {pool.id}: deleting the cluster does not release "
+            "it, and it is billed until it is released"
+        )
+    freed = prices.freed_hour(cluster, cluster.node_pools)
+    before = prices.cluster_hour(cluster)
+    after = None if before is None or freed is None else before - freed
     return ChangePlan(
-        kind="delete",
+        kind=PlanKind.DELETE,
         cluster=cluster.name or "",
-        cost_before=prices.cluster_hour(cluster),
-        cost_after=0.0,
+        cost_before=before,
+        cost_after=after,
         fingerprint=fingerprint(cluster),
         losses=tuple(losses),
-        kept=tuple(kept),
+        kept=tuple(dict.fromkeys(kept)),
     )
 
 
 def drift(plan: ChangePlan, current: Cluster) -> str | None:
     """Why the plan no longer fits the cluster as it is now, or None when it still does."""
-    if plan.kind == "resize" and current.state != "RUNNING":
+    if plan.kind == PlanKind.RESIZE and current.state != "RUNNING":
         return f"{current.cluster_id} is now {current.state}"
     if fingerprint(current) == plan.fingerprint:
         return None
@@ -199,9 +324,18 @@ def drift(plan: ChangePlan, current: Cluster) -> str | None:
         pool = current.pool(change.pool_id)
         if pool is None:
             return f"pool {change.pool_id!r} no longer exists"
-        if (pool.node_count, pool.max_node_count) != (change.min_before, change.max_before):
+        if (pool.min_nodes, pool.max_nodes) != (change.min_before, change.max_before):
             return (
-                f"pool {change.pool_id!r} now has {pool.node_count}:{pool.max_node_count} nodes "
-                f"(was {change.min_before}:{change.max_before} when this was requested)"
+                f"pool {change.pool_id!r} now has bounds {pool.bounds} "
+                f"(was {change.bounds_before} when this was requested)"
             )
     return "its configuration changed since this was requested"
+
+
+def applied(plan: ChangePlan, current: Cluster) -> bool:
+    """Whether the cluster shows the plan's change (its changed pools at the new bounds)."""
+    for pool_id, (low, high) in plan_sizes(plan).items():
+        pool = current.pool(pool_id)
+        if pool is None or (pool.min_nodes, pool.max_nodes) != (low, high):
+            return False
+    return True

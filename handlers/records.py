@@ -5,22 +5,59 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from handlers.plans import ChangePlan
+from handlers.plans import ChangePlan, PlanKind
 
 
 class RequestState(StrEnum):
+    """Where a change request is. Every arrow between states is one conditional UPDATE.
+
+    draft -> pending -> approved -> executing -> running -> succeeded | failed
+    A draft is stored before its card is posted and becomes pending once the card exists; a
+    draft whose card could not be posted is deleted, one left by a crash is abandoned.
+    ``executing`` is written before the PATCH or DELETE is sent: a request found there after
+    a crash is recovered by looking at the cluster, never by sending blindly.
+    """
+
+    DRAFT = "draft"  # stored; its card is being posted
     PENDING = "pending"  # waiting for an approver
-    APPROVED = "approved"  # approved; the change is being sent
-    REJECTED = "rejected"
-    EXPIRED = "expired"
-    REFUSED = "refused"  # approved, but not sent: the cluster changed, or the call failed
-    RUNNING = "running"  # the operation is in flight
+    APPROVED = "approved"  # approved; nothing sent yet
+    EXECUTING = "executing"  # the change is being sent (it may have reached the server)
+    RUNNING = "running"  # an operation, or the cluster itself, is being followed
     SUCCEEDED = "succeeded"
     FAILED = "failed"  # the operation finished with an error
+    REFUSED = "refused"  # not applied: the cluster changed, or the control plane refused
+    UNKNOWN = "unknown"  # it may or may not have applied: check the cluster
+    REJECTED = "rejected"
+    WITHDRAWN = "withdrawn"  # the requester took it back
+    EXPIRED = "expired"
+    ABANDONED = "abandoned"  # its card was never confirmed posted (a crash while asking)
 
     @property
     def open(self) -> bool:
-        return self in (RequestState.PENDING, RequestState.APPROVED, RequestState.RUNNING)
+        """Still under way: the cluster takes no other request meanwhile."""
+        return self in OPEN_STATES
+
+    @property
+    def in_flight(self) -> bool:
+        """Approved and not finished: some replica must own it until it ends."""
+        return self in (RequestState.APPROVED, RequestState.EXECUTING, RequestState.RUNNING)
+
+
+OPEN_STATES = frozenset(
+    {
+        RequestState.DRAFT,
+        RequestState.PENDING,
+        RequestState.APPROVED,
+        RequestState.EXECUTING,
+        RequestState.RUNNING,
+    }
+)
+
+
+class Origin(StrEnum):
+    COMMAND = "command"  # typed by a person
+    IDLE = "idle"  # a remedy clicked on an idle alert
+    IDLE_AUTO = "idle-auto"  # the idle policy's auto-action
 
 
 @dataclass
@@ -38,15 +75,29 @@ class ApprovalRequest:
     operation: str | None = None
     outcome: str | None = None
     finished_at: float | None = None
-    origin: str = "command"
+    origin: str = Origin.COMMAND
+    owner: str | None = None  # the replica acting on it while approved or executing
+    lease_until: float = 0.0
+    progress_ts: str | None = None  # the thread message that shows progress and the end
+    executing_at: float | None = None
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> PlanKind:
         return self.plan.kind
 
     @property
     def cluster(self) -> str:
         return self.plan.cluster
+
+
+class OperationKind(StrEnum):
+    OPERATION = "operation"  # a google.longrunning.Operation, polled by name
+    CLUSTER = "cluster"  # no operation is known: the cluster is watched until it settles
+
+
+class Final(StrEnum):
+    CLAIMED = "claimed"  # one poller owns the final message
+    POSTED = "posted"
 
 
 @dataclass
@@ -65,9 +116,11 @@ class TrackedOperation:
     last_edit_at: float = 0.0
     done: bool = False
     error: str | None = None
-    final: str | None = None  # None, "claimed" while the final message is sent, "posted"
+    final: str | None = None  # None, then Final.CLAIMED, then Final.POSTED
     owner: str | None = None
     lease_until: float = 0.0
+    kind: str = OperationKind.OPERATION
+    done_at: float | None = None  # when it ended, by the control plane's clock if it says
 
 
 @dataclass

@@ -7,12 +7,29 @@ mentions or links.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
 def escape(text: object) -> str:
     """Neutralise ``&``, ``<`` and ``>`` so text cannot mention, link or break markup."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int, tail: str = "…") -> str:
+    """``text`` cut to at most ``limit`` characters, never inside an escaped entity
+    (``&amp;``) or a ``<...>`` mention, link or date, which would show as garbage."""
+    if len(text) <= limit:
+        return text
+    cut = max(0, limit - len(tail))
+    head = text[:cut]
+    amp = head.rfind("&")
+    if amp != -1 and ";" not in head[amp:]:
+        head = head[:amp]
+    angle = head.rfind("<")
+    if angle != -1 and ">" not in head[angle:]:
+        head = head[:angle]
+    return head + tail
 
 
 def mention(user_id: str) -> str:
@@ -51,6 +68,30 @@ class Table:
     """Preformatted rows; the renderer splits long tables across messages' limits."""
 
     lines: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls,
+        header: tuple[str, ...],
+        rows: Sequence[tuple[str, ...]],
+        right: frozenset[int] = frozenset(),
+    ) -> Table:
+        """Columns aligned to their widest cell (the last column is left ragged); cells are
+        escaped here. ``right`` names the columns to align right (numbers)."""
+        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+        lines = []
+        for row in [header, *rows]:
+            cells = []
+            for i, cell in enumerate(row):
+                text = str(cell)
+                if i == len(row) - 1:
+                    cells.append(text)
+                elif i in right:
+                    cells.append(text.rjust(widths[i]))
+                else:
+                    cells.append(text.ljust(widths[i]))
+            lines.append(escape("  ".join(cells).rstrip()))
+        return cls(tuple(lines))
 
 
 @dataclass(frozen=True)

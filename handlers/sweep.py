@@ -1,47 +1,42 @@
-"""The idle sweep: observe every cluster, apply the idle policy, alert, and act on clicks.
+"""The idle sweep: observe every cluster, apply the idle policy, save, report, alert.
 
-One sweep serves the scheduler, `/cluster idle` and `clusterbot sweep --once`. Observations
-are taken concurrently (bounded); each cluster's record is changed by compare-and-set, so a
-click during a sweep is never lost. Posting and editing alerts happens after the record is
-saved.
+One sweep serves the scheduler, "Sweep now" and `clusterbot sweep --once`. Replicas take
+turns: a sweep runs under a lease in the database and only when the last one finished at
+least an interval ago, so one replica sweeps per interval and each alert is posted once.
+Observations are taken concurrently (bounded); records are read and written in bulk with a
+compare-and-set per cluster, so a click during a sweep is never lost. The report is kept in
+the database: `/cluster idle` shows the latest at once on any replica.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from bot.store import IdleRecords, Store
-from bot.vertex.client import VertexClient
-from bot.vertex.errors import VertexError
+from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.models import Cluster
-from handlers.cards import slack_time
-from handlers.changes import ChangeService
-from handlers.clusters import ClusterDirectory
-from handlers.commands import CommandError
+from handlers.alerts import IdleAlerts
+from handlers.clusters import ClusterDirectory, pools_summary
 from handlers.costs import PriceBook
-from handlers.idle import (
-    EXEMPT_LABEL,
-    IdleRecord,
-    IdleRules,
-    Observation,
-    Status,
-    Verdict,
-    assess,
+from handlers.idle import EXEMPT_LABEL, IdleRecord, IdleRules, Observation, Status, Verdict, assess
+from handlers.idle_cards import IdleEntry, closed_alert
+from handlers.messenger import Messenger, MessengerError
+from handlers.ports import (
+    ActivityReader,
+    Clock,
+    IdleRecordStore,
+    LeaseStore,
+    OperationStore,
+    ReportStore,
 )
-from handlers.idle_cards import IdleEntry, alert_card, closed_alert, kept_text, paying_pools
-from handlers.messenger import Messenger
-from handlers.plans import ChangePlan, PlanError, plan_delete, plan_scale_to_zero
-from handlers.policy import Role, may_approve
-from handlers.records import RequestState
-from handlers.replies import Reply, Text, escape, mention
 
 log = logging.getLogger(__name__)
-RUNNING_STATES = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT", "RESIZING"}
-CAS_TRIES = 5
+SWEEP_LEASE = "idle-sweep"
+# The API's quota for reads is per project and minute; 32 Slurm queries in flight keep a
+# sweep of 1,000 clusters under a minute at 50 ms a call without nearing it.
+SWEEP_CONCURRENCY = 32
 
 
 @dataclass
@@ -52,91 +47,125 @@ class SweepReport:
     failures: list[str]
     alerts: int = 0
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "started": self.started,
+            "finished": self.finished,
+            "alerts": self.alerts,
+            "failures": list(self.failures),
+            "entries": [e.to_dict() for e in self.entries],
+        }
 
-def count_jobs(body: str) -> tuple[int, int]:
-    """Running and pending jobs in a slurmrestd ``GET /jobs`` reply."""
-    document = json.loads(body)
-    running = pending = 0
-    for job in document.get("jobs") or []:
-        states = job.get("job_state") or []
-        states = [states] if isinstance(states, str) else states
-        if "PENDING" in states:
-            pending += 1
-        elif RUNNING_STATES & set(states):
-            running += 1
-    return running, pending
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepReport:
+        return cls(
+            started=float(data["started"]),
+            finished=float(data["finished"]),
+            entries=[IdleEntry.from_dict(e) for e in data.get("entries", [])],
+            failures=[str(f) for f in data.get("failures", [])],
+            alerts=int(data.get("alerts", 0)),
+        )
 
 
-class IdleSweeper:
-    def __init__(
-        self,
-        store: Store,
-        vertex: VertexClient,
-        directory: ClusterDirectory,
-        changes: ChangeService,
-        rules: IdleRules,
-        prices: PriceBook,
-        messenger: Messenger | None,
-        alert_channel: str | None,
-        clock: Callable[[], float],
-        slurm_version: str = "v0.0.41",
-        concurrency: int = 8,
-    ) -> None:
-        self.store = store
-        self.records = IdleRecords(store)
-        self.vertex = vertex
-        self.directory = directory
-        self.changes = changes
-        self.rules = rules
-        self.prices = prices
-        self.messenger = messenger
-        self.alert_channel = alert_channel
+@dataclass
+class Seen:
+    """One cluster's observation and what the policy made of it."""
+
+    cluster: Cluster
+    observation: Observation
+    verdict: Verdict | None = None
+    record: IdleRecord | None = None
+    entry: IdleEntry | None = field(default=None)
+
+
+class ActivityObserver:
+    """Turns a cluster and what the bot is doing into one observation for the policy."""
+
+    def __init__(self, reader: ActivityReader, clock: Clock, concurrency: int) -> None:
+        self.reader = reader
         self.clock = clock
-        self.slurm_path = f"/slurm/{slurm_version}/jobs"
         self.bound = asyncio.Semaphore(concurrency)
-        self.lock = asyncio.Lock()
-
-    # -- observing -----------------------------------------------------------------------------
 
     async def observe(self, cluster: Cluster, busy_clusters: set[str]) -> Observation:
         name = cluster.name or ""
-        paying = sum(p.node_count for p in cluster.compute_pools())
         labels = cluster.labels or {}
         seen = Observation(
             at=self.clock(),
             state=cluster.state,
             tracked_operation=name in busy_clusters,
-            paying_nodes=paying,
+            paying_nodes=sum(cluster.nodes(p) for p in cluster.compute_pools()),
             exempt_label=labels.get(EXEMPT_LABEL[0]) == EXEMPT_LABEL[1],
         )
         if seen.busy_reason() is not None:
             return seen  # busy already: no need to ask Slurm
-
-        def unknown(reason: str) -> Observation:
-            return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=reason)
-
         try:
             async with self.bound:
-                reply = await self.vertex.call_slurm_rest_api(name, self.slurm_path)
-        except VertexError as error:
-            return unknown(f"Slurm could not be asked: {error.user_message}")
-        if reply.status != 200:
-            return unknown(f"slurmrestd answered HTTP {reply.status}")
-        try:
-            running, pending = count_jobs(reply.body)
-        except (ValueError, AttributeError, TypeError):
-            return unknown("slurmrestd sent a reply that is not a job list")
-        return replace(seen, running_jobs=running, pending_jobs=pending)
+                activity = await self.reader.activity(name)
+        except SlurmUnreadableError as error:
+            return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
+        return replace(
+            seen,
+            at=self.clock(),
+            running_jobs=activity.running_jobs,
+            pending_jobs=activity.pending_jobs,
+            busy_nodes=activity.busy_nodes or 0,
+        )
 
-    async def _busy_clusters(self) -> set[str]:
-        operations = await self.store.active_operations()
-        return {o.cluster for o in operations if not o.done}
 
-    # -- sweeping ------------------------------------------------------------------------------
+class Sweeper:
+    def __init__(
+        self,
+        directory: ClusterDirectory,
+        observer: ActivityObserver,
+        records: IdleRecordStore,
+        operations: OperationStore,
+        reports: ReportStore,
+        leases: LeaseStore,
+        alerts: IdleAlerts | None,
+        messenger: Messenger | None,
+        rules: IdleRules,
+        prices: PriceBook,
+        clock: Clock,
+        owner: str,
+        *,
+        interval: float,
+        lease: float = 600.0,
+    ) -> None:
+        self.directory = directory
+        self.observer = observer
+        self.records = records
+        self.operations = operations
+        self.reports = reports
+        self.leases = leases
+        self.alerts = alerts
+        self.messenger = messenger
+        self.rules = rules
+        self.prices = prices
+        self.clock = clock
+        self.owner = owner
+        self.interval = interval
+        self.lease = lease
+        self.lock = asyncio.Lock()
 
-    async def sweep(self, *, alerts: bool = True) -> SweepReport:
+    async def sweep(self, *, alerts: bool = True, force: bool = False) -> SweepReport | None:
+        """One sweep, unless another replica is sweeping or (``force`` aside) swept less than
+        an interval ago; returns the report, or None when this replica did not sweep."""
+        gap = 0.0 if force else self.interval * 0.9
         async with self.lock:
-            return await self._sweep(alerts)
+            if not await self.leases.take_lease(
+                SWEEP_LEASE, self.owner, self.clock(), self.lease, gap
+            ):
+                return None
+            try:
+                report = await self._sweep(alerts)
+            finally:
+                await self.leases.finish_lease(SWEEP_LEASE, self.owner, self.clock())
+        await self.reports.save_report(report.finished, report.to_dict())
+        return report
+
+    async def latest(self) -> SweepReport | None:
+        saved = await self.reports.latest_report()
+        return SweepReport.from_dict(saved[1]) if saved else None
 
     async def _sweep(self, alerts: bool) -> SweepReport:
         started = self.clock()
@@ -146,145 +175,76 @@ class IdleSweeper:
             for listing in listings
             if listing.error is not None
         ]
-        busy = await self._busy_clusters()
-        clusters = [c for listing in listings for c in listing.clusters]
-        observations = await asyncio.gather(*(self.observe(c, busy) for c in clusters))
-        entries = await self._apply_all(clusters, list(observations))
-        posted = 0
-        if alerts:
-            for entry in entries:
-                posted += await self._announce(entry)
         failures += [
-            f"{e.cluster_id}: activity unknown ({e.verdict.reason}); not alerted"
-            for e in entries
-            if e.verdict.status == Status.UNKNOWN
+            f"Could not read {bad.name}: {bad.problem}"
+            for listing in listings
+            for bad in listing.unreadable
         ]
-        listed_targets = {str(listing.target) for listing in listings if listing.error is None}
-        await self._forget_deleted({c.name or "" for c in clusters}, listed_targets)
+        operations = await self.operations.active_operations()
+        busy = {o.cluster for o in operations if not o.done}
+        clusters = [c for listing in listings for c in listing.clusters]
+        observations = await asyncio.gather(*(self.observer.observe(c, busy) for c in clusters))
+        seen = [Seen(c, o) for c, o in zip(clusters, observations, strict=True)]
+        await self._assess_all(seen)
+        posted = 0
+        if alerts and self.alerts is not None:
+            for item in seen:
+                assert item.entry and item.verdict and item.record
+                posted += await self.alerts.announce(item.entry, item.verdict, item.record)
+        entries = [item.entry for item in seen if item.entry is not None]
+        failures += [
+            f"{e.cluster_id}: activity unknown ({e.reason}); not alerted"
+            for e in entries
+            if e.status == Status.UNKNOWN
+        ]
+        listed = {str(listing.target) for listing in listings if listing.error is None}
+        await self._forget_deleted({c.name or "" for c in clusters}, listed)
         return SweepReport(started, self.clock(), entries, failures, posted)
 
-    async def _apply_all(
-        self, clusters: list[Cluster], observations: list[Observation]
-    ) -> list[IdleEntry]:
+    async def _assess_all(self, seen: list[Seen]) -> None:
         """Assess every cluster, saving all records in one transaction; a record that changed
         meanwhile (a click) is assessed again on its own."""
-        names = [c.name or "" for c in clusters]
+        names = [item.cluster.name or "" for item in seen]
         records = await self.records.get_many(names)
-        assessed = [
-            assess(records[name][0], seen, self.rules)
-            for name, seen in zip(names, observations, strict=True)
-        ]
+        for item, name in zip(seen, names, strict=True):
+            item.record, item.verdict = assess(records[name][0], item.observation, self.rules)
         lost = await self.records.put_many(
-            [
-                (updated, records[name][1])
-                for name, (updated, _) in zip(names, assessed, strict=True)
-            ],
+            [(item.record, records[name][1]) for item, name in zip(seen, names, strict=True)],  # type: ignore[misc]
             self.clock(),
         )
-        entries = []
-        for cluster, seen, (updated, verdict) in zip(clusters, observations, assessed, strict=True):
-            if cluster.name in lost:
-                entries.append(await self._apply(cluster, seen))
-            else:
-                entries.append(self._entry(cluster, updated, verdict))
-        return entries
+        for item, name in zip(seen, names, strict=True):
+            if name in lost:
+                await self._assess_again(item)
+            item.entry = self._entry(item)
 
-    def _entry(self, cluster: Cluster, record: IdleRecord, verdict: Verdict) -> IdleEntry:
-        return IdleEntry(
-            cluster=cluster.name or "",
-            target=str(cluster.target),
-            verdict=verdict,
-            nodes=paying_pools(cluster),
-            cost_hour=self.prices.pools_hour(list(cluster.compute_pools())),
-            record=record,
-        )
-
-    async def _apply(self, cluster: Cluster, seen: Observation) -> IdleEntry:
-        name = cluster.name or ""
-        for _ in range(CAS_TRIES):
+    async def _assess_again(self, item: Seen) -> None:
+        name = item.cluster.name or ""
+        for _ in range(5):
             record, version = await self.records.get(name)
-            updated, verdict = assess(record, seen, self.rules)
-            if await self.records.put(updated, version, self.clock()):
-                break
-        else:
-            raise RuntimeError(f"could not save the idle record of {name}")
-        return self._entry(cluster, updated, verdict)
+            item.record, item.verdict = assess(record, item.observation, self.rules)
+            if await self.records.put(item.record, version, self.clock()):
+                return
+        raise RuntimeError(f"could not save the idle record of {name}")
 
-    async def _update(self, cluster: str, change: Callable[[IdleRecord], IdleRecord]) -> IdleRecord:
-        for _ in range(CAS_TRIES):
-            record, version = await self.records.get(cluster)
-            updated = change(record)
-            if await self.records.put(updated, version, self.clock()):
-                return updated
-        raise RuntimeError(f"could not save the idle record of {cluster}")
-
-    async def _announce(self, entry: IdleEntry) -> int:
-        """Post a due alert, close an alert that no longer applies, run a due auto-action."""
-        if self.messenger is None or self.alert_channel is None:
-            return 0
-        verdict, record = entry.verdict, entry.record
-        now = self.clock()
-        if verdict.ended_alert and record.alert_ts and record.alert_channel:
-            if verdict.status == Status.FREE:
-                text = "*Scaled to zero*: its compute pools have no nodes, so it costs nothing now."
-            else:
-                text = f"*No longer idle*: {escape(verdict.ended_alert)}."
-            await self.messenger.update(
-                record.alert_channel,
-                record.alert_ts,
-                closed_alert(entry.cluster, "no longer idle", text),
-            )
-            await self._update(
-                entry.cluster, lambda r: replace(r, alert_ts=None, alert_channel=None)
-            )
-            return 0
-        if verdict.alert:
-            if record.alert_ts and record.alert_channel:
-                text = f"*Still idle*: alerted again at {slack_time(now)}, below."
-                await self.messenger.update(
-                    record.alert_channel,
-                    record.alert_ts,
-                    closed_alert(entry.cluster, "still idle", text),
-                )
-            ts = await self.messenger.post(
-                self.alert_channel, alert_card(entry, now, self.rules.auto_action)
-            )
-            channel = self.alert_channel
-            await self._update(
-                entry.cluster, lambda r: replace(r, alert_ts=ts, alert_channel=channel)
-            )
-            return 1
-        if verdict.auto_action_due:
-            await self._auto_act(entry)
-        return 0
-
-    async def _auto_act(self, entry: IdleEntry) -> None:
-        cancelled = await self._update(entry.cluster, lambda r: replace(r, auto_action_at=None))
-        kind = self.rules.auto_action
-        try:
-            cluster = await self.vertex.get_cluster(entry.cluster)
-            plan = (
-                plan_scale_to_zero(cluster, self.prices)
-                if kind == "scale_to_zero"
-                else plan_delete(cluster, self.prices)
-            )
-            channel = cancelled.alert_channel or self.alert_channel or ""
-            request = await self.changes.submit_approved(
-                "policy", channel, plan, origin="idle-auto"
-            )
-        except (PlanError, CommandError, VertexError) as error:
-            log.warning("auto-action on %s not taken: %s", entry.cluster, error)
-            return
-        if cancelled.alert_ts and cancelled.alert_channel and self.messenger is not None:
-            text = (
-                f"*Auto-action*: no one responded, so clusterbot asked to "
-                f"{kind.replace('_', ' ')} (request `{request.id}`); progress under its card."
-            )
-            await self.messenger.update(
-                cancelled.alert_channel,
-                cancelled.alert_ts,
-                closed_alert(entry.cluster, "auto-action", text),
-            )
+    def _entry(self, item: Seen) -> IdleEntry:
+        cluster = item.cluster
+        assert item.verdict is not None and item.record is not None
+        compute = list(cluster.compute_pools())
+        paying = [p.id for p in compute if cluster.nodes(p)]
+        reservations = tuple(
+            p.reservation_name or p.id for p in compute if p.reserved and cluster.nodes(p)
+        )
+        return IdleEntry.of(
+            cluster.name or "",
+            str(cluster.target),
+            item.verdict,
+            item.record,
+            nodes=pools_summary(cluster, paying) or "no compute nodes",
+            cost_hour=self.prices.pools_hour(cluster, compute),
+            freed_hour=self.prices.freed_hour(cluster, compute),
+            reservations=reservations,
+            jobs_hidden=item.observation.jobs_hidden,
+        )
 
     async def _forget_deleted(self, present: set[str], listed_targets: set[str]) -> None:
         for record in await self.records.all():
@@ -292,87 +252,14 @@ class IdleSweeper:
             if record.cluster in present or target not in listed_targets:
                 continue  # still there, or its target could not be listed this time
             if record.alert_ts and record.alert_channel and self.messenger is not None:
-                await self.messenger.update(
-                    record.alert_channel,
-                    record.alert_ts,
-                    closed_alert(
-                        record.cluster, "deleted", "*Deleted*: the cluster no longer exists."
-                    ),
-                )
+                try:
+                    await self.messenger.update(
+                        record.alert_channel,
+                        record.alert_ts,
+                        closed_alert(
+                            record.cluster, "deleted", "*Deleted*: the cluster no longer exists."
+                        ),
+                    )
+                except MessengerError as error:
+                    log.warning("could not close the alert of %s: %s", record.cluster, error.code)
             await self.records.delete(record.cluster)
-
-    # -- clicks --------------------------------------------------------------------------------
-
-    async def click(self, action: str, actor: str, role: Role, value: str) -> Reply | None:
-        """Answer an idle-alert button; a reply is shown to the clicker alone."""
-        if role < Role.OPERATOR:
-            return Reply("Not allowed").add(
-                Text(f"Acting on idle alerts needs the operator role; you are {role.label}.")
-            )
-        if action == "idle_snooze":
-            seconds_text, _, cluster = value.partition("|")
-            until = self.clock() + float(seconds_text)
-            record = await self._update(
-                cluster,
-                lambda r: replace(r, snoozed_until=until, snoozed_by=actor, auto_action_at=None),
-            )
-            await self._close(
-                record,
-                f"*Snoozed* by {mention(actor)} for {float(seconds_text) / 3600:g} h; clusterbot "
-                "will say again if it is still idle then.",
-            )
-            return None
-        if action == "idle_keep":
-            record = await self._update(
-                value,
-                lambda r: replace(r, kept_by=actor, kept_at=self.clock(), auto_action_at=None),
-            )
-            await self._close(record, kept_text(record))
-            return None
-        if action == "idle_unkeep":
-            # watched again from now: a cluster still idle is alerted at the next sweep
-            await self._update(
-                value,
-                lambda r: replace(r, kept_by=None, kept_at=None, alerted_at=None, alert_ts=None),
-            )
-            return Reply("No longer kept").add(
-                Text(f"{escape(value.rsplit('/', 1)[-1])} is watched for idleness again.")
-            )
-        kind = "delete" if action == "idle_delete" else "scale_to_zero"
-        return await self._request(kind, actor, role, value)
-
-    async def _request(self, kind: str, actor: str, role: Role, cluster_name: str) -> Reply | None:
-        record = await self._update(cluster_name, lambda r: replace(r, auto_action_at=None))
-        try:
-            cluster = await self.vertex.get_cluster(cluster_name)
-            plan: ChangePlan = (
-                plan_delete(cluster, self.prices)
-                if kind == "delete"
-                else plan_scale_to_zero(cluster, self.prices)
-            )
-            channel = record.alert_channel or self.alert_channel or ""
-            if may_approve(self.changes.policy, role, plan.kind):
-                request = await self.changes.submit_approved(actor, channel, plan, origin="idle")
-                verb = "approved"
-            else:
-                request = await self.changes.submit(actor, channel, plan, origin="idle")
-                verb = "requested (an approver must approve the card)"
-        except (PlanError, CommandError) as error:
-            return Reply("Not possible").add(Text(escape(str(error))))
-        except VertexError as error:
-            return Reply("Control plane error").add(Text(escape(error.user_message)))
-        what = "delete" if kind == "delete" else "scale to zero"
-        await self._close(
-            record,
-            f"*{what.capitalize()}* {verb} by {mention(actor)}: request `{request.id}`"
-            + (", running" if request.state == RequestState.RUNNING else ""),
-        )
-        return None
-
-    async def _close(self, record: IdleRecord, text: str) -> None:
-        if record.alert_ts and record.alert_channel and self.messenger is not None:
-            await self.messenger.update(
-                record.alert_channel,
-                record.alert_ts,
-                closed_alert(record.cluster, "answered", text),
-            )

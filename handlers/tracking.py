@@ -1,84 +1,70 @@
-"""Follows long-running operations to the end, in the approval card's thread.
+"""Follows changes to the end, in the approval card's thread.
 
-Each operation is polled with backoff (1 s, x1.5, at most 20 s, like Google's clients). One
-progress message per operation is edited as the progress changes, at most once per 5 s. The
-final message is posted once: the right to post it is an atomic claim in the store. State
-lives in the store, so after a restart every operation still in flight is picked up again;
-several replicas share the work through leases.
+What is followed is a long-running operation (polled by name), or, when no operation is known
+(its reply was lost, or a replica took the change over after a crash), the cluster itself,
+watched until it settles. Each is polled with backoff (1 s, x1.5, at most 20 s, like Google's
+clients); the thread message under the card is edited as the progress changes, at most once
+per 5 s, and finally edited to say how it ended. Edits can be repeated, so the end is shown
+exactly once in one message, whatever crashes between the steps. The right to finish is an
+atomic claim in the store; state lives in the store, so after a restart every change still in
+flight is picked up again, and replicas share the work through short leases.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 
-from bot.store import Store
-from bot.vertex.client import VertexClient
 from bot.vertex.errors import NotFoundError, VertexError, error_from_status
-from bot.vertex.models import Operation
-from handlers.cards import duration
-from handlers.messenger import Messenger
-from handlers.records import ApprovalRequest, TrackedOperation
-from handlers.replies import Note, Reply, Text, escape
+from bot.vertex.models import ClusterState
+from handlers.cards import thread_reply
+from handlers.ledger import RequestLedger
+from handlers.messenger import Messenger, MessengerError
+from handlers.plans import PlanKind, applied, plan_sizes
+from handlers.ports import Clock, ControlPlane, CrashPoint, OperationStore, RequestStore, no_crash
+from handlers.records import Final, OperationKind, RequestState, TrackedOperation
+from handlers.replies import escape
+from handlers.words import duration
 
 log = logging.getLogger(__name__)
 
-FIRST_POLL = 1.0
 BACKOFF = 1.5
 MAX_INTERVAL = 20.0
 EDIT_EVERY = 5.0
-LEASE = 60.0
-
-Finish = Callable[[str, bool, str], Awaitable[None]]
+LEASE = 15.0
 
 
 def next_interval(interval: float) -> float:
     return min(MAX_INTERVAL, interval * BACKOFF)
 
 
-def progress_reply(operation: TrackedOperation, text: str, now: float) -> Reply:
-    cluster = operation.cluster.rsplit("/", 1)[-1]
-    return Reply(f"{cluster}: {text}", public=True).add(
-        Text(f"*{escape(cluster)}*: {escape(text)}"),
-        Note(
-            f"operation `{escape(operation.name)}` · "
-            f"running for {duration(now - operation.started_at)}"
-        ),
-    )
+def cluster_id(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
 
 
 class Tracker:
     def __init__(
         self,
-        store: Store,
-        vertex: VertexClient,
+        store: OperationStore,
+        requests: RequestStore,
+        vertex: ControlPlane,
         messenger: Messenger,
-        clock: Callable[[], float],
+        ledger: RequestLedger,
+        clock: Clock,
         owner: str,
+        *,
+        crash: CrashPoint = no_crash,
+        lease: float = LEASE,
     ) -> None:
         self.store = store
+        self.requests = requests
         self.vertex = vertex
         self.messenger = messenger
+        self.ledger = ledger
         self.clock = clock
         self.owner = owner
-        self.lease = LEASE
-        self.on_finish: Finish | None = None
-
-    async def track(self, request: ApprovalRequest, operation: Operation) -> None:
-        now = self.clock()
-        await self.store.add_operation(
-            TrackedOperation(
-                name=operation.name,
-                request_id=request.id,
-                cluster=request.cluster,
-                channel=request.channel,
-                thread_ts=request.card_ts,
-                started_at=now,
-                next_poll_at=now if operation.done else now + FIRST_POLL,
-                progress=operation.progress_message,
-            )
-        )
+        self.crash = crash
+        self.lease = lease
 
     async def poll_due(self) -> int:
         """Poll every operation that is due; returns how many were polled."""
@@ -96,33 +82,80 @@ class Tracker:
             )
 
     async def poll(self, operation: TrackedOperation) -> None:
-        if operation.final is not None:  # the outcome is known; only the message is owed
-            await self._finish(operation)
-            return
+        if operation.final is not None or operation.done:
+            await self._finish(operation)  # the outcome is known; only the message is owed
+        elif operation.kind == OperationKind.CLUSTER:
+            await self._poll_cluster(operation)
+        else:
+            await self._poll_operation(operation)
+
+    async def _poll_operation(self, operation: TrackedOperation) -> None:
         try:
             current = await self.vertex.get_operation(operation.name)
         except NotFoundError:
-            operation.done, operation.error = (
-                True,
-                "the control plane no longer knows this operation",
-            )
-            await self._finish(operation)
+            await self._done(operation, "the control plane no longer knows this operation")
             return
         except VertexError as error:
             log.warning("operation %s: %s", operation.name, error.user_message)
-            interval = next_interval(operation.interval)
-            await self.store.update_operation(
-                operation.name, interval=interval, next_poll_at=self.clock() + interval
+            await self._backoff(operation)
+            return
+        if not current.done:
+            await self._progress(operation, current.progress_message or "running")
+            return
+        failure = None
+        if current.error is not None:
+            failure = error_from_status(current.error.code, current.error.message).user_message
+        created, updated = current.create_time, current.update_time
+        ended = self.clock()
+        if created is not None and updated is not None:
+            # The duration by the control plane's own clock, however late it is noticed.
+            ended = operation.started_at + max(0.0, (updated - created).total_seconds())
+        await self._done(operation, failure, ended)
+
+    async def _poll_cluster(self, operation: TrackedOperation) -> None:
+        """Follow the cluster: done when it settles, judged against the plan."""
+        request = await self.requests.get_request(operation.request_id)
+        if request is None:
+            await self._done(operation, "its request is gone")
+            return
+        plan = request.plan
+        deleting = plan.kind == PlanKind.DELETE
+        try:
+            cluster = await self.vertex.get_cluster(operation.cluster)
+        except NotFoundError:
+            await self._done(operation, None if deleting else "the cluster no longer exists")
+            return
+        except VertexError as error:
+            log.warning("watching %s: %s", operation.cluster, error.user_message)
+            await self._backoff(operation)
+            return
+        settled_at = self.clock()
+        if deleting:
+            if cluster.state == ClusterState.STOPPING:
+                await self._progress(operation, "deleting (the cluster is STOPPING)")
+                return
+            await self._done(
+                operation, f"the cluster is {cluster.state} again; the delete did not happen"
             )
             return
-        if current.done:
-            operation.done = True
-            if current.error is not None:
-                failure = error_from_status(current.error.code, current.error.message)
-                operation.error = failure.user_message
-            await self._finish(operation)
+        if cluster.state in (ClusterState.UPDATING, ClusterState.PROVISIONING):
+            await self._progress(operation, f"the cluster is {cluster.state}")
             return
-        await self._progress(operation, current.progress_message or "running")
+        if cluster.state == ClusterState.RUNNING and applied(plan, cluster):
+            await self._done(operation, None, settled_at)
+            return
+        wanted = ", ".join(f"{p} {lo}:{hi}" for p, (lo, hi) in plan_sizes(plan).items())
+        await self._done(
+            operation,
+            f"the cluster settled {cluster.state} without the change (wanted {wanted})",
+            settled_at,
+        )
+
+    async def _backoff(self, operation: TrackedOperation) -> None:
+        interval = next_interval(operation.interval)
+        await self.store.update_operation(
+            operation.name, interval=interval, next_poll_at=self.clock() + interval, owner=None
+        )
 
     async def _progress(self, operation: TrackedOperation, text: str) -> None:
         now = self.clock()
@@ -132,7 +165,7 @@ class Tracker:
         if text != operation.shown_progress:
             wait = operation.last_edit_at + EDIT_EVERY - now
             if wait <= 0:
-                await self._show(operation, progress_reply(operation, text, now))
+                await self._show(operation, text, now)
                 changes.update(
                     shown_progress=text, progress_ts=operation.progress_ts, last_edit_at=now
                 )
@@ -141,44 +174,52 @@ class Tracker:
         changes["next_poll_at"] = next_poll
         await self.store.update_operation(operation.name, **changes)
 
-    async def _show(self, operation: TrackedOperation, reply: Reply) -> None:
-        if operation.progress_ts is None:
-            operation.progress_ts = await self.messenger.post(
-                operation.channel, reply, thread_ts=operation.thread_ts
-            )
-        else:
-            await self.messenger.update(operation.channel, operation.progress_ts, reply)
+    async def _show(self, operation: TrackedOperation, text: str, now: float) -> None:
+        what = "operation" if operation.kind == OperationKind.OPERATION else "watching the cluster"
+        note = (
+            f"{what} `{escape(operation.name)}` · running for "
+            f"{duration(now - operation.started_at)}"
+            if operation.kind == OperationKind.OPERATION
+            else f"{what} · for {duration(now - operation.started_at)}"
+        )
+        reply = thread_reply(cluster_id(operation.cluster), text, note)
+        try:
+            if operation.progress_ts is None:
+                operation.progress_ts = await self.messenger.post(
+                    operation.channel, reply, thread_ts=operation.thread_ts
+                )
+                await self.requests.update_request(
+                    operation.request_id, progress_ts=operation.progress_ts
+                )
+            else:
+                await self.messenger.update(operation.channel, operation.progress_ts, reply)
+        except MessengerError as error:
+            log.warning("progress of %s not shown: %s", operation.name, error.code)
+
+    async def _done(
+        self, operation: TrackedOperation, error: str | None, ended: float | None = None
+    ) -> None:
+        operation.done, operation.error = True, error
+        operation.done_at = operation.done_at or ended or self.clock()
+        await self._finish(operation)
 
     async def _finish(self, operation: TrackedOperation) -> None:
         if operation.final is None:
-            if not await self.store.claim_final(operation.name):
-                return  # another poller owns the final message
-            await self.store.update_operation(
-                operation.name, done=True, error=operation.error, final="claimed"
+            if not await self.store.claim_final(
+                operation.name, done=True, error=operation.error, done_at=operation.done_at
+            ):
+                return  # another poller owns the end
+            operation.final = Final.CLAIMED
+            self.crash("after-final-claimed")
+        took = duration((operation.done_at or self.clock()) - operation.started_at)
+        outcome = (
+            f"failed after {took}: {operation.error}" if operation.error else f"finished in {took}"
+        )
+        request = await self.requests.get_request(operation.request_id)
+        if request is not None:
+            state = RequestState.FAILED if operation.error else RequestState.SUCCEEDED
+            await self.ledger.end(
+                request, [RequestState.RUNNING], state, actor="control-plane", outcome=outcome
             )
-            operation.final = "claimed"
-        took = duration(self.clock() - operation.started_at)
-        cluster = escape(operation.cluster.rsplit("/", 1)[-1])
-        if operation.error:
-            text = f"failed after {took}: {operation.error}"
-            reply = Reply(f"{cluster}: operation failed", public=True).add(
-                Text(
-                    f"*{cluster}*: the operation *failed* after {took}.\n"
-                    f"> {escape(operation.error)}"
-                )
-            )
-        else:
-            text = f"finished in {took}"
-            reply = Reply(f"{cluster}: done", public=True).add(
-                Text(f"*{cluster}*: done in {took}.")
-            )
-        if self.on_finish is not None:  # idempotent: a repeat after a crash changes nothing
-            await self.on_finish(operation.request_id, operation.error is None, text)
-        if operation.progress_ts is not None:
-            await self.messenger.update(
-                operation.channel,
-                operation.progress_ts,
-                progress_reply(operation, "failed" if operation.error else "done", self.clock()),
-            )
-        await self.messenger.post(operation.channel, reply, thread_ts=operation.thread_ts)
-        await self.store.update_operation(operation.name, final="posted", owner=None)
+        self.crash("after-final-posted")
+        await self.store.update_operation(operation.name, final=Final.POSTED, owner=None)

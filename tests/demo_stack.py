@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +76,17 @@ class Stack:
                 raise AssertionError(f"timed out; messages: {shown}")
             await asyncio.sleep(0.05)
 
+    async def wait_for(self, check: Callable[[], Awaitable[Any]], limit: float = 15.0) -> Any:
+        """Wait until ``check()`` holds: lasting state (rows, request logs), never a sleep."""
+        deadline = asyncio.get_running_loop().time() + limit
+        while True:
+            result = await check()
+            if result:
+                return result
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError("timed out waiting for lasting state")
+            await asyncio.sleep(0.05)
+
     async def reply_to(self, user: str, text: str) -> dict[str, Any]:
         """Run a command and return the one new message only ``user`` sees."""
         before = len(await self.messages())
@@ -97,6 +108,11 @@ class Stack:
     async def fault(self, **spec: Any) -> None:
         status, body = await self.post("/vertex/_sim/faults", spec)
         assert status == 201, body
+
+
+def pool_of(cluster: dict[str, Any], pool_id: str) -> dict[str, Any]:
+    """A node pool of a stored cluster by id (the API does not keep the pools' order)."""
+    return next(p for p in cluster["nodePools"] if p["id"] == pool_id)
 
 
 def is_card(message: dict[str, Any]) -> bool:
@@ -133,6 +149,8 @@ async def demo_stack(
     durations: Durations | None = None,
     policy: Policy | None = None,
     expiry_seconds: float = 0.2,
+    lease: float | None = None,
+    working_after: float | None = None,
     **settings: Any,
 ) -> AsyncIterator[Stack]:
     port = free_port()
@@ -146,6 +164,8 @@ async def demo_stack(
         policy=policy,
         settings_overrides=overrides,
         expiry_seconds=expiry_seconds,
+        lease=lease,
+        working_after=working_after,
     )
     server = TestServer(app, host="127.0.0.1", port=port)
     await server.start_server()

@@ -13,7 +13,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.sandbox.controlplane import Durations
 from handlers.policy import Policy
-from tests.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, text_of
+from tests.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, pool_of, text_of
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ async def test_show_describes_one_cluster(stack: Stack) -> None:
     text = text_of(await stack.reply_to("carol", "/cluster show train01"))
     for fact in (
         "GPU training (B200)",
-        "a4-highgpu-8g (8 x NVIDIA_B200) (RESERVATION)",
+        "a4-highgpu-8g (8 x NVIDIA_B200) (RESERVATION b200-res)",
         "2 RUNNING",
         "`a4` (default): a4",
         "home-fs",
@@ -85,7 +85,7 @@ async def test_show_by_full_name_and_unknown_cluster(stack: Stack) -> None:
             "/cluster resize train01 gpu 3",
             "train01 has no node pool 'gpu'; its pools are a4, login",
         ),
-        ("/cluster resize train01 a4 2", "pool 'a4' of train01 already has 2 nodes"),
+        ("/cluster resize train01 a4 2", "pool 'a4' of train01 already has bounds 2"),
         ("/cluster resize train01 login 0", "'login' is the login pool"),
     ],
 )
@@ -113,20 +113,20 @@ async def test_resize_approved_runs_to_done(stack: Stack) -> None:
     for fact in ("<@U0ALICE> asks to resize *train01*", "2 -&gt; 3", "~$318.39/h", "~+$106.00/h"):
         assert fact in text, fact
     actions = next(b for b in card["blocks"] if b["type"] == "actions")["elements"]
-    assert [a["action_id"] for a in actions] == ["approve", "reject"]
+    assert [a["action_id"] for a in actions] == ["approve", "reject", "withdraw"]
 
     assert (await stack.click("bob", card["ts"], "approve"))["status"] == 200
     messages = await stack.wait(
-        lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20
+        lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
     )
     final_card = next(m for m in messages if m["ts"] == card["ts"])
     assert "*Done*: approved by <@U0BOB>" in text_of(final_card)
     assert not any(b["type"] == "actions" for b in final_card["blocks"])
     patches = await stack.requests("PATCH")
     assert len(patches) == 1 and patches[0]["query"] == {"updateMask": "node_pools"}
-    pool = stack.simulator.clusters[TRAIN01]["nodePools"][0]
+    pool = pool_of(stack.simulator.clusters[TRAIN01], "a4")
     assert pool["scalingSpec"] == {"minNodeCount": 3, "maxNodeCount": 3}
-    finals = [t for t in thread_of(messages, card) if "done in" in t]
+    finals = [t for t in thread_of(messages, card) if "done, finished in" in t]
     assert len(finals) == 1
 
     audit = text_of(await stack.reply_to("carol", "/cluster audit train01"))
@@ -138,8 +138,10 @@ async def test_min_max_resize(stack: Stack) -> None:
     card = await stack.card("alice", "/cluster resize cpu01 cpu 1:6")
     assert "4 -&gt; 1:6" in text_of(card) or "4:4 -&gt; 1:6" in text_of(card)
     await stack.click("bob", card["ts"], "approve")
-    await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
-    pool = stack.simulator.clusters[CPU01]["nodePools"][0]
+    await stack.wait(
+        lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
+    )
+    pool = pool_of(stack.simulator.clusters[CPU01], "cpu")
     assert pool["scalingSpec"] == {"minNodeCount": 1, "maxNodeCount": 6}
 
 
@@ -174,14 +176,18 @@ async def test_self_approval_is_refused(tmp_path: Path) -> None:
         assert "you asked for this change" in text_of(messages[-1])
         assert await stack.requests("PATCH") == []
         await stack.click("bob", card["ts"], "approve")
-        await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+        await stack.wait(
+            lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
+        )
 
 
 async def test_fifty_concurrent_clicks_send_one_patch(stack: Stack) -> None:
     card = await stack.card("alice", "/cluster resize train01 a4 4")
     clicks = await asyncio.gather(*(stack.click("bob", card["ts"], "approve") for _ in range(50)))
     assert all(c["status"] == 200 for c in clicks)
-    await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=30)
+    await stack.wait(
+        lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=30
+    )
     assert len(await stack.requests("PATCH")) == 1
     messages = await stack.wait(
         lambda ms: (
@@ -194,7 +200,7 @@ async def test_fifty_concurrent_clicks_send_one_patch(stack: Stack) -> None:
             >= 1
         )
     )
-    finals = [t for t in thread_of(messages, card) if "done in" in t]
+    finals = [t for t in thread_of(messages, card) if "done, finished in" in t]
     assert len(finals) == 1
 
 
@@ -222,7 +228,9 @@ async def test_delete_needs_confirmation_and_removes_the_cluster(stack: Stack) -
     approve = next(b for b in card["blocks"] if b["type"] == "actions")["elements"][0]
     assert approve["style"] == "danger" and approve["confirm"]["style"] == "danger"
     await stack.click("bob", card["ts"], "approve")
-    await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+    await stack.wait(
+        lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
+    )
     assert CPU01 not in stack.simulator.clusters
     assert len(await stack.requests("DELETE")) == 1
 
@@ -236,7 +244,7 @@ async def test_second_request_for_a_busy_cluster_is_refused(stack: Stack) -> Non
 async def test_change_since_plan_is_refused(stack: Stack) -> None:
     card = await stack.card("alice", "/cluster resize train01 a4 3")
     # someone resizes the pool elsewhere (the console, another bot) before the approval
-    stack.simulator.clusters[TRAIN01]["nodePools"][0]["scalingSpec"] = {
+    pool_of(stack.simulator.clusters[TRAIN01], "a4")["scalingSpec"] = {
         "minNodeCount": 5,
         "maxNodeCount": 5,
     }
@@ -245,7 +253,7 @@ async def test_change_since_plan_is_refused(stack: Stack) -> None:
         lambda ms: any(m["ts"] == card["ts"] and "Not applied" in text_of(m) for m in ms)
     )
     refused = text_of(next(m for m in messages if m["ts"] == card["ts"]))
-    assert "pool 'a4' now has 5:5 nodes (was 2:2 when this was requested)" in refused
+    assert "pool 'a4' now has bounds 5 (was 2 when this was requested)" in refused
     assert await stack.requests("PATCH") == []
 
 
@@ -280,7 +288,7 @@ async def test_operation_failure_is_surfaced(stack: Stack) -> None:
     messages = await stack.wait(
         lambda ms: any("failed" in t for t in thread_of(ms, card)), limit=20
     )
-    failure = next(t for t in thread_of(messages, card) if "*failed*" in t)
+    failure = next(t for t in thread_of(messages, card) if "failed after" in t)
     assert "Quota 'B200_GPUS' exceeded in us-central1 (RESOURCE_EXHAUSTED)" in failure
     messages = await stack.wait(
         lambda ms: any(m["ts"] == card["ts"] and "*Failed*" in text_of(m) for m in ms)
@@ -323,7 +331,9 @@ async def test_upstream_errors_on_change_are_clear(stack: Stack, status: int, wo
 async def test_show_during_outage_says_so(stack: Stack) -> None:
     await stack.fault(method="GET", status=503)
     text = text_of(await stack.reply_to("carol", "/cluster show train01"))
-    assert "could not list demo-project/us-central1 (UNAVAILABLE)" in text
+    assert "train01 is not in the targets that could be read (none)" in text
+    assert "so it may be there: demo-project/us-central1:" in text and "(UNAVAILABLE)" in text
+    assert "there is no cluster" not in text
 
 
 # -- the edge ------------------------------------------------------------------------------------
@@ -387,49 +397,52 @@ async def test_restart_mid_operation_resumes_and_posts_once(tmp_path: Path) -> N
         await stack.wait(lambda ms: len(thread_of(ms, card)) >= 1)  # progress is showing
         first = stack.service
         await first.stop()  # SIGTERM: stop taking work, hand the operation back
-        assert not [t for t in thread_of(await stack.messages(), card) if "done in" in t]
+        assert not [t for t in thread_of(await stack.messages(), card) if "done, finished" in t]
 
         from bot.app import ClusterbotService
 
         second = ClusterbotService(first.settings, first.policy, tick_seconds=0.1, owner="second")
         await second.start()
         try:
-            messages = await stack.wait(
-                lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20
-            )
-            await asyncio.sleep(1.0)  # any duplicate would have arrived by now
+            await stack.wait_for(lambda: second_done(second), limit=20)
             messages = await stack.messages()
-            finals = [t for t in thread_of(messages, card) if "done in" in t]
-            assert len(finals) == 1
+            finals = [t for t in thread_of(messages, card) if "done, finished in" in t]
+            assert len(finals) == 1 and len(thread_of(messages, card)) == 1
             done = next(m for m in messages if m["ts"] == card["ts"])
             assert "*Done*" in text_of(done)
         finally:
             await second.stop()
 
 
+async def second_done(service: object) -> bool:
+    from bot.app import ClusterbotService
+
+    assert isinstance(service, ClusterbotService)
+    requests = await service.store.requests_in(["succeeded"])
+    return len(requests) == 1 and (await service.store.count_in_flight()) == 0
+
+
 async def test_crash_mid_operation_resumes_after_the_lease(tmp_path: Path) -> None:
     slow = Durations(create=1, update=3, delete=1)
-    async with demo_stack(tmp_path, durations=slow) as stack:
-        stack.service.tracker.lease = 2.0
+    async with demo_stack(tmp_path, durations=slow, lease=2.0) as stack:
         card = await stack.card("alice", "/cluster resize train01 a4 3")
         await stack.click("bob", card["ts"], "approve")
         await stack.wait(lambda ms: len(thread_of(ms, card)) >= 1)
         first = stack.service
-        first.scheduler.shutdown(wait=False)  # the process dies: no clean hand-over
+        await first.jobs.stop(0)  # the process dies: no clean hand-over, leases stay
         first.accepting = False
 
         from bot.app import ClusterbotService
 
-        second = ClusterbotService(first.settings, first.policy, tick_seconds=0.1, owner="second")
-        second.tracker.lease = 2.0
+        second = ClusterbotService(
+            first.settings, first.policy, tick_seconds=0.1, owner="second", lease=2.0
+        )
         await second.start()
         try:
-            messages = await stack.wait(
-                lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=30
-            )
-            await asyncio.sleep(0.5)
-            finals = [t for t in thread_of(await stack.messages(), card) if "done in" in t]
-            assert len(finals) == 1
+            await stack.wait_for(lambda: second_done(second), limit=30)
+            messages = await stack.messages()
+            finals = [t for t in thread_of(messages, card) if "done, finished in" in t]
+            assert len(finals) == 1 and len(thread_of(messages, card)) == 1
         finally:
             await second.stop()
         assert is_card(next(m for m in messages if m["ts"] == card["ts"]))
@@ -449,7 +462,9 @@ async def test_roles_from_a_slack_user_group(tmp_path: Path) -> None:
             )
         )
         await stack.click("carol", card["ts"], "approve")
-        await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+        await stack.wait(
+            lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
+        )
         assert len(await stack.requests("PATCH")) == 1
 
 
@@ -481,9 +496,9 @@ async def test_slack_rate_limits_delay_progress_and_lose_nothing(stack: Stack) -
     assert status == 200
     await stack.click("bob", card["ts"], "approve")
     messages = await stack.wait(
-        lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=30
+        lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=30
     )
-    finals = [t for t in thread_of(messages, card) if "done in" in t]
+    finals = [t for t in thread_of(messages, card) if "done, finished in" in t]
     assert len(finals) == 1
     done = next(m for m in messages if m["ts"] == card["ts"])
     assert "*Done*" in text_of(done)
@@ -504,5 +519,7 @@ async def test_ops_lists_operations_in_flight(tmp_path: Path) -> None:
         request_id = text_of(card).split("request `", 1)[1].split("`", 1)[0]
         row = next(line for line in text.splitlines() if line.startswith("train01"))
         assert request_id in row and "%" in row  # the simulator's progress, e.g. "(40%)"
-        await stack.wait(lambda ms: any("done in" in t for t in thread_of(ms, card)), limit=20)
+        await stack.wait(
+            lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
+        )
         assert "Operations in flight (0)" in text_of(await stack.reply_to("carol", "/cluster ops"))

@@ -16,12 +16,11 @@ from bot.sandbox.controlplane import DEMO_FIXTURES
 from bot.sandbox.slack.blockkit import problems
 from bot.slack.render import render
 from bot.vertex.models import Cluster
-from handlers.cards import request_card
+from handlers.cards import request_card, thread_reply
 from handlers.costs import PriceBook
 from handlers.plans import plan_delete, plan_resize
-from handlers.records import ApprovalRequest, RequestState, TrackedOperation
+from handlers.records import ApprovalRequest, RequestState
 from handlers.replies import Reply
-from handlers.tracking import progress_reply
 
 GOLDEN = Path(__file__).with_name("golden")
 CREATED = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
@@ -62,15 +61,25 @@ def delete_request() -> ApprovalRequest:
     )
 
 
-OPERATION = TrackedOperation(
-    name="projects/123456789012/locations/us-central1/operations/1000",
-    request_id="r-0123456789",
-    cluster="projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01",
-    channel="C0MLINFRA",
-    thread_ts="1796000000.000100",
-    started_at=CREATED,
-    next_poll_at=CREATED + 1,
-)
+OPERATION = "projects/123456789012/locations/us-central1/operations/1000"
+
+
+def queue_scaled_request() -> ApprovalRequest:
+    """A Flex Start pool that scales 0:2 with the queue, made fixed at 3 (the card warns)."""
+    document = json.loads(DEMO_FIXTURES.read_text())["clusters"][2]
+    document["clusterStatus"] = {"state": "RUNNING"}
+    pool = document["nodePools"][0]
+    pool.update(provisioningModel="FLEX_START", scalingSpec={"minNodeCount": 0, "maxNodeCount": 2})
+    plan = plan_resize(Cluster.model_validate(document), "h100", 3, 3, PriceBook.with_overrides())
+    return ApprovalRequest(
+        id="r-5555555555",
+        plan=plan,
+        requester="U0ALICE",
+        channel="C0MLINFRA",
+        created_at=CREATED,
+        expires_at=CREATED + 3600,
+    )
+
 
 CASES: dict[str, Reply] = {
     "resize_pending": request_card(resize_request()),
@@ -103,8 +112,22 @@ CASES: dict[str, Reply] = {
         resize_request(state=RequestState.REJECTED, decided_by="U0BOB")
     ),
     "resize_expired": request_card(resize_request(state=RequestState.EXPIRED)),
+    "resize_unknown": request_card(
+        resize_request(
+            state=RequestState.UNKNOWN,
+            decided_by="U0BOB",
+            outcome="the control plane did not confirm the change and the cluster could not "
+            "be read to check it",
+        )
+    ),
+    "resize_withdrawn": request_card(resize_request(state=RequestState.WITHDRAWN)),
+    "resize_queue_scaled_made_fixed": request_card(queue_scaled_request()),
     "delete_pending": request_card(delete_request()),
-    "progress": progress_reply(OPERATION, "reconfiguring node pools (45%)", CREATED + 47),
+    "progress": thread_reply(
+        "train01",
+        "reconfiguring node pools (45%)",
+        f"operation `{OPERATION}` · running for 47 s",
+    ),
 }
 
 

@@ -37,7 +37,7 @@ async def test_list_returns_demo_clusters(client: VertexClient) -> None:
     pool = train.pool("a4")
     assert pool is not None and pool.machine_spec is not None
     assert pool.machine_spec.accelerator_type == "NVIDIA_B200"
-    assert pool.node_count == 2
+    assert pool.min_nodes == 2
     assert train.login_pool_id == "login"
     assert [p.id for p in train.compute_pools()] == ["a4"]
 
@@ -160,7 +160,7 @@ async def test_update_lifecycle(client: VertexClient, simulator: Simulator) -> N
     after = await client.get_cluster(TRAIN01)
     assert after.state == "RUNNING"
     pool = after.pool("a4")
-    assert pool is not None and pool.node_count == 3 and pool.max_node_count == 3
+    assert pool is not None and pool.min_nodes == 3 and pool.max_nodes == 3
     nodes = [n for n in after.cluster_status.nodes_status or [] if n.node_pool_id == "a4"]
     assert len(nodes) == 3 and {n.node_state for n in nodes} == {"RUNNING"}
 
@@ -175,8 +175,9 @@ async def test_update_preserves_fields_the_bot_does_not_model(
     patch = (await simulator.requests(method="PATCH"))[0]
     assert patch["query"] == {"updateMask": "node_pools"}
     stored = simulator.state.clusters[CPU01]
-    assert stored["nodePools"][0]["futureField"] == {"keep": [1, 2]}
-    assert stored["nodePools"][0]["scalingSpec"] == {"minNodeCount": 0, "maxNodeCount": 0}
+    cpu = next(p for p in stored["nodePools"] if p["id"] == "cpu")
+    assert cpu["futureField"] == {"keep": [1, 2]}
+    assert cpu["scalingSpec"] == {"minNodeCount": 0, "maxNodeCount": 0}
     assert stored["someNewTopLevel"] == "stay"
 
 
@@ -187,7 +188,9 @@ async def test_mask_limits_what_changes(client: VertexClient, simulator: Simulat
     await client.update_cluster(changed, ["display_name"])
     stored = simulator.state.clusters[CPU01]
     assert stored["displayName"] == "renamed"
-    assert stored["nodePools"][0]["scalingSpec"]["minNodeCount"] == 4  # not in the mask
+    assert (
+        next(p for p in stored["nodePools"] if p["id"] == "cpu")["scalingSpec"]["minNodeCount"] == 4
+    )  # not in the mask
 
 
 async def test_repeated_fields_are_replaced_whole(
@@ -260,26 +263,26 @@ async def test_injected_operation_failure(client: VertexClient, simulator: Simul
     after = await client.get_cluster(TRAIN01)
     assert after.state == "RUNNING"
     pool = after.pool("a4")
-    assert pool is not None and pool.node_count == 2  # rolled back
+    assert pool is not None and pool.min_nodes == 2  # rolled back
 
 
 async def test_slurm_jobs_through_the_proxy(client: VertexClient, simulator: Simulator) -> None:
-    reply = await client.call_slurm_rest_api(TRAIN01, "/slurm/v0.0.41/jobs")
+    reply = await client.call_slurm_rest_api(TRAIN01, "/slurm/v0.0.42/jobs/")
     assert reply.status == 200
     jobs = json.loads(reply.body)["jobs"]
     assert sorted(j["job_state"][0] for j in jobs) == ["PENDING", "RUNNING"]
     assert (
-        json.loads((await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.41/jobs")).body)["jobs"]
+        json.loads((await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.42/jobs/")).body)["jobs"]
         == []
     )
 
     await simulator.admin("POST", "jobs", {"cluster": "cpu01", "running": 2, "pending": 3})
-    body = json.loads((await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.41/jobs")).body)
+    body = json.loads((await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.42/jobs/")).body)
     states = [j["job_state"] for j in body["jobs"]]
     assert states.count(["RUNNING"]) == 2 and states.count(["PENDING"]) == 3
-    assert body["meta"]["plugin"]["data_parser"] == "data_parser/v0.0.41"
+    assert body["meta"]["plugin"]["data_parser"] == "data_parser/v0.0.42"
 
-    missing = await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.41/nodes/nowhere")
+    missing = await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.42/nodes/nowhere")
     assert missing.status == 404 and json.loads(missing.body)["errors"]
     request = (await simulator.requests(method="POST", path=":callSlurmRestApi"))[-1]
     assert request["path"].endswith("cpu01:callSlurmRestApi")
@@ -298,6 +301,6 @@ async def test_operation_not_found(client: VertexClient) -> None:
 def test_cluster_copy_is_independent() -> None:
     cluster = Cluster.model_validate(cluster_doc())
     copied = resized(cluster, "gpu", 5)
-    assert cluster.pool("gpu").node_count == 2  # type: ignore[union-attr]
-    assert copied.pool("gpu").node_count == 5  # type: ignore[union-attr]
+    assert cluster.pool("gpu").min_nodes == 2  # type: ignore[union-attr]
+    assert copied.pool("gpu").min_nodes == 5  # type: ignore[union-attr]
     assert copy.deepcopy(cluster) == cluster

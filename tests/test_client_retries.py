@@ -10,7 +10,7 @@ import pytest
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import (
-    InternalError,
+    AppliedWithoutReplyError,
     NotFoundError,
     OutcomeUnknownError,
     PermissionDeniedError,
@@ -97,45 +97,70 @@ async def test_retry_after_beyond_deadline_stops_at_once(
     assert sleeps.waits == []
 
 
-async def test_no_duplicate_patch_when_reply_is_lost(
-    client: VertexClient, simulator: Simulator
+# Every status the simulator can answer after applying a change: the reply is lost, the
+# change is not. Each must lead to the look-up, and none to a replay or a "not applied".
+LOST_REPLIES = [500, 502, 503, 504, 429]
+
+
+@pytest.mark.parametrize("status", LOST_REPLIES)
+async def test_patch_applied_but_reply_lost_is_followed_not_replayed(
+    client: VertexClient, simulator: Simulator, status: int
 ) -> None:
-    """The PATCH reached the server and applied, but the reply was a 503: never replay it."""
-    await simulator.fault(method="PATCH", status=503, when="after", count=1)
+    await simulator.fault(method="PATCH", status=status, when="after", count=1)
     cluster = await client.get_cluster(CPU01)
-    with pytest.raises(OutcomeUnknownError) as caught:
+    with pytest.raises(AppliedWithoutReplyError) as caught:
         await client.update_cluster(scaled(cluster, 0), ["node_pools"])
-    assert "may have been applied" in str(caught.value)
+    assert "applied or in progress" in str(caught.value)
     assert len(await simulator.requests(method="PATCH")) == 1
     assert simulator.state.clusters[CPU01]["clusterStatus"]["state"] == "UPDATING"
 
 
+@pytest.mark.parametrize("status", LOST_REPLIES)
 async def test_patch_refused_before_applying_is_replayed_once(
-    client: VertexClient, simulator: Simulator
+    client: VertexClient, simulator: Simulator, status: int
 ) -> None:
-    """A 503 that left the cluster untouched (checked with a GET) is safe to send again."""
-    await simulator.fault(method="PATCH", status=503, when="before", count=1)
+    """A failure that left the cluster untouched (checked with a GET) is safe to send again."""
+    await simulator.fault(method="PATCH", status=status, when="before", count=1)
     cluster = await client.get_cluster(CPU01)
     await simulator.admin("DELETE", "requests")
     operation = await client.update_cluster(scaled(cluster, 1), ["node_pools"])
     assert operation.name
     log = [(r["method"], r["status"]) for r in await simulator.requests()]
-    assert log == [("PATCH", 503), ("GET", 200), ("PATCH", 200)]
+    assert log == [("PATCH", status), ("GET", 200), ("PATCH", 200)]
 
 
-async def test_patch_500_is_not_retried(client: VertexClient, simulator: Simulator) -> None:
-    await simulator.fault(method="PATCH", status=500, count=1)
+async def test_lost_reply_and_failed_look_up_is_outcome_unknown(
+    client: VertexClient, simulator: Simulator
+) -> None:
     cluster = await client.get_cluster(CPU01)
-    with pytest.raises(InternalError):
-        await client.update_cluster(scaled(cluster, 1), ["node_pools"])
+    await simulator.fault(method="PATCH", status=503, when="after", count=1)
+    await simulator.fault(method="GET", status=403, count=1)
+    with pytest.raises(OutcomeUnknownError) as caught:
+        await client.update_cluster(scaled(cluster, 0), ["node_pools"])
+    assert "may have been applied" in str(caught.value)
     assert len(await simulator.requests(method="PATCH")) == 1
 
 
-async def test_delete_reply_lost_is_not_replayed(
-    client: VertexClient, simulator: Simulator
+@pytest.mark.parametrize("status", [400, 403, 404, 409])
+async def test_patch_refusals_are_final(
+    client: VertexClient, simulator: Simulator, status: int
 ) -> None:
-    await simulator.fault(method="DELETE", status=503, when="after", count=1)
-    with pytest.raises(OutcomeUnknownError):
+    """A refusal on purpose is not applied: no look-up, no retry."""
+    await simulator.fault(method="PATCH", status=status, count=1)
+    cluster = await client.get_cluster(CPU01)
+    await simulator.admin("DELETE", "requests")
+    with pytest.raises(VertexError) as caught:
+        await client.update_cluster(scaled(cluster, 1), ["node_pools"])
+    assert not isinstance(caught.value, AppliedWithoutReplyError | OutcomeUnknownError)
+    assert [r["method"] for r in await simulator.requests()] == ["PATCH"]
+
+
+@pytest.mark.parametrize("status", LOST_REPLIES)
+async def test_delete_reply_lost_is_followed_not_replayed(
+    client: VertexClient, simulator: Simulator, status: int
+) -> None:
+    await simulator.fault(method="DELETE", status=status, when="after", count=1)
+    with pytest.raises(AppliedWithoutReplyError):
         await client.delete_cluster(CPU01)
     assert len(await simulator.requests(method="DELETE")) == 1
     simulator.clock.advance(31)
@@ -154,7 +179,7 @@ async def test_delete_refused_before_applying_is_replayed(
 
 async def test_slurm_get_is_retried_like_a_read(client: VertexClient, simulator: Simulator) -> None:
     await simulator.fault(path=":callSlurmRestApi", status=500, count=1)
-    assert (await client.call_slurm_rest_api(TRAIN01, "/slurm/v0.0.41/jobs")).status == 200
+    assert (await client.call_slurm_rest_api(TRAIN01, "/slurm/v0.0.42/jobs/")).status == 200
 
 
 def _closed_port() -> int:

@@ -49,6 +49,21 @@ async def current(stack: Stack, ts: str) -> dict[str, Any]:
     return next(m for m in await stack.messages() if m["ts"] == ts)
 
 
+async def fresh_report(stack: Stack, user: str = "carol") -> dict[str, Any]:
+    """`/cluster idle` answers from the last sweep at once; its "Sweep now" button replaces
+    it with a report of a sweep made after the click."""
+    report = await stack.reply_to(user, "/cluster idle")
+    assert "Sweep now" in text_of(report)
+    await stack.click(user, report["ts"], "idle_sweep_now")
+    messages = await stack.wait(
+        lambda ms: any(m["ts"] == report["ts"] and m["edited"] for m in ms), limit=20
+    )
+    replaced = next(m for m in messages if m["ts"] == report["ts"])
+    assert replaced["ephemeral_to"] == f"U0{user.upper()}"
+    assert "Sweep now" in text_of(replaced) and "From the sweep" in text_of(replaced)
+    return replaced
+
+
 async def test_alert_for_the_idle_cluster_only(stack: Stack) -> None:
     alert = await the_alert(stack)
     text = text_of(alert)
@@ -71,7 +86,9 @@ async def test_alert_for_the_idle_cluster_only(stack: Stack) -> None:
 async def test_scale_to_zero_by_an_approver_patches(stack: Stack) -> None:
     alert = await the_alert(stack)
     await stack.click("bob", alert["ts"], "idle_scale_to_zero")
-    messages = await stack.wait(lambda ms: any("done in" in text_of(m) for m in ms), limit=20)
+    messages = await stack.wait(
+        lambda ms: any("done, finished in" in text_of(m) for m in ms), limit=20
+    )
     patches = await stack.requests("PATCH")
     assert len(patches) == 1 and patches[0]["query"] == {"updateMask": "node_pools"}
     pools = {p["id"]: p["scalingSpec"] for p in stack.simulator.clusters[CPU01]["nodePools"]}
@@ -99,26 +116,71 @@ async def test_scale_to_zero_by_an_operator_needs_an_approver(stack: Stack) -> N
     assert any(b["type"] == "actions" for b in card["blocks"])  # waiting for an approver
     assert await stack.requests("PATCH") == []
     await stack.click("bob", card["ts"], "approve")
-    await stack.wait(lambda ms: any("done in" in text_of(m) for m in ms), limit=20)
+    await stack.wait(lambda ms: any("done, finished in" in text_of(m) for m in ms), limit=20)
     assert len(await stack.requests("PATCH")) == 1
 
 
-async def test_delete_from_the_alert(stack: Stack) -> None:
+async def test_delete_from_the_alert_needs_a_second_person(tmp_path: Path) -> None:
+    rules = Policy.model_validate(
+        {
+            "roles": {"approver": ["U0ALICE", "U0BOB"], "viewer": ["U0CAROL"]},
+            "idle": FAST_IDLE,
+        }
+    )
+    async with demo_stack(tmp_path, policy=rules, sweep_interval=0.3) as stack:
+        alert = await the_alert(stack)
+        delete = next(
+            e
+            for b in alert["blocks"]
+            if b["type"] == "actions"
+            for e in b["elements"]
+            if e["action_id"] == "idle_delete"
+        )
+        # the page asks before sending, in words that say what the click does
+        assert delete["confirm"]["style"] == "danger"
+        assert "posts a request" in delete["confirm"]["text"]["text"]
+        assert "second person" in delete["confirm"]["text"]["text"]
+        await stack.click("bob", alert["ts"], "idle_delete")
+        card = await stack.wait(lambda ms: any("Delete request: cpu01" in text_of(m) for m in ms))
+        card_message = next(m for m in card if "Delete request: cpu01" in text_of(m))
+        assert await stack.requests("DELETE") == []  # an approver's click alone deletes nothing
+        await stack.click("bob", card_message["ts"], "approve")  # not their own request
+        await stack.wait(
+            lambda ms: any(
+                m["ephemeral_to"] == "U0BOB" and "someone else must approve" in text_of(m)
+                for m in ms
+            )
+        )
+        assert await stack.requests("DELETE") == []
+        await stack.click("alice", card_message["ts"], "approve")
+        await stack.wait(
+            lambda ms: any(m["ts"] == alert["ts"] and "Deleted" in text_of(m) for m in ms),
+            limit=20,
+        )
+        assert len(await stack.requests("DELETE")) == 1
+        assert CPU01 not in stack.simulator.clusters
+
+
+async def test_a_rejected_remedy_gives_the_alert_its_buttons_back(stack: Stack) -> None:
     alert = await the_alert(stack)
-    delete = next(
-        e
-        for b in alert["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"] == "idle_delete"
+    await stack.click("alice", alert["ts"], "idle_scale_to_zero")  # an operator asks
+    messages = await stack.wait(lambda ms: any("Resize request: cpu01" in text_of(m) for m in ms))
+    card = next(m for m in messages if "Resize request: cpu01" in text_of(m))
+    answered = await current(stack, alert["ts"])
+    assert not any(b["type"] == "actions" for b in answered["blocks"])
+    assert "waits for an approver" in text_of(answered)
+    await stack.click("bob", card["ts"], "reject")
+    restored = await stack.wait(
+        lambda ms: any(m["ts"] == alert["ts"] and "The remedies are back" in text_of(m) for m in ms)
     )
-    assert delete["confirm"]["style"] == "danger"  # the page asks before sending
-    await stack.click("bob", alert["ts"], "idle_delete")
-    await stack.wait(
-        lambda ms: any(m["ts"] == alert["ts"] and "Deleted" in text_of(m) for m in ms), limit=20
-    )
-    assert len(await stack.requests("DELETE")) == 1
-    assert CPU01 not in stack.simulator.clusters
+    back = next(m for m in restored if m["ts"] == alert["ts"])
+    assert "was *rejected* by <@U0BOB>" in text_of(back)
+    ids = [e["action_id"] for b in back["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert ids == ["idle_scale_to_zero", "idle_delete", "idle_keep", "idle_snooze"]
+    # and they work again
+    await stack.click("bob", alert["ts"], "idle_scale_to_zero")
+    await stack.wait(lambda ms: any("done, finished in" in text_of(m) for m in ms), limit=20)
+    assert len(await stack.requests("PATCH")) == 1
 
 
 async def test_snooze_then_alert_again(tmp_path: Path) -> None:
@@ -139,8 +201,10 @@ async def test_snooze_then_alert_again(tmp_path: Path) -> None:
             lambda ms: any(m["ts"] == alert["ts"] and "Snoozed" in text_of(m) for m in ms)
         )
         assert "for 1 h" in text_of(next(m for m in snoozed if m["ts"] == alert["ts"]))
-        report = text_of(await stack.reply_to("carol", "/cluster idle"))
+        report = text_of(await fresh_report(stack))
         assert "snoozed by U0ALICE" in report
+        assert "Idle report: 0 idle clusters paying ~$0.00/h" in report  # snoozed: not counted
+        assert "Snoozed, not counted above: cpu01" in report
         # the snooze runs out: a new alert
         from bot.store import IdleRecords
 
@@ -164,11 +228,11 @@ async def test_keep_then_undo_from_the_report(stack: Stack) -> None:
     await stack.wait(lambda ms: any(m["ts"] == alert["ts"] and "Kept" in text_of(m) for m in ms))
     kept = text_of(await current(stack, alert["ts"]))
     assert "*Kept* by <@U0ALICE>" in kept
-    report = await stack.reply_to("alice", "/cluster idle")
+    report = await fresh_report(stack, "alice")
     assert "kept by U0ALICE" in text_of(report)
     assert "exempt" in text_of(report)
     unkeep = [e for b in report["blocks"] if b["type"] == "actions" for e in b["elements"]]
-    assert [e["action_id"] for e in unkeep] == ["idle_unkeep"]
+    assert [e["action_id"] for e in unkeep] == ["idle_unkeep", "idle_sweep_now"]
     await stack.click("alice", report["ts"], "idle_unkeep")
     await stack.wait(lambda ms: any("watched for idleness again" in text_of(m) for m in ms))
     # watched again: a new alert comes
@@ -198,8 +262,8 @@ async def test_alert_closed_when_jobs_return(stack: Stack) -> None:
 
 async def test_idle_report_explains_each_cluster(stack: Stack) -> None:
     await the_alert(stack)
-    text = text_of(await stack.reply_to("carol", "/cluster idle"))
-    assert "Idle report: 1 idle" in text
+    text = text_of(await fresh_report(stack))
+    assert "Idle report: 1 idle cluster paying ~$1.55/h" in text
     assert "train01" in text and "1 running and 1 pending Slurm jobs" in text
     assert "eval01" in text and "free" in text
 
@@ -207,7 +271,7 @@ async def test_idle_report_explains_each_cluster(stack: Stack) -> None:
 async def test_unknown_activity_is_reported_not_alerted(tmp_path: Path) -> None:
     async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as stack:
         await stack.fault(path="cpu01:callSlurmRestApi", status=403, message="not allowed to run")
-        text = text_of(await stack.reply_to("carol", "/cluster idle"))
+        text = text_of(await fresh_report(stack))
         assert "cpu01: activity unknown" in text and "not allowed to run" in text
         assert not any(is_alert(m) for m in await stack.messages())
 
@@ -217,7 +281,7 @@ async def test_auto_action_scales_down_after_grace(tmp_path: Path) -> None:
     async with demo_stack(tmp_path, policy=rules, sweep_interval=0.3) as stack:
         alert = await the_alert(stack)
         assert "clusterbot will scale to zero cpu01" in text_of(alert)
-        await stack.wait(lambda ms: any("done in" in text_of(m) for m in ms), limit=20)
+        await stack.wait(lambda ms: any("done, finished in" in text_of(m) for m in ms), limit=20)
         assert len(await stack.requests("PATCH")) == 1
         audit = text_of(await stack.reply_to("carol", "/cluster audit cpu01"))
         assert "policy" in audit
@@ -231,10 +295,15 @@ async def test_a_click_cancels_the_auto_action(tmp_path: Path) -> None:
         await stack.wait(
             lambda ms: any(m["ts"] == alert["ts"] and "Kept" in text_of(m) for m in ms)
         )
-        import asyncio
+        kept_at = stack.service.clock()
 
-        await asyncio.sleep(4)  # past the grace period: nothing may happen
+        async def swept_past_the_grace() -> bool:
+            latest = await stack.service.sweeper.latest()
+            return latest is not None and latest.started > kept_at + 3.5
+
+        await stack.wait_for(swept_past_the_grace, limit=20)  # sweeps ran past the grace
         assert await stack.requests("DELETE") == []
+        assert await stack.service.store.requests_in(["pending", "approved", "executing"]) == []
 
 
 def test_sweep_once_prints_a_report(tmp_path: Path) -> None:
@@ -264,7 +333,11 @@ def test_sweep_once_prints_a_report(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
         statuses = {c["cluster"].rsplit("/", 1)[1]: c["status"] for c in report["clusters"]}
-        assert statuses == {"train01": "busy", "cpu01": "waiting", "eval01": "waiting"}
+        # eval01's compute pool has no nodes: free at once, never "waiting"
+        assert statuses == {"train01": "busy", "cpu01": "waiting", "eval01": "free"}
+        by_id = {c["cluster"].rsplit("/", 1)[1]: c for c in report["clusters"]}
+        assert by_id["train01"]["recommendation"] is None  # busy: nothing to recommend
+        assert report["database"] == str(tmp_path / "sweep.db")
         text = subprocess.run(
             [sys.executable, "-m", "bot", "sweep", "--once"],
             env=env,
@@ -273,6 +346,7 @@ def test_sweep_once_prints_a_report(tmp_path: Path) -> None:
             timeout=60,
         )
         assert "3 clusters, 0 alerts posted" in text.stdout
+        assert f"database {tmp_path / 'sweep.db'}" in text.stdout
         missing = subprocess.run(
             [sys.executable, "-m", "bot", "sweep", "--once"],
             env={"PATH": "/usr/bin:/bin"},
@@ -293,13 +367,20 @@ async def test_a_failing_sweep_is_logged_and_the_next_one_runs(
     import sqlite3
 
     async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as stack:
-        with sqlite3.connect(tmp_path / "clusterbot.db") as db:
-            db.execute("DROP TABLE idle_records")  # the database loses the table under the bot
+
+        def drop() -> None:  # the database loses the table under the bot
+            db = sqlite3.connect(tmp_path / "clusterbot.db", timeout=30, isolation_level=None)
+            db.execute("BEGIN IMMEDIATE")  # wait for the write lock, as the bot's writers do
+            db.execute("DROP TABLE idle_records")
+            db.execute("COMMIT")
+            db.close()
+
+        await asyncio.to_thread(drop)  # off the loop: the bot's writers need it to commit
         for _ in range(100):
-            if any("idle sweep failed" in r.getMessage() for r in caplog.records):
+            if any("idle-sweep failed" in r.getMessage() for r in caplog.records):
                 break
             await asyncio.sleep(0.05)
-        failure = next(r for r in caplog.records if "idle sweep failed" in r.getMessage())
+        failure = next(r for r in caplog.records if "idle-sweep failed" in r.getMessage())
         assert failure.levelname == "ERROR" and failure.exc_info is not None
         await stack.service.store.migrate()  # the table is back
         await the_alert(stack)  # later sweeps ran and alerted

@@ -64,7 +64,17 @@ def run(
             Status.UNKNOWN,
             "slurmrestd 503",
         ),
-        (quiet(T0), Status.WAITING, "no jobs for 0 min"),
+        (quiet(T0), Status.WAITING, "no jobs for 0 s"),
+        (
+            Observation(at=T0, state="RUNNING", busy_nodes=2, paying_nodes=4),
+            Status.BUSY,
+            "2 Slurm nodes allocated but no job visible",
+        ),
+        (
+            Observation(at=T0, state="RUNNING", busy_nodes=1, paying_nodes=4),
+            Status.BUSY,
+            "1 Slurm node allocated",
+        ),
     ],
 )
 def test_single_observation(seen: Observation, status: Status, words: str) -> None:
@@ -142,11 +152,27 @@ def test_unknown_never_alerts_and_restarts_the_clock() -> None:
 
 
 def test_free_clusters_are_not_alerted() -> None:
+    """A cluster with no compute nodes is free at once, not "waiting" to become idle."""
     _, verdicts = run(
         [Observation(at=T0, state="RUNNING"), Observation(at=T0 + 3 * H, state="RUNNING")]
     )
-    assert [v.status for v in verdicts] == [Status.WAITING, Status.FREE]
+    assert [v.status for v in verdicts] == [Status.FREE, Status.FREE]
     assert not any(v.alert for v in verdicts)
+    assert all(v.recommendation is None for v in verdicts)
+
+
+def test_no_recommendation_for_a_busy_cluster() -> None:
+    _, verdicts = run([quiet(T0, running_jobs=2), quiet(T0 + 3 * H, running_jobs=1)])
+    assert [v.status for v in verdicts] == [Status.BUSY, Status.BUSY]
+    assert all(v.recommendation is None and not v.recommendation_reason for v in verdicts)
+
+
+def test_allocated_nodes_with_no_visible_job_is_busy_and_hidden() -> None:
+    seen = quiet(T0, busy_nodes=2)
+    assert seen.jobs_hidden
+    _, verdict = assess(IdleRecord(cluster="c"), seen, RULES)
+    assert verdict.status == Status.BUSY and "PrivateData" in verdict.reason
+    assert not quiet(T0, busy_nodes=2, running_jobs=1).jobs_hidden
 
 
 def test_snooze_silences_until_then_alerts_again() -> None:
@@ -267,4 +293,4 @@ def test_delete_is_advised_only_after_a_week_of_history() -> None:
     record, _ = run([quiet(T0 + h * H) for h in range(0, 48, 2)])  # two quiet days
     advice, reason = recommend(record.history, T0 + 2 * DAY, RULES)
     assert advice == "scale_to_zero"
-    assert reason.startswith("used on 0 days (watched for 2.0 days so far): scale to zero")
+    assert reason.startswith("used on 0 days (watched for 2 days so far): scale to zero")

@@ -44,7 +44,7 @@ async def test_no_secret_is_ever_logged(tmp_path: Path) -> None:
         await stack.reply_to("alice", "/cluster list")
         card = await stack.card("alice", "/cluster resize train01 a4 3")
         await stack.click("bob", card["ts"], "approve")
-        await stack.wait(lambda ms: any("done in" in text_of(m) for m in ms), limit=20)
+        await stack.wait(lambda ms: any("done, finished in" in text_of(m) for m in ms), limit=20)
         await stack.fault(method="GET", status=503, message=f"backend said Bearer {STATIC_TOKEN}")
         await stack.reply_to("carol", "/cluster show cpu01")
         logging.getLogger("clusterbot.test").error("oops with %s", secrets[0])

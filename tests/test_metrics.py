@@ -35,7 +35,7 @@ async def test_metrics_after_a_scripted_flow(tmp_path: Path) -> None:
         await stack.reply_to("carol", "/cluster resize train01 a4 3")  # denied: a viewer
         card = await stack.card("alice", "/cluster resize train01 a4 3")
         await stack.click("bob", card["ts"], "approve")
-        await stack.wait(lambda ms: any("done in" in text_of(m) for m in ms), limit=20)
+        await stack.wait(lambda ms: any("done, finished in" in text_of(m) for m in ms), limit=20)
         await stack.wait(lambda ms: any("Idle cluster: cpu01" in text_of(m) for m in ms))
         async with stack.session.get(f"{stack.url}/metrics") as reply:
             assert reply.status == 200

@@ -48,13 +48,13 @@ def test_unknown_fields_are_preserved_at_every_level() -> None:
     document["newTopLevel"] = {"nested": [1, 2, 3]}
     document["nodePools"][0]["futurePoolField"] = "x"
     document["nodePools"][0]["machineSpec"]["gpuPartitionSize"] = "1g.10gb"
-    document["orchestratorSpec"]["slurmSpec"]["nodeSets"] = [{"id": "s1"}]
+    document["orchestratorSpec"]["slurmSpec"]["futureSets"] = [{"id": "s1"}]
     document["clusterStatus"] = {"state": "RUNNING", "newStatusField": True}
     emitted = Cluster.model_validate(document).to_api()
     assert emitted["newTopLevel"] == {"nested": [1, 2, 3]}
     assert emitted["nodePools"][0]["futurePoolField"] == "x"
     assert emitted["nodePools"][0]["machineSpec"]["gpuPartitionSize"] == "1g.10gb"
-    assert emitted["orchestratorSpec"]["slurmSpec"]["nodeSets"] == [{"id": "s1"}]
+    assert emitted["orchestratorSpec"]["slurmSpec"]["futureSets"] == [{"id": "s1"}]
     assert emitted["clusterStatus"]["newStatusField"] is True
 
 
@@ -70,7 +70,7 @@ def test_map_keys_are_not_renamed() -> None:
 def test_int64_counts_given_as_strings_are_numbers() -> None:
     document = cluster_doc()
     document["nodePools"][0]["scalingSpec"] = {"minNodeCount": "3", "maxNodeCount": "3"}
-    assert Cluster.model_validate(document).pool("gpu").node_count == 3  # type: ignore[union-attr]
+    assert Cluster.model_validate(document).pool("gpu").min_nodes == 3  # type: ignore[union-attr]
 
 
 def test_operation_done_with_error() -> None:

@@ -132,15 +132,16 @@ def test_sigterm_drains_and_a_restart_finishes_the_operation(
     with sqlite3.connect(tmp_path / "bot.db") as db:
         owner, final = db.execute("SELECT owner, final FROM tracked_operations").fetchone()
     assert owner is None and final is None  # handed back, not finished
-    assert not any("done in" in t for t in thread_texts(stand_ins, card["ts"]))
+    assert not any("done, finished in" in t for t in thread_texts(stand_ins, card["ts"]))
 
     second = serve(tmp_path, stand_ins, port, "second")
     try:
         wait_until(
-            lambda: any("done in" in t for t in thread_texts(stand_ins, card["ts"])), limit=40
+            lambda: any("done, finished in" in t for t in thread_texts(stand_ins, card["ts"])),
+            limit=40,
         )
         time.sleep(1.5)
-        finals = [t for t in thread_texts(stand_ins, card["ts"]) if "done in" in t]
+        finals = [t for t in thread_texts(stand_ins, card["ts"]) if "done, finished in" in t]
         assert len(finals) == 1
     finally:
         second.send_signal(signal.SIGTERM)

@@ -30,6 +30,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTERBOT_VERTEX_STATIC_TOKEN", "static-token-value")
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1234-secretbot")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "signing-secret-value")
     monkeypatch.setenv("CLUSTERBOT_TARGETS", "demo-project/us-central1, other-proj/europe-west4")
@@ -95,7 +96,7 @@ def test_check_config_redacts_secrets(
     assert main(["check-config"]) == 0
     out = capsys.readouterr().out
     assert "secretbot" not in out and "signing-secret-value" not in out
-    assert "dbpassword" not in out
+    assert "dbpassword" not in out and "static-token-value" not in out
     assert "SLACK_BOT_TOKEN" in out and "********" in out
     assert "demo-project/us-central1,other-proj/europe-west4" in out
     assert "configuration is valid: HTTP mode on port 8080, 2 target(s)" in out

@@ -45,7 +45,6 @@ UPDATE_CASES = [
     # (mask, change to the cluster document, words the error must contain)
     ("network", lambda d: None, "Invalid update_mask path: 'network'"),
     ("node_pools,home", lambda d: None, "Invalid update_mask path: 'home'"),
-    ("", lambda d: None, "update_mask is required"),
     ("node_pools", set_scaling(3, 2), "0 <= min_node_count <= max_node_count"),
     ("node_pools", set_scaling(-1, 2), "0 <= min_node_count <= max_node_count"),
     ("node_pools", set_scaling("two", 2), "must be an integer"),
@@ -61,7 +60,7 @@ UPDATE_CASES = [
     ),
     (
         "node_pools",
-        lambda d: d["nodePools"].append(dict(d["nodePools"][0])),
+        lambda d: d["nodePools"].append(next(dict(p) for p in d["nodePools"] if p["id"] == "a4")),
         "'a4' appears twice",
     ),
     ("node_pools", lambda d: d.__setitem__("nodePools", []), "at least one node pool"),

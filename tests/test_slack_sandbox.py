@@ -47,7 +47,12 @@ async def test_users_and_channels(stack: SlackStack) -> None:
         {"id": "U0CAROL", "name": "carol", "role": "viewer"},
     ]
     _, channels = await stack.get("/sandbox/api/channels")
-    assert {"id": "C0MLINFRA", "name": "ml-infra"} in channels
+    by_name = {c["name"]: c for c in channels}
+    assert by_name["ml-infra"]["id"] == "C0MLINFRA" and by_name["ml-infra"]["bot_member"]
+    # a private channel and a public one the bot was never invited to, and a DM
+    assert by_name["secret-lab"]["is_private"] and not by_name["secret-lab"]["bot_member"]
+    assert not by_name["random"]["is_private"] and not by_name["random"]["bot_member"]
+    assert by_name["alice-bob"]["is_im"] and by_name["alice-bob"]["id"].startswith("D")
 
 
 async def test_ack_text_is_shown_only_to_the_user(stack: SlackStack) -> None:
@@ -230,7 +235,16 @@ async def test_block_actions_payload_is_signed_and_complete() -> None:
         "is_ephemeral": False,
     }
     assert payload["channel"] == {"id": "C0MLINFRA", "name": "ml-infra"}
-    assert payload["message"]["ts"] == posted["ts"] and payload["message"]["blocks"] == CARD_BLOCKS
+    assert payload["message"]["ts"] == posted["ts"]
+    # Slack gives every block without an id a generated one, and sends it back
+    sent = payload["message"]["blocks"]
+    assert [{k: v for k, v in b.items() if k != "block_id"} for b in sent] == [
+        {k: v for k, v in b.items() if k != "block_id"} for b in CARD_BLOCKS
+    ]
+    assert all(b.get("block_id") for b in sent)
+    assert [b["block_id"] for b in sent if "block_id" in b and b["type"] == "actions"] == [
+        "decision"
+    ]
     [action] = payload["actions"]
     assert action["action_id"] == "reject" and action["block_id"] == "decision"
     assert action["value"] == "req-1" and action["type"] == "button"

@@ -35,7 +35,9 @@ async def test_commands_and_clicks_over_socket_mode(tmp_path: Path) -> None:
             card = await stack.card("alice", "/cluster resize train01 a4 3")
             await stack.click("bob", card["ts"], "approve")
             await stack.wait(
-                lambda ms: any("done in" in text_of(m) for m in ms if m["thread_ts"] == card["ts"]),
+                lambda ms: any(
+                    "done, finished in" in text_of(m) for m in ms if m["thread_ts"] == card["ts"]
+                ),
                 limit=20,
             )
             assert len(await stack.requests("PATCH")) == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from bot.store import Store
+from bot.store import OpenRequestExistsError, Store
 from bot.store.schema import SCHEMA_VERSION
 from handlers.plans import ChangePlan
 from handlers.records import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
@@ -98,11 +98,87 @@ async def test_exactly_one_of_fifty_concurrent_transitions_wins(store: Store) ->
 
 async def test_expired_and_open_requests(store: Store) -> None:
     await store.add_request(a_request("r1", expires_at=1500.0))
-    await store.add_request(a_request("r2", expires_at=2500.0))
     assert [r.id for r in await store.expired_requests(2000.0)] == ["r1"]
-    assert {r.id for r in await store.open_requests(a_request().cluster)} == {"r1", "r2"}
+    assert {r.id for r in await store.open_requests(a_request().cluster)} == {"r1"}
+    with pytest.raises(OpenRequestExistsError):  # one request under way per cluster
+        await store.add_request(a_request("r2", expires_at=2500.0))
     await store.transition("r1", [RequestState.PENDING], RequestState.EXPIRED)
+    await store.add_request(a_request("r2", expires_at=2500.0))
     assert [r.id for r in await store.open_requests(a_request().cluster)] == ["r2"]
+
+
+async def test_one_of_twenty_concurrent_requests_for_a_cluster_is_kept(store: Store) -> None:
+    async def ask(n: int) -> bool:
+        try:
+            await store.add_request(a_request(f"r{n}"))
+        except OpenRequestExistsError:
+            return False
+        return True
+
+    results = await asyncio.gather(*(ask(n) for n in range(20)))
+    assert results.count(True) == 1
+    assert len(await store.open_requests(a_request().cluster)) == 1
+
+
+async def test_request_leases_recover_orphans(store: Store) -> None:
+    await store.add_request(a_request("r1"))
+    assert await store.transition(
+        "r1", [RequestState.PENDING], RequestState.APPROVED, owner="a", lease_until=115.0
+    )
+    assert await store.orphaned_requests(110.0) == []  # its owner is alive
+    assert not await store.claim_request("r1", "b", 110.0, 15.0)
+    await store.renew_leases("a", 112.0, 15.0)  # a heartbeat
+    assert await store.orphaned_requests(120.0) == []
+    assert [r.id for r in await store.orphaned_requests(128.0)] == ["r1"]  # "a" died
+    claims = await asyncio.gather(
+        *(store.claim_request("r1", f"b{n}", 128.0, 15.0) for n in range(8))
+    )
+    assert claims.count(True) == 1
+    winner = f"b{claims.index(True)}"
+    # only the owner may move it on
+    assert not await store.transition(
+        "r1", [RequestState.APPROVED], RequestState.EXECUTING, held_by="a"
+    )
+    assert await store.transition(
+        "r1", [RequestState.APPROVED], RequestState.EXECUTING, held_by=winner
+    )
+    await store.release_leases(winner)
+    assert [r.id for r in await store.orphaned_requests(129.0)] == ["r1"]  # handed back at once
+
+
+async def test_start_following_records_the_operation_with_the_transition(store: Store) -> None:
+    await store.add_request(a_request("r1"))
+    await store.transition(
+        "r1", [RequestState.PENDING], RequestState.EXECUTING, owner="a", lease_until=200.0
+    )
+    operation = TrackedOperation(
+        name="op-1",
+        request_id="r1",
+        cluster="c",
+        channel="C",
+        thread_ts=None,
+        started_at=1.0,
+        next_poll_at=2.0,
+    )
+    assert not await store.start_following("r1", "b", operation)  # not b's to follow
+    assert await store.get_operation("op-1") is None
+    assert await store.start_following("r1", "a", operation)
+    loaded = await store.get_request("r1")
+    assert loaded is not None and loaded.state == RequestState.RUNNING
+    assert loaded.operation == "op-1" and await store.get_operation("op-1") is not None
+
+
+async def test_named_lease_one_sweep_per_interval(store: Store) -> None:
+    takes = await asyncio.gather(
+        *(store.take_lease("idle-sweep", f"r{n}", 100.0, 60.0, 900.0) for n in range(6))
+    )
+    assert takes.count(True) == 1
+    holder = f"r{takes.index(True)}"
+    await store.finish_lease("idle-sweep", holder, 110.0)
+    assert not await store.take_lease("idle-sweep", "other", 500.0, 60.0, 900.0)  # too soon
+    assert await store.take_lease("idle-sweep", "other", 500.0, 60.0, 0.0)  # forced
+    assert not await store.take_lease("idle-sweep", holder, 501.0, 60.0, 0.0)  # held
+    assert await store.take_lease("idle-sweep", holder, 561.0, 60.0, 0.0)  # lapsed
 
 
 async def test_operation_leases_and_final_claim(store: Store) -> None:
@@ -121,7 +197,7 @@ async def test_operation_leases_and_final_claim(store: Store) -> None:
     assert claimed.owner == "replica-a"
     assert await store.claim_due("replica-b", 110.0, lease=30) == []  # leased elsewhere
     assert len(await store.claim_due("replica-b", 132.0, lease=30)) == 1  # lease ran out
-    await store.release_operations("replica-b")
+    await store.release_leases("replica-b")
     assert len(await store.claim_due("replica-a", 133.0, lease=30)) == 1
     claims = await asyncio.gather(*(store.claim_final(operation.name) for _ in range(10)))
     assert claims.count(True) == 1
@@ -179,3 +255,41 @@ async def test_idle_records_saved_in_bulk_lose_only_the_raced_rows(store: Store)
     after = await records.get_many(["a", "b", "c"])
     assert after["a"][0].idle_since == 5.0 and after["b"][0].idle_since == 5.0
     assert after["c"][0].snoozed_by == "U2"  # the other writer's change is kept
+
+
+async def test_upgrade_from_the_previous_release(store: Store) -> None:
+    """A database made by the previous release (schema 2, with a request in flight) is
+    brought up to date on start, its rows kept and the new rules in force."""
+    from tests.fixtures import schema_v2
+
+    async with store.engine.begin() as connection:
+        for table in reversed(schema_v2.metadata.sorted_tables):
+            await connection.execute(
+                sa.text(f"DROP TABLE IF EXISTS {table.name} CASCADE")
+                if store.engine.dialect.name == "postgresql"
+                else sa.text(f"DROP TABLE IF EXISTS {table.name}")
+            )
+        for name in ("leases", "sweep_reports"):
+            await connection.execute(sa.text(f"DROP TABLE IF EXISTS {name}"))
+        await connection.run_sync(schema_v2.metadata.create_all)
+        await connection.execute(schema_v2.meta.insert().values(key="schema_version", value="2"))
+        row = {
+            "id": "r-old",
+            "kind": "resize",
+            "cluster": a_request().cluster,
+            "plan": a_request().plan.model_dump_json(),
+            "requester": "U1",
+            "channel": "C1",
+            "created_at": 1000.0,
+            "expires_at": 2000.0,
+            "state": "running",
+            "origin": "command",
+        }
+        await connection.execute(schema_v2.requests.insert().values(**row))
+    assert await store.migrate() == SCHEMA_VERSION
+    loaded = await store.get_request("r-old")
+    assert loaded is not None and loaded.state == RequestState.RUNNING
+    assert loaded.owner is None and loaded.lease_until == 0.0
+    with pytest.raises(OpenRequestExistsError):  # the new index applies to old rows too
+        await store.add_request(a_request("r-new"))
+    assert await store.take_lease("idle-sweep", "a", 1.0, 10.0)  # new tables exist

@@ -1,10 +1,17 @@
-"""The Messenger for Slack: Web API calls through slack_sdk, with rate limits waited out."""
+"""The Messenger for Slack: Web API calls through slack_sdk, with rate limits waited out.
+
+Every refusal becomes a ``MessengerError`` carrying Slack's error code (``not_in_channel``,
+``channel_not_found``, ``ratelimited``...), so the core can tell "the bot may not post here"
+from a passing failure. Every text is redacted of configured secrets before it leaves.
+"""
 
 from __future__ import annotations
 
 import itertools
 import logging
+from typing import Any
 
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -12,7 +19,9 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.redact import Redactor
 from bot.slack.render import render
+from handlers.messenger import MessengerError
 from handlers.replies import Reply
 
 
@@ -30,24 +39,42 @@ def web_client(token: str, base_url: str) -> AsyncWebClient:
     )
 
 
+def _refusal(error: SlackClientError) -> MessengerError:
+    if isinstance(error, SlackApiError):
+        code = error.response.get("error") if error.response is not None else None
+        return MessengerError(str(code or "unknown_error"))
+    return MessengerError("connection_failed")
+
+
 class SlackMessenger:
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, redactor: Redactor | None = None) -> None:
         self.client = client
+        self.redactor = redactor or Redactor()
+
+    def _content(self, reply: Reply) -> dict[str, Any]:
+        text, blocks = render(reply, self.redactor)
+        return {"text": text, "blocks": blocks}
 
     async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
-        text, blocks = render(reply)
-        response = await self.client.chat_postMessage(
-            channel=channel, text=text, blocks=blocks, thread_ts=thread_ts
-        )
+        try:
+            response = await self.client.chat_postMessage(
+                channel=channel, thread_ts=thread_ts, **self._content(reply)
+            )
+        except SlackClientError as error:
+            raise _refusal(error) from error
         return str(response["ts"])
 
     async def update(self, channel: str, ts: str, reply: Reply) -> None:
-        text, blocks = render(reply)
-        await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
+        try:
+            await self.client.chat_update(channel=channel, ts=ts, **self._content(reply))
+        except SlackClientError as error:
+            raise _refusal(error) from error
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
-        text, blocks = render(reply)
-        await self.client.chat_postEphemeral(channel=channel, user=user, text=text, blocks=blocks)
+        try:
+            await self.client.chat_postEphemeral(channel=channel, user=user, **self._content(reply))
+        except SlackClientError as error:
+            raise _refusal(error) from error
 
 
 class LogMessenger:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.redact import Redactor
 from handlers.replies import (
     Button,
     Buttons,
@@ -17,6 +18,7 @@ from handlers.replies import (
     Select,
     Table,
     Text,
+    clip,
     escape,
 )
 
@@ -31,7 +33,7 @@ def _plain(text: str, limit: int) -> dict[str, Any]:
 
 
 def _mrkdwn(text: str, limit: int = SECTION_LIMIT) -> dict[str, Any]:
-    return {"type": "mrkdwn", "text": text if len(text) <= limit else text[: limit - 1] + "…"}
+    return {"type": "mrkdwn", "text": clip(text, limit)}
 
 
 def _chunks(lines: tuple[str, ...], limit: int) -> list[str]:
@@ -40,7 +42,7 @@ def _chunks(lines: tuple[str, ...], limit: int) -> list[str]:
     current: list[str] = []
     size = 0
     for line in lines:
-        line = line if len(line) < limit else line[: limit - 10] + "…"
+        line = line if len(line) < limit else clip(line, limit - 10)
         if current and size + len(line) + 1 > limit:
             chunks.append("\n".join(current))
             current, size = [], 0
@@ -120,8 +122,9 @@ def _blocks(part: Part) -> list[dict[str, Any]]:
     return [block]
 
 
-def render(reply: Reply) -> tuple[str, list[dict[str, Any]]]:
-    """The fallback text and the blocks for a reply."""
+def render(reply: Reply, redactor: Redactor | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The fallback text and the blocks for a reply; with a redactor, no configured secret
+    survives in any of it."""
     blocks = [block for part in reply.parts for block in _blocks(part)]
     if len(blocks) > MAX_BLOCKS:
         hidden = len(blocks) - (MAX_BLOCKS - 1)
@@ -129,4 +132,7 @@ def render(reply: Reply) -> tuple[str, list[dict[str, Any]]]:
         keep = MAX_BLOCKS - 1 - len(actions)
         notice = {"type": "context", "elements": [_mrkdwn(f"{hidden} more parts not shown")]}
         blocks = [*blocks[:keep], notice, *actions]
-    return escape(reply.summary)[:3000], blocks
+    text = clip(escape(reply.summary), 3000)
+    if redactor is not None:
+        return redactor.clean_text(text), redactor.clean_blocks(blocks)
+    return text, blocks

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 2
+from handlers.records import OPEN_STATES
+
+SCHEMA_VERSION = 3
+OPEN = sorted(str(s) for s in OPEN_STATES)
 
 metadata = sa.MetaData()
 
@@ -34,6 +37,20 @@ requests = sa.Table(
     sa.Column("outcome", sa.Text),
     sa.Column("finished_at", sa.Float),
     sa.Column("origin", sa.String(32), nullable=False, server_default="command"),
+    sa.Column("owner", sa.String(128)),
+    sa.Column("lease_until", sa.Float, nullable=False, server_default="0"),
+    sa.Column("progress_ts", sa.String(32)),
+    sa.Column("executing_at", sa.Float),
+)
+OPEN_REQUEST_INDEX = "one_open_request_per_cluster"
+# A cluster has at most one request under way: two people asking at once, on two replicas,
+# cannot both get a card. Partial unique indexes work alike on SQLite and PostgreSQL.
+sa.Index(
+    OPEN_REQUEST_INDEX,
+    requests.c.cluster,
+    unique=True,
+    sqlite_where=requests.c.state.in_(OPEN),
+    postgresql_where=requests.c.state.in_(OPEN),
 )
 
 operations = sa.Table(
@@ -54,8 +71,10 @@ operations = sa.Table(
     sa.Column("done", sa.Boolean, nullable=False),
     sa.Column("error", sa.Text),
     sa.Column("final", sa.String(16)),
-    sa.Column("owner", sa.String(64)),
+    sa.Column("owner", sa.String(128)),
     sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False, server_default="operation"),
+    sa.Column("done_at", sa.Float),
 )
 
 audit = sa.Table(
@@ -79,7 +98,40 @@ idle_records = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
 )
 
+# Work that one replica at a time does (the idle sweep): who holds it, until when, and when
+# it last finished, so replicas take turns instead of each sweeping every interval.
+leases = sa.Table(
+    "leases",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("owner", sa.String(128)),
+    sa.Column("until", sa.Float, nullable=False),
+    sa.Column("last_finished", sa.Float),
+)
+
+# The last sweep's report, so /cluster idle answers at once on any replica.
+sweep_reports = sa.Table(
+    "sweep_reports",
+    metadata,
+    sa.Column("name", sa.String(32), primary_key=True),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("report", sa.Text, nullable=False),
+)
+
 # Statements that take a database at version N-1 to version N, in order. Version 1 is the
-# first schema, created whole by create_all; version 2 adds idle_records, which create_all
-# also creates on an existing database.
-MIGRATIONS: dict[int, list[str]] = {2: []}
+# first schema, created whole by create_all; create_all also adds the tables a later version
+# introduces (idle_records in 2; leases and sweep_reports in 3) to an existing database.
+_OPEN_LIST = ", ".join(f"'{s}'" for s in OPEN)
+MIGRATIONS: dict[int, list[str]] = {
+    2: [],
+    3: [
+        "ALTER TABLE approval_requests ADD COLUMN owner VARCHAR(128)",
+        "ALTER TABLE approval_requests ADD COLUMN lease_until FLOAT NOT NULL DEFAULT 0",
+        "ALTER TABLE approval_requests ADD COLUMN progress_ts VARCHAR(32)",
+        "ALTER TABLE approval_requests ADD COLUMN executing_at FLOAT",
+        "ALTER TABLE tracked_operations ADD COLUMN kind VARCHAR(16) NOT NULL DEFAULT 'operation'",
+        "ALTER TABLE tracked_operations ADD COLUMN done_at FLOAT",
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {OPEN_REQUEST_INDEX} ON approval_requests (cluster) "
+        f"WHERE state IN ({_OPEN_LIST})",
+    ],
+}

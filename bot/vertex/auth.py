@@ -1,7 +1,8 @@
 """Access tokens for the control plane: Application Default Credentials, or a static token.
 
 google-auth's credentials are synchronous; refreshing does blocking HTTP, so it runs in a
-worker thread, behind a lock so that concurrent requests share one refresh.
+worker thread, behind a lock so that concurrent requests share one refresh. Every failure to
+get a token becomes a ``CredentialsError`` that says in plain words what is missing.
 """
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
+from bot.vertex.errors import CredentialsError, scrub
+
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+ADC_HINT = (
+    "set GOOGLE_APPLICATION_CREDENTIALS to a service account key file, attach a service "
+    "account to the machine, or run `gcloud auth application-default login`"
+)
 
 
 class TokenSource(Protocol):
@@ -24,6 +31,19 @@ class StaticToken:
 
     async def token(self) -> str:
         return self._token
+
+
+def _explain(error: Exception) -> CredentialsError:
+    """A google-auth failure in words a person can act on (no secrets, no traceback)."""
+    kind = type(error).__name__
+    text = scrub(str(error), limit=200)
+    if kind == "DefaultCredentialsError":
+        return CredentialsError(f"no Application Default Credentials were found ({ADC_HINT})")
+    if kind == "RefreshError":
+        return CredentialsError(f"the credentials were refused when refreshed: {text}")
+    if kind == "TransportError":
+        return CredentialsError(f"Google's token service could not be reached: {text}")
+    return CredentialsError(f"{kind}: {text}")
 
 
 class GoogleCredentialsToken:
@@ -50,10 +70,13 @@ class GoogleCredentialsToken:
         if credentials is not None and credentials.valid:
             return str(credentials.token)
         async with self._lock:
-            if self._credentials is None:
-                self._credentials = await asyncio.to_thread(self._load_default)
-            credentials = self._credentials
-            if not credentials.valid:
-                await asyncio.to_thread(self._refresh, credentials)
-                self.refreshes += 1
+            try:
+                if self._credentials is None:
+                    self._credentials = await asyncio.to_thread(self._load_default)
+                credentials = self._credentials
+                if not credentials.valid:
+                    await asyncio.to_thread(self._refresh, credentials)
+                    self.refreshes += 1
+            except Exception as error:  # google-auth raises its own types; each is explained
+                raise _explain(error) from error
             return str(credentials.token)

@@ -76,11 +76,16 @@ _SECRET_PATTERNS = [
 MAX_MESSAGE = 300
 
 
-def scrub(text: str, limit: int = MAX_MESSAGE) -> str:
-    """Remove credential-shaped substrings and trim, so that the text can be shown or stored."""
+def redact_patterns(text: str) -> str:
+    """Replace credential-shaped substrings, keeping the text's layout."""
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub("[redacted]", text)
-    text = " ".join(text.split())
+    return text
+
+
+def scrub(text: str, limit: int = MAX_MESSAGE) -> str:
+    """Remove credential-shaped substrings and trim, so that the text can be shown or stored."""
+    text = " ".join(redact_patterns(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -191,13 +196,41 @@ class TransportError(UnavailableError):
 
 
 class OutcomeUnknownError(VertexError):
-    """A change may have reached the server but its reply was lost; it is not replayed."""
+    """A change may have reached the server, its reply was lost, and looking the cluster up
+    could not tell whether it applied. It is not replayed."""
 
     status = "UNKNOWN"
 
     def __init__(self, message: str, *, cause: VertexError) -> None:
         self.cause = cause
         super().__init__(message, http_status=cause.http_status)
+
+
+class AppliedWithoutReplyError(VertexError):
+    """A change's reply was lost, but the cluster shows it applied or in progress: there is
+    no operation to follow, so the caller follows the cluster itself."""
+
+    status = "UNKNOWN"
+
+    def __init__(self, message: str, *, cause: VertexError) -> None:
+        self.cause = cause
+        super().__init__(message, http_status=cause.http_status)
+
+
+class MalformedReplyError(UnknownError):
+    """The control plane sent something clusterbot cannot read; the message names the field."""
+
+
+class CredentialsError(UnauthenticatedError):
+    """clusterbot has no usable Google Cloud credentials (no ADC, an unreadable key file, a
+    refresh that failed); the message says which and how to fix it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, http_status=401)
+
+    @property
+    def user_message(self) -> str:
+        return f"clusterbot cannot authenticate to Google Cloud: {self.message}"
 
 
 ERROR_TYPES: dict[str, type[VertexError]] = {
@@ -269,3 +302,11 @@ def error_from_status(code: int, message: str) -> VertexError:
     """The typed error for a google.rpc.Status, e.g. a finished operation's ``error``."""
     cls = ERROR_TYPES.get(RPC_CODES.get(code, "UNKNOWN"), UnknownError)
     return cls(message)
+
+
+class SlurmUnreadableError(Exception):
+    """Slurm's activity could not be read; ``reason`` says why, in words for a person."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = scrub(reason)

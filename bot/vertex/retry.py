@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from bot.vertex.errors import (
     DeadlineExceededError,
     InternalError,
+    MalformedReplyError,
     ResourceExhaustedError,
     TransportError,
     UnavailableError,
@@ -36,17 +37,35 @@ class RetryPolicy:
             cap = min(self.maximum, cap * self.multiplier)
 
 
+def may_have_applied(error: VertexError) -> bool:
+    """Whether a failed change may still have reached the server and been applied.
+
+    Only a refusal the server gave on purpose (a 4xx other than 429) or a connection that was
+    never made proves it was not: any 5xx, a 429, a timeout and a connection that broke after
+    sending are all undecided until the cluster is looked up.
+    """
+    if isinstance(error, TransportError):
+        return error.sent
+    if isinstance(error, MalformedReplyError):
+        return True  # the server answered, just not in a shape this code reads
+    if isinstance(error, ResourceExhaustedError | DeadlineExceededError):
+        return True
+    return error.http_status >= 500
+
+
 def is_retryable(error: VertexError, *, safe: bool) -> bool:
     """Whether a failed call may be tried again.
 
     UNAVAILABLE and a connection failure are retryable for every call; RESOURCE_EXHAUSTED,
-    INTERNAL, a 5xx UNKNOWN and DEADLINE_EXCEEDED only for calls that change nothing, unless
-    the caller can first check that a change did not apply (see ``VertexClient``).
+    INTERNAL, a 5xx UNKNOWN and DEADLINE_EXCEEDED only for calls that change nothing, or once
+    a look-up has shown that a change did not apply (see ``VertexClient``).
     Never: INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, UNAUTHENTICATED,
     FAILED_PRECONDITION, ALREADY_EXISTS, ABORTED.
     """
     if isinstance(error, TransportError | UnavailableError):
         return True
+    if isinstance(error, MalformedReplyError):
+        return False  # the same reply would come back
     transient = isinstance(error, ResourceExhaustedError | InternalError | DeadlineExceededError)
     transient = transient or (isinstance(error, UnknownError) and error.http_status >= 500)
     return transient and safe

@@ -1,8 +1,11 @@
-"""The control plane's request rules as the simulator enforces them.
+"""The control plane's request rules as the simulator enforces them, each with its source.
 
-Field names are normalized to camelCase (requests may use snake_case, as the product docs'
-own examples do); the keys of map fields (labels, slurm.conf settings) are left alone.
-Each rule failure raises ``SimError`` with the status and wording the real service uses.
+Sources: the provider schema (``mmv1/products/vertexai/ModelDevelopmentCluster.yaml`` in
+GoogleCloudPlatform/magic-modules, "schema" below), the training-cluster docs
+(create-cluster, manage-cluster, view-clusters, Flex Start, manage-clusters-slurm) and
+Google's API design rules (AIP-134, 193). Field names are normalized to camelCase (requests
+may use snake_case, as the docs' own examples do); the keys of map fields (labels, slurm.conf
+settings) are left alone. Each failure raises ``SimError`` with the status the service uses.
 """
 
 from __future__ import annotations
@@ -12,50 +15,100 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel, to_snake
 
-from bot.vertex.errors import HTTP_FROM_STATUS
+from bot.sandbox.controlplane.slurm_keys import (
+    CLUSTER_KEYS,
+    NODE_KEYS,
+    PARTITION_KEYS,
+    REFUSED_KEYS,
+    normal,
+)
 
+# The simulator's own table of google.rpc status -> HTTP status (AIP-193), kept apart from
+# the client's so that a wrong mapping on one side is caught by the other.
+HTTP_STATUS = {
+    "INVALID_ARGUMENT": 400,
+    "FAILED_PRECONDITION": 400,
+    "OUT_OF_RANGE": 400,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "ALREADY_EXISTS": 409,
+    "ABORTED": 409,
+    "RESOURCE_EXHAUSTED": 429,
+    "CANCELLED": 499,
+    "INTERNAL": 500,
+    "UNKNOWN": 500,
+    "DATA_LOSS": 500,
+    "UNIMPLEMENTED": 501,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+}
+STATUS_OF_HTTP = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+# schema: modelDevelopmentClusterId "1-10 characters ... When using slurm_spec, hyphens are
+# not allowed (/^[a-z][a-z0-9]{0,9}$/)".
 CLUSTER_ID_RE = re.compile(r"^[a-z][a-z0-9]{0,9}$")
-MAP_FIELDS = {"labels", "config", "metadata"}
+# Map fields: their keys are data, not field names (schema type KeyValuePairs/KeyValueLabels).
+MAP_FIELDS = {"labels", "config", "metadata", "endpoints"}
 SLURM = "orchestrator_spec.slurm_spec"
+# Every updateMask path the provider sends (schema update_mask_fields; manage-cluster lists
+# node_pools and the slurm_spec partitions, login pool and scripts).
 ALLOWED_MASK_PATHS = {
     "node_pools",
     "display_name",
     "labels",
+    "lustre_export_config",
     f"{SLURM}.partitions",
     f"{SLURM}.login_node_pool_id",
     f"{SLURM}.prolog_bash_scripts",
     f"{SLURM}.epilog_bash_scripts",
     f"{SLURM}.config",
+    f"{SLURM}.scheduling",
+    f"{SLURM}.accounting",
     f"{SLURM}.default_partition_id",
     f"{SLURM}.node_sets",
 }
-IMMUTABLE_POOL_FIELDS = ("machineSpec", "provisioningModel", "zone")
-# slurm.conf keys the service manages itself, compared lower-case with underscores removed.
-REFUSED_SLURM_KEYS = {
-    "prolog",
-    "epilog",
-    "healthcheckprogram",
-    "healthcheckinterval",
-    "healthchecknodestate",
-    "requeueexit",
-    # slurmdbd parameters
-    "accountingstoragehost",
-    "accountingstorageport",
-    "accountingstoragepass",
-    "accountingstorageuser",
-    "accountingstoragebackuphost",
-    "accountingstorageexternalhost",
-    "dbdhost",
-    "dbdaddr",
-    "dbdport",
-    "dbdbackuphost",
-    "storagehost",
-    "storageport",
-    "storagepass",
-    "storageuser",
-    "storageloc",
-    "storagetype",
+# manage-cluster: updateMode is UPDATE_MODE_UNSPECIFIED, USER_ONLY or USER_AND_SERVICE.
+UPDATE_MODES = {"UPDATE_MODE_UNSPECIFIED", "USER_ONLY", "USER_AND_SERVICE"}
+# schema: machineSpec, provisioningModel, confidentialInstanceConfig and id are immutable.
+IMMUTABLE_POOL_FIELDS = ("machineSpec", "provisioningModel", "confidentialInstanceConfig", "zone")
+# schema "Possible values" of each enumeration.
+PROVISIONING_MODELS = {"ON_DEMAND", "RESERVATION", "SPOT", "FLEX_START"}
+RESERVATION_AFFINITY_TYPES = {"NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"}
+CONFIDENTIAL_TYPES = {"SEV", "SEV_SNP", "TDX"}
+BOOT_DISK_TYPES = {"pd-ssd", "pd-standard", "hyperdisk-balanced"}  # schema bootDiskType
+DAYS_OF_WEEK = {"MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"}
+ACCELERATOR_TYPES = {
+    "NVIDIA_TESLA_T4",
+    "NVIDIA_TESLA_V100",
+    "NVIDIA_TESLA_A100",
+    "NVIDIA_A100_80GB",
+    "NVIDIA_L4",
+    "NVIDIA_H100_80GB",
+    "NVIDIA_H100_MEGA_80GB",
+    "NVIDIA_H200_141GB",
+    "NVIDIA_B200",
+    "NVIDIA_GB200",
 }
+DISPLAY_NAME_LIMIT = 128  # schema displayName: "up to 128 characters"
+LABEL_LIMIT = 64  # schema labels: "no longer than 64 characters"
+# schema labels: "lowercase letters, numeric characters, underscores and dashes.
+# International characters are allowed"; keys start with a letter (goo.gl/xmQnxf).
+LABEL_KEY_RE = re.compile(r"^[^\W\dA-Z_][\w-]*$")
+LABEL_VALUE_RE = re.compile(r"^[\w-]*$")
 
 
 class SimError(Exception):
@@ -69,7 +122,7 @@ class SimError(Exception):
 
     @property
     def http_status(self) -> int:
-        return HTTP_FROM_STATUS[self.status]
+        return HTTP_STATUS[self.status]
 
     def body(self) -> dict[str, Any]:
         error: dict[str, Any] = {
@@ -106,11 +159,36 @@ def camelize(value: Any, *, keep_keys: bool = False) -> Any:
     return value
 
 
-def mask_paths(raw: str) -> list[str]:
-    """Parse an updateMask (camelCase or snake_case paths) and refuse unknown paths."""
+def _zero(value: Any) -> bool:
+    if value is None or value is False or value == "" or value == [] or value == {}:
+        return True
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == 0
+
+
+def proto3(value: Any, *, is_map: bool = False) -> Any:
+    """A document as proto3 JSON emits it: fields holding a zero value (0, "", false, an
+    empty list or message) are left out; a map's entries are kept whatever their value."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            shown = proto3(item, is_map=not is_map and key in MAP_FIELDS)
+            if is_map or not _zero(shown):
+                out[key] = shown
+        return out
+    if isinstance(value, list):
+        return [proto3(item) for item in value]
+    return value
+
+
+def mask_paths(raw: str, body: dict[str, Any]) -> list[str]:
+    """Parse an updateMask (camelCase or snake_case paths) and refuse unknown paths. Without
+    one (AIP-134), every updatable field the request carries is updated."""
     paths = [p.strip() for p in raw.split(",") if p.strip()]
     if not paths:
-        raise invalid("update_mask is required and must name at least one field")
+        present = [p for p in sorted(ALLOWED_MASK_PATHS) if get_path(body, p) is not None]
+        if not present:
+            raise invalid("the request sets no field that can be updated")
+        return present
     normalized = [".".join(to_snake(seg) for seg in p.split(".")) for p in paths]
     for original, path in zip(paths, normalized, strict=True):
         if path not in ALLOWED_MASK_PATHS:
@@ -119,6 +197,14 @@ def mask_paths(raw: str) -> list[str]:
                 f"Updatable fields are: {', '.join(sorted(ALLOWED_MASK_PATHS))}"
             )
     return normalized
+
+
+def check_update_mode(value: str | None) -> None:
+    if value is not None and value not in UPDATE_MODES:
+        raise invalid(
+            f"Invalid value for update_mode: {value!r}; "
+            f"use one of {', '.join(sorted(UPDATE_MODES))}"
+        )
 
 
 def get_path(document: dict[str, Any], path: str) -> Any:
@@ -154,7 +240,94 @@ def _int_field(pool_id: str, spec: dict[str, Any], field: str) -> int:
     return number
 
 
-def check_node_pools(pools: Any) -> list[str]:
+def _enum(where: str, value: Any, allowed: set[str]) -> None:
+    """An enumeration value outside the schema's "Possible values" is refused."""
+    if value is not None and value not in allowed:
+        raise invalid(
+            f"Invalid value at '{where}': {value!r} is not one of {', '.join(sorted(allowed))}"
+        )
+
+
+def _is_gpu(pool: dict[str, Any]) -> bool:
+    spec = pool.get("machineSpec") or {}
+    machine = str(spec.get("machineType", ""))
+    return bool(spec.get("acceleratorType")) or machine.startswith(("a2-", "a3-", "a4", "g2-"))
+
+
+def check_pool(pool: dict[str, Any], pool_id: str, login: str | None) -> None:
+    spec = pool.get("machineSpec") or {}
+    if not spec.get("machineType"):
+        raise invalid(f"node pool {pool_id!r}: machine_spec.machine_type is required")
+    _enum(
+        f"node_pools[{pool_id}].machine_spec.accelerator_type",
+        spec.get("acceleratorType"),
+        ACCELERATOR_TYPES,
+    )
+    affinity = spec.get("reservationAffinity")
+    if affinity is not None:
+        _enum(
+            f"node_pools[{pool_id}].machine_spec.reservation_affinity.reservation_affinity_type",
+            affinity.get("reservationAffinityType"),
+            RESERVATION_AFFINITY_TYPES,
+        )
+    model = pool.get("provisioningModel")
+    if model == "PROVISIONING_MODEL_UNSPECIFIED":
+        model = None
+    _enum(f"node_pools[{pool_id}].provisioning_model", model, PROVISIONING_MODELS)
+    # schema provisioningModel: "reservation_affinity must be set if provisioning_model is
+    # RESERVATION" and "must not be set if provisioning_model is ON_DEMAND, SPOT or
+    # FLEX_START"; for a GPU pool with neither, "the request will be rejected".
+    if model == "RESERVATION" and affinity is None:
+        raise invalid(
+            f"node pool {pool_id!r}: machine_spec.reservation_affinity must be set for the "
+            "RESERVATION provisioning model"
+        )
+    if model in ("ON_DEMAND", "SPOT", "FLEX_START") and affinity is not None:
+        raise invalid(
+            f"node pool {pool_id!r}: machine_spec.reservation_affinity must not be set for the "
+            f"{model} provisioning model"
+        )
+    if model is None and affinity is None and _is_gpu(pool):
+        raise invalid(
+            f"node pool {pool_id!r}: a GPU node pool needs an explicit provisioning_model "
+            "(or a reservation_affinity)"
+        )
+    disk = pool.get("bootDisk") or {}
+    _enum(
+        f"node_pools[{pool_id}].boot_disk.boot_disk_type", disk.get("bootDiskType"), BOOT_DISK_TYPES
+    )
+    confidential = pool.get("confidentialInstanceConfig") or {}
+    _enum(
+        f"node_pools[{pool_id}].confidential_instance_config.confidential_instance_type",
+        confidential.get("confidentialInstanceType"),
+        CONFIDENTIAL_TYPES,
+    )
+    for field in ("filestores", "lustres"):
+        mounts = pool.get(field)
+        if mounts is not None and not (
+            isinstance(mounts, list) and all(isinstance(m, str) for m in mounts)
+        ):
+            # schema: "List of the existing Filestore instances", items of type String
+            raise invalid(f"node pool {pool_id!r}: {field} must be a list of instance names")
+    check_labels(pool.get("labels"), f"node pool {pool_id!r} labels")
+    scaling = pool.get("scalingSpec") or {}
+    low = _int_field(pool_id, scaling, "minNodeCount")
+    high = _int_field(pool_id, scaling, "maxNodeCount")
+    if not 0 <= low <= high:
+        raise invalid(
+            f"node pool {pool_id!r}: scaling_spec must have 0 <= min_node_count <= "
+            f"max_node_count (got min {low}, max {high})"
+        )
+    # create-cluster: "For the login node pool, the MAX_NODE_COUNT must be the same as the
+    # MIN_NODE_COUNT."
+    if pool_id == login and low != high:
+        raise invalid(
+            f"node pool {pool_id!r} is the login node pool: its min_node_count and "
+            f"max_node_count must be equal (got {low} and {high})"
+        )
+
+
+def check_node_pools(pools: Any, login: str | None) -> list[str]:
     if not isinstance(pools, list) or not pools:
         raise invalid("node_pools must list at least one node pool")
     ids: list[str] = []
@@ -165,36 +338,62 @@ def check_node_pools(pools: Any) -> list[str]:
         if pool_id in ids:
             raise invalid(f"node pool ids must be unique; {pool_id!r} appears twice")
         ids.append(pool_id)
-        if not get_path(pool, "machine_spec.machine_type"):
-            raise invalid(f"node pool {pool_id!r}: machine_spec.machine_type is required")
-        scaling = pool.get("scalingSpec") or {}
-        low = _int_field(pool_id, scaling, "minNodeCount")
-        high = _int_field(pool_id, scaling, "maxNodeCount")
-        if not 0 <= low <= high:
-            raise invalid(
-                f"node pool {pool_id!r}: scaling_spec must have 0 <= min_node_count <= "
-                f"max_node_count (got min {low}, max {high})"
-            )
+        check_pool(pool, pool_id, login)
     return ids
 
 
-def check_slurm_config(config: Any, where: str = "orchestrator_spec.slurm_spec.config") -> None:
+def check_slurm_config(
+    config: Any,
+    where: str = "orchestrator_spec.slurm_spec.config",
+    known: frozenset[str] = CLUSTER_KEYS,
+) -> None:
+    """schema config: unsupported, reserved or misspelled keys are refused, naming the key."""
     if config is None:
         return
     if not isinstance(config, dict):
         raise invalid(f"{where} must be a map of slurm.conf settings")
-    for key in config:
-        if str(key).lower().replace("_", "") in REFUSED_SLURM_KEYS:
+    for key, value in config.items():
+        name = normal(str(key))
+        if name in REFUSED_KEYS:
             raise invalid(f"{where}: the slurm.conf key {key!r} is managed by the service")
+        if name not in known:
+            raise invalid(f"{where}: {key!r} is not a supported slurm.conf parameter here")
+        if not isinstance(value, str):
+            raise invalid(f"{where}: the value of {key!r} must be text")
+
+
+def check_labels(labels: Any, where: str) -> None:
+    if labels is None:
+        return
+    if not isinstance(labels, dict):
+        raise invalid(f"{where} must be a map")
+    for key, value in labels.items():
+        key, value = str(key), str(value)
+        if not key or len(key) > LABEL_LIMIT or not LABEL_KEY_RE.match(key):
+            raise invalid(
+                f"{where}: label key {key!r} is invalid: start with a lowercase letter and use "
+                f"only lowercase letters, digits, '_' and '-', at most {LABEL_LIMIT} characters"
+            )
+        if len(value) > LABEL_LIMIT or not LABEL_VALUE_RE.match(value) or value != value.lower():
+            raise invalid(
+                f"{where}: label value {value!r} of {key!r} is invalid: use only lowercase "
+                f"letters, digits, '_' and '-', at most {LABEL_LIMIT} characters"
+            )
 
 
 def check_cluster(cluster: dict[str, Any], *, creating: bool) -> None:
     """Whole-resource rules that hold after any create or update."""
-    pool_ids = check_node_pools(cluster.get("nodePools"))
+    display = cluster.get("displayName")
+    if isinstance(display, str) and len(display) > DISPLAY_NAME_LIMIT:
+        raise invalid(
+            f"display_name is {len(display)} characters; at most {DISPLAY_NAME_LIMIT} are allowed"
+        )
+    check_labels(cluster.get("labels"), "labels")
     slurm = slurm_spec(cluster)
     if not slurm:
         raise invalid("orchestrator_spec.slurm_spec is required")
     login = slurm.get("loginNodePoolId")
+    pool_ids = check_node_pools(cluster.get("nodePools"), login)
     if not login:
         raise invalid("orchestrator_spec.slurm_spec.login_node_pool_id is required")
     if login not in pool_ids:
@@ -217,19 +416,46 @@ def check_cluster(cluster: dict[str, Any], *, creating: bool) -> None:
         for member in members:
             if member not in pool_ids:
                 raise invalid(f"partition {pid!r} names node pool {member!r}, which does not exist")
-        check_slurm_config(partition.get("config"), f"partition {pid!r} config")
+        config = partition.get("config")
+        if isinstance(config, dict) and any(normal(str(k)) == "default" for k in config):
+            # schema partitions[].config: "`Default` is rejected here".
+            raise invalid(
+                f"partition {pid!r} config: 'Default' is not allowed; set "
+                "orchestrator_spec.slurm_spec.default_partition_id instead"
+            )
+        check_slurm_config(config, f"partition {pid!r} config", PARTITION_KEYS)
     default = slurm.get("defaultPartitionId")
     if default and default not in partition_ids:
         raise invalid(
             f"orchestrator_spec.slurm_spec.default_partition_id {default!r} names no partition"
         )
+    if slurm.get("config") and (slurm.get("scheduling") or slurm.get("accounting")):
+        # schema config supersedes the older scheduling / accounting messages.
+        raise invalid(
+            "orchestrator_spec.slurm_spec.config cannot be set together with scheduling or "
+            "accounting, which it supersedes"
+        )
     check_slurm_config(slurm.get("config"))
+    for node_set in slurm.get("nodeSets") or []:
+        pool_id = node_set.get("nodePoolId") if isinstance(node_set, dict) else None
+        if pool_id not in pool_ids:
+            raise invalid(f"node_sets: node pool {pool_id!r} does not exist")
+        if pool_id == login:
+            raise invalid(f"node_sets: {pool_id!r} is the login node pool, which runs no jobs")
+        check_slurm_config(node_set.get("config"), f"node_sets[{pool_id}] config", NODE_KEYS)
+    seen_sets = [n.get("nodePoolId") for n in slurm.get("nodeSets") or []]
+    if len(seen_sets) != len(set(seen_sets)):
+        raise invalid("node_sets: at most one entry per node pool")
     for field in ("prologBashScripts", "epilogBashScripts"):
         scripts = slurm.get(field)
         if scripts is not None and not (
             isinstance(scripts, list) and all(isinstance(s, str) for s in scripts)
         ):
             raise invalid(f"orchestrator_spec.slurm_spec.{to_snake(field)} must be a list of text")
+    export = cluster.get("lustreExportConfig")
+    if isinstance(export, dict):
+        for day in export.get("daysOfWeek") or []:
+            _enum("lustre_export_config.days_of_week", day, DAYS_OF_WEEK)
 
 
 def check_immutable_pools(current: list[dict[str, Any]], proposed: list[dict[str, Any]]) -> None:
@@ -239,7 +465,7 @@ def check_immutable_pools(current: list[dict[str, Any]], proposed: list[dict[str
         if old is None:
             continue
         for field in IMMUTABLE_POOL_FIELDS:
-            if field in pool and pool.get(field) != old.get(field):
+            if field in pool and proto3(pool.get(field)) != proto3(old.get(field)):
                 raise invalid(f"node pool {pool['id']!r}: {to_snake(field)} is immutable")
 
 

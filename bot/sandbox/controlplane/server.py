@@ -14,9 +14,8 @@ from typing import Any
 from aiohttp import web
 
 from bot.sandbox.controlplane import slurm
-from bot.sandbox.controlplane.rules import SimError, invalid
-from bot.sandbox.controlplane.state import Fault, SimulatorState, rfc3339
-from bot.vertex.errors import STATUS_FROM_HTTP
+from bot.sandbox.controlplane.rules import STATUS_OF_HTTP, SimError, check_update_mode, invalid
+from bot.sandbox.controlplane.state import Fault, SimulatorState, present, rfc3339
 
 STATE = web.AppKey("simulator_state", SimulatorState)
 PREFIX = web.AppKey("simulator_prefix", str)
@@ -33,7 +32,7 @@ def error_response(error: SimError, retry_after: int | None = None) -> web.Respo
 
 def fault_error(fault: Fault) -> web.Response:
     status = fault.status or 503
-    name = STATUS_FROM_HTTP.get(status, "INTERNAL" if status >= 500 else "UNKNOWN")
+    name = STATUS_OF_HTTP.get(status, "INTERNAL" if status >= 500 else "UNKNOWN")
     message = fault.message or "The service is currently unavailable."
     response = error_response(SimError(name, message), fault.retry_after)
     response.set_status(status)
@@ -166,7 +165,7 @@ async def list_clusters(request: web.Request) -> web.Response:
     size = min(size or state.page_max, state.page_max)
     offset = state.decode_page_token(parent, request.query.get("pageToken", ""))
     names = sorted(n for n in state.clusters if n.startswith(parent + "/"))
-    page = [state.clusters[n] for n in names[offset : offset + size]]
+    page = [present(state.clusters[n]) for n in names[offset : offset + size]]
     reply: dict[str, Any] = {state.list_key: page} if page else {}
     if offset + size < len(names):
         reply["nextPageToken"] = state.encode_page_token(parent, offset + size)
@@ -190,12 +189,13 @@ def _cluster_name(request: web.Request) -> str:
 
 
 async def get_cluster(request: web.Request) -> web.Response:
-    return web.json_response(request.app[STATE].cluster(_cluster_name(request)))
+    return web.json_response(present(request.app[STATE].cluster(_cluster_name(request))))
 
 
 async def patch_cluster(request: web.Request) -> web.Response:
     state = request.app[STATE]
     mask = request.query.get("updateMask") or request.query.get("update_mask") or ""
+    check_update_mode(request.query.get("updateMode") or request.query.get("update_mode"))
     body = await _json_body(request)
     operation = state.update(_cluster_name(request), mask, body, _operation_failure(request))
     return web.json_response(operation.to_api(state.clock()))
@@ -208,28 +208,67 @@ async def delete_cluster(request: web.Request) -> web.Response:
 
 
 async def cluster_method(request: web.Request) -> web.Response:
-    """``POST .../{id}:callSlurmRestApi``: relay one request to the cluster's slurmrestd."""
+    """``POST .../{id}:callSlurmRestApi``: relay one request to the cluster's slurmrestd.
+
+    manage-clusters-slurm: ``method`` and ``path`` are required; ``body`` is a JSON object,
+    required for HTTP_METHOD_POST and omitted for GET and DELETE (google.protobuf.Struct: a
+    string is refused); the request stays under 1 MB; a path that is not a Slurm path is
+    INVALID_ARGUMENT; an unreachable cluster is UNAVAILABLE ("retry after a short wait").
+    """
     cluster_id, _, verb = request.match_info["cluster"].partition(":")
     if verb != "callSlurmRestApi":
         raise SimError("NOT_FOUND", f"The URL {api_path(request)} was not found.")
     state = request.app[STATE]
     name = f"{_parent(request)}/modelDevelopmentClusters/{cluster_id}"
     cluster = state.cluster(name)
+    if (request.content_length or 0) >= 1_000_000:
+        raise invalid("the request must be smaller than 1 MB")
     body = await _json_body(request)
     method = body.get("method", "")
     if method not in ("HTTP_METHOD_GET", "HTTP_METHOD_POST", "HTTP_METHOD_DELETE"):
-        raise invalid("method must be HTTP_METHOD_GET, HTTP_METHOD_POST or HTTP_METHOD_DELETE")
-    if not isinstance(body.get("path"), str) or not body["path"].startswith("/"):
-        raise invalid("path must be an absolute slurmrestd path, e.g. /slurm/v0.0.41/jobs")
-    if len(json.dumps(body)) >= 1_000_000:
-        raise invalid("the request must be smaller than 1 MB")
-    state_name = (cluster.get("clusterStatus") or {}).get("state")
-    if state_name not in ("RUNNING", "UPDATING"):
-        raise SimError(
-            "FAILED_PRECONDITION", f"Slurm is not reachable while the cluster is {state_name}."
+        raise invalid(
+            f"Invalid value at 'method' ({method!r}): use HTTP_METHOD_GET, HTTP_METHOD_POST "
+            "or HTTP_METHOD_DELETE"
         )
-    jobs = state.jobs.get(name, [])
-    return web.json_response(slurm.reply(cluster_id, method, body["path"], jobs, state.wall()))
+    path = body.get("path")
+    if not isinstance(path, str) or slurm.PATH.match(path) is None:
+        raise invalid(f"The path {path!r} is not a valid Slurm path, e.g. /slurm/v0.0.42/jobs/")
+    if "body" in body:
+        if not isinstance(body["body"], dict):
+            raise invalid(
+                "Invalid value at 'body' (type.googleapis.com/google.protobuf.Struct): "
+                f"{json.dumps(body['body'])[:60]}"
+            )
+        if method != "HTTP_METHOD_POST":
+            raise invalid(f"body must be omitted for {method}")
+    elif method == "HTTP_METHOD_POST":
+        raise invalid("body is required for HTTP_METHOD_POST")
+    state_name = (cluster.get("clusterStatus") or {}).get("state")
+    switches = state.switches(name)
+    if switches.down or state_name not in ("RUNNING", "UPDATING"):
+        raise SimError(
+            "UNAVAILABLE",
+            f"The cluster {cluster_id} is temporarily unreachable; retry after a short wait.",
+        )
+    reported = (cluster.get("clusterStatus") or {}).get("nodesStatus") or []
+    sizes = {
+        pool["id"]: (
+            sum(1 for n in reported if n.get("nodePoolId") == pool["id"]),
+            int((pool.get("scalingSpec") or {}).get("maxNodeCount", 0)),
+        )
+        for pool in cluster.get("nodePools", [])
+    }
+    answer = slurm.reply(
+        cluster,
+        method,
+        path,
+        state.jobs.get(name, []),
+        state.wall(),
+        versions=switches.versions,
+        private_jobs=switches.private_jobs,
+        sizes=sizes,
+    )
+    return web.json_response(answer)
 
 
 async def get_operation(request: web.Request) -> web.Response:
@@ -280,6 +319,19 @@ async def sim_jobs(request: web.Request) -> web.Response:
     return web.json_response({"jobs": state.jobs})
 
 
+async def sim_slurm(request: web.Request) -> web.Response:
+    """Set how a cluster's Slurm behaves: ``{"cluster", "down", "private_jobs", "versions"}``."""
+    state = request.app[STATE]
+    if request.method == "POST":
+        body = await _json_body(request)
+        if not body.get("cluster"):
+            raise invalid("cluster is required: a short id or a full resource name")
+        name = state.resolve(str(body["cluster"]))
+        switches = state.set_slurm(name, body)
+        return web.json_response({"cluster": name, **switches.__dict__})
+    return web.json_response({name: s.__dict__ for name, s in state.slurm.items()})
+
+
 async def sim_config(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if request.method == "POST":
@@ -304,6 +356,7 @@ def create_app(state: SimulatorState, prefix: str = "") -> web.Application:
     app.router.add_route("*", "/_sim/faults", sim_faults)
     app.router.add_route("*", "/_sim/jobs", sim_jobs)
     app.router.add_route("*", "/_sim/config", sim_config)
+    app.router.add_route("*", "/_sim/slurm", sim_slurm)
     return app
 
 

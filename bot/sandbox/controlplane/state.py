@@ -26,6 +26,18 @@ from bot.sandbox.controlplane import rules
 from bot.sandbox.controlplane.rules import SimError
 from bot.vertex.models import ClusterName
 
+SLURM_VERSIONS = ("v0.0.40", "v0.0.41", "v0.0.42")  # Slurm 24.05's data parsers
+
+
+@dataclass
+class SlurmSwitches:
+    """How one cluster's Slurm behaves behind the proxy (set through ``/_sim/slurm``)."""
+
+    down: bool = False  # the controller cannot be reached: the proxy answers UNAVAILABLE
+    private_jobs: bool = False  # PrivateData=jobs: other users' jobs are hidden
+    versions: tuple[str, ...] = SLURM_VERSIONS
+
+
 METADATA_TYPE = (
     "type.googleapis.com/google.cloud.aiplatform.v1beta1.{}ModelDevelopmentClusterOperationMetadata"
 )
@@ -37,6 +49,16 @@ PHASES = {
     "Update": ("validating the change", "reconfiguring node pools", "syncing Slurm"),
     "Delete": ("draining nodes", "deleting nodes", "removing cluster resources"),
 }
+
+
+def present(cluster: dict[str, Any]) -> dict[str, Any]:
+    """A cluster as the API answers it: proto3 JSON, which leaves zero and empty values out
+    (view-clusters; proto3 JSON mapping), with its node pools in another order than they were
+    sent (the provider re-sorts them, as clients must: match pools by id)."""
+    shown = rules.proto3(copy.deepcopy(cluster))
+    if isinstance(shown.get("nodePools"), list):
+        shown["nodePools"] = list(reversed(shown["nodePools"]))
+    return dict(shown)
 
 
 def rfc3339(moment: datetime) -> str:
@@ -89,6 +111,8 @@ class SimOperation:
             document["done"] = True
             if self.error:
                 document["error"] = self.error
+            elif self.response is not None and self.response.get("@type") == CLUSTER_TYPE:
+                document["response"] = present(self.response)
             else:
                 document["response"] = self.response
         return document
@@ -131,6 +155,7 @@ class SimulatorState:
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
     operations: dict[str, SimOperation] = field(default_factory=dict)
     jobs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    slurm: dict[str, SlurmSwitches] = field(default_factory=dict)
     project_numbers: dict[str, str] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -160,6 +185,8 @@ class SimulatorState:
             self.clusters[name] = cluster
         for key, spec in document.get("jobs", {}).items():
             self.set_jobs(key, spec)
+        for key, spec in document.get("slurm", {}).items():
+            self.set_slurm(key, spec)
 
     def load_fixture_file(self, path: Path = DEMO_FIXTURES) -> None:
         self.load_fixtures(json.loads(path.read_text()))
@@ -273,13 +300,37 @@ class SimulatorState:
             raise SimError("NOT_FOUND", f"Operation {name} not found.")
         return self.operations[name]
 
+    def demand(self, cluster: dict[str, Any], pool_id: str) -> int:
+        """Nodes the Slurm queue asks of a pool: the jobs, running or pending, of the
+        partitions that include it (a job without a partition goes to the default one)."""
+        name = str(cluster.get("name", ""))
+        slurm = rules.slurm_spec(cluster)
+        partitions = slurm.get("partitions") or []
+        default = slurm.get("defaultPartitionId") or (partitions[0]["id"] if partitions else "")
+        pools_of = {p["id"]: p.get("nodePoolIds") or [] for p in partitions}
+        wanted = 0
+        for job in self.jobs.get(name, []):
+            if pool_id in pools_of.get(job.get("partition") or default, []):
+                wanted += int(job.get("node_count", 1))
+        return wanted
+
+    def pool_size(self, cluster: dict[str, Any], pool: dict[str, Any]) -> int:
+        """Nodes a pool has: its minimum, and for a pool that scales with the queue (Flex
+        Start docs: "Dynamic nodes ... scale up only when needed") up to its maximum as jobs
+        ask for them."""
+        scaling = pool.get("scalingSpec") or {}
+        low, high = int(scaling.get("minNodeCount", 0)), int(scaling.get("maxNodeCount", 0))
+        if low >= high:
+            return low
+        return max(low, min(high, self.demand(cluster, str(pool["id"]))))
+
     def _nodes(self, cluster: dict[str, Any], state: str) -> list[dict[str, Any]]:
         cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
         login = rules.slurm_spec(cluster).get("loginNodePoolId")
         now = rfc3339(self.wall())
         nodes = []
         for pool in cluster.get("nodePools", []):
-            count = int((pool.get("scalingSpec") or {}).get("minNodeCount", 0))
+            count = self.pool_size(cluster, pool)
             for index in range(count):
                 instance = f"{cluster_id}-{pool['id']}-{index}"
                 nodes.append(
@@ -338,7 +389,8 @@ class SimulatorState:
         self, name: str, mask: str, body: dict[str, Any], fail_with: dict[str, Any] | None
     ) -> SimOperation:
         current = self.cluster(name)
-        paths = rules.mask_paths(mask)
+        request = rules.camelize(body)
+        paths = rules.mask_paths(mask, request)
         if self.running_operation(name):
             raise SimError(
                 "ABORTED",
@@ -346,7 +398,6 @@ class SimulatorState:
                 "try again after it finishes.",
             )
         proposed = copy.deepcopy(current)
-        request = rules.camelize(body)
         for path in paths:
             rules.set_path(proposed, path, copy.deepcopy(rules.get_path(request, path)))
         rules.check_immutable_pools(current.get("nodePools", []), proposed.get("nodePools", []))
@@ -391,7 +442,32 @@ class SimulatorState:
             jobs = [{"job_state": "RUNNING"} for _ in range(int(spec.get("running", 0)))]
             jobs += [{"job_state": "PENDING"} for _ in range(int(spec.get("pending", 0)))]
         self.jobs[name] = jobs
+        self.resettle(name)
         return jobs
+
+    def resettle(self, name: str) -> None:
+        """Pools that scale with the queue follow the jobs at once (a RUNNING cluster)."""
+        cluster = self.clusters.get(name)
+        status = (cluster or {}).get("clusterStatus") or {}
+        if cluster is not None and status.get("state") == "RUNNING":
+            status["nodesStatus"] = self._nodes(cluster, "RUNNING")
+
+    def switches(self, name: str) -> SlurmSwitches:
+        return self.slurm.setdefault(name, SlurmSwitches())
+
+    def set_slurm(self, key: str, spec: dict[str, Any]) -> SlurmSwitches:
+        name = self.resolve(key)
+        switches = self.switches(name)
+        unknown = set(spec) - {"cluster", "down", "private_jobs", "versions"}
+        if unknown:
+            raise rules.invalid(f"unknown Slurm switches: {', '.join(sorted(unknown))}")
+        if "down" in spec:
+            switches.down = bool(spec["down"])
+        if "private_jobs" in spec:
+            switches.private_jobs = bool(spec["private_jobs"])
+        if "versions" in spec:
+            switches.versions = tuple(str(v) for v in spec["versions"])
+        return switches
 
     # -- faults and the request log -------------------------------------------------------------
 

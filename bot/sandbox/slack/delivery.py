@@ -56,12 +56,13 @@ async def _send(
     """To the app's Socket Mode connection when it has one, else signed to its request URL."""
     if ws.sockets:
         return await _over_socket(ws, kind, payload)
-    if not ws.bot_url:
+    url = ws.next_bot_url()
+    if not url:
         return Delivery(None, "", "no request URL is configured for the app")
     headers = signed_headers(ws.signing_secret, body, "application/x-www-form-urlencoded")
     try:
         async with asyncio.timeout(ws.ack_deadline):
-            async with session.post(ws.bot_url, data=body.encode(), headers=headers) as reply:
+            async with session.post(url, data=body.encode(), headers=headers) as reply:
                 return Delivery(reply.status, await reply.text())
     except TimeoutError:
         return Delivery(None, "", "operation_timeout")
@@ -141,12 +142,24 @@ async def deliver_command(
     command, _, rest = text.strip().partition(" ")
     if command != ws.command:
         raise SlackError("unknown_command", status=400, hint=f"commands start with {ws.command}")
+    if len(text) > blockkit.MESSAGE_TEXT_LIMIT:
+        # Slack's composer takes no more than a message holds.
+        raise SlackError("msg_too_long", status=400)
+    if channel.members and user.id not in channel.members:
+        raise SlackError("channel_not_found", status=404)  # not their conversation
+    # The fields of Slack's own example (https://api.slack.com/interactivity/slash-commands):
+    # enterprise_id and enterprise_name only in an Enterprise Grid org.
     payload = {
         "token": "sandbox-verification-token",
         "team_id": ws.team_id,
         "team_domain": ws.team_domain,
+        **(
+            {"enterprise_id": ws.enterprise_id, "enterprise_name": ws.enterprise_name or ""}
+            if ws.enterprise_id
+            else {}
+        ),
         "channel_id": channel.id,
-        "channel_name": channel.name,
+        "channel_name": channel.payload_name,
         "user_id": user.id,
         "user_name": user.name,
         "command": command,
@@ -219,10 +232,20 @@ async def deliver_click(
             "is_ephemeral": message.ephemeral_to is not None,
         },
         "trigger_id": trigger_id(),
-        "team": {"id": ws.team_id, "domain": ws.team_domain},
-        "enterprise": None,
+        "team": {
+            "id": ws.team_id,
+            "domain": ws.team_domain,
+            **(
+                {"enterprise_id": ws.enterprise_id, "enterprise_name": ws.enterprise_name or ""}
+                if ws.enterprise_id
+                else {}
+            ),
+        },
+        "enterprise": (
+            {"id": ws.enterprise_id, "name": ws.enterprise_name or ""} if ws.enterprise_id else None
+        ),
         "is_enterprise_install": False,
-        "channel": {"id": channel.id, "name": channel.name},
+        "channel": {"id": channel.id, "name": channel.payload_name},
         "state": {"values": {}},
         "response_url": ws.response_url(origin, channel.id, user.id, "action", message.ts),
         "actions": [action],

@@ -67,6 +67,10 @@ async def response_url(request: web.Request) -> web.Response:
             if source is not None:
                 ws.delete(source)
             return web.json_response({"ok": True})
+        # "replace_original" replaces the message the URL belongs to: the message an action
+        # came from, or a command's earlier reply through this same URL
+        # (https://docs.slack.dev/messaging/modifying-messages, "Updating messages using
+        # response_url").
         if body.get("replace_original") and source is not None:
             if text is None and blocks is None:
                 raise SlackError("no_text", status=400)
@@ -76,7 +80,7 @@ async def response_url(request: web.Request) -> web.Response:
             raise SlackError("no_text", status=400)
         default = "ephemeral" if entry.kind == "command" else "in_channel"
         ephemeral = (body.get("response_type") or default) == "ephemeral"
-        ws.post(
+        posted = ws.post(
             entry.channel,
             ws.bot.id,
             text or "",
@@ -84,6 +88,8 @@ async def response_url(request: web.Request) -> web.Response:
             thread_ts=body.get("thread_ts") or None,
             ephemeral_to=entry.user if ephemeral else None,
         )
+        if entry.kind == "command":
+            entry.source_ts = posted.ts
     except SlackError as error:
         return _error(error)
     return web.json_response({"ok": True})
@@ -168,8 +174,26 @@ async def messages(request: web.Request) -> web.Response:
     return web.json_response({"messages": [m.to_api() for m in ws.history(channel.id, viewer)]})
 
 
+def _config(ws: Workspace, limits: webapi.RateLimits) -> dict[str, Any]:
+    return {
+        "bot_token": ws.bot_token,
+        "signing_secret": ws.signing_secret,
+        "bot_url": ws.bot_url,
+        "app_token": ws.app_token,
+        "rate_limits": limits.per_minute,
+        "force_ratelimit": limits.forced,
+    }
+
+
+async def configuration(request: web.Request) -> web.Response:
+    """What a real `clusterbot serve` attached to this stand-in needs: the bot token, the
+    signing secret, and where deliveries go."""
+    return web.json_response(_config(request.app[WORKSPACE], request.app[LIMITS]))
+
+
 async def configure(request: web.Request) -> web.Response:
-    """Set the bot's request URL and Web API rate limits (for tests and the demo)."""
+    """Set where deliveries go (one URL, or several spread over in turn), the signing secret,
+    and Web API rate limits (for tests and the demo)."""
     ws = request.app[WORKSPACE]
     limits = request.app[LIMITS]
     try:
@@ -177,7 +201,11 @@ async def configure(request: web.Request) -> web.Response:
     except SlackError as error:
         return _error(error)
     if "bot_url" in body:
-        ws.bot_url = str(body["bot_url"]) or None
+        value = body["bot_url"]
+        if isinstance(value, list):
+            ws.bot_url = [str(v) for v in value if v]
+        else:
+            ws.bot_url = str(value) if value else None
     if body.get("signing_secret"):
         ws.signing_secret = str(body["signing_secret"])
     if "app_token" in body:
@@ -186,9 +214,7 @@ async def configure(request: web.Request) -> web.Response:
     limits.forced.update({str(k): int(v) for k, v in body.get("force_ratelimit", {}).items()})
     if "retry_after" in body:
         limits.retry_after = max(1, int(body["retry_after"]))
-    return web.json_response(
-        {"bot_url": ws.bot_url, "rate_limits": limits.per_minute, "force_ratelimit": limits.forced}
-    )
+    return web.json_response(_config(ws, limits))
 
 
 async def events(request: web.Request) -> web.StreamResponse:
@@ -290,6 +316,7 @@ def install(app: web.Application, workspace: Workspace, *, api_prefix: str = "/a
     app.router.add_post("/sandbox/api/click", click)
     app.router.add_get("/sandbox/api/messages", messages)
     app.router.add_post("/sandbox/api/config", configure)
+    app.router.add_get("/sandbox/api/config", configuration)
     app.router.add_get("/sandbox/api/events", events)
     app.router.add_get("/sandbox/socket", socket_mode)
     app.router.add_get("/", page)

@@ -106,7 +106,7 @@ def _message(ws: Workspace, message: Message) -> dict[str, Any]:
 
 
 async def auth_test(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
-    return {
+    reply: dict[str, Any] = {
         "ok": True,
         "url": f"{origin}/",
         "team": "clusterbot demo",
@@ -116,10 +116,24 @@ async def auth_test(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
         "bot_id": ws.bot_id,
         "is_enterprise_install": False,
     }
+    if ws.enterprise_id:
+        reply["enterprise_id"] = ws.enterprise_id
+    return reply
+
+
+def _postable(ws: Workspace, key: str) -> Any:
+    """The channel, if the bot may post in it: chat.postMessage answers ``not_in_channel`` for
+    a public channel the bot is not in and ``channel_not_found`` for a private channel or DM
+    it is not in (https://api.slack.com/methods/chat.postMessage#errors)."""
+    channel = ws.channel(key)
+    error = channel.postable_error()
+    if error is not None:
+        raise SlackError(error)
+    return channel
 
 
 async def chat_post_message(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
-    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    channel = _postable(ws, _require(args, "channel", "channel_not_found"))
     text, blocks = text_and_blocks(args, required=True)
     thread_ts = args.get("thread_ts") or None
     if thread_ts:
@@ -132,7 +146,7 @@ async def chat_post_message(ws: Workspace, args: Args, origin: str) -> dict[str,
 
 
 async def chat_post_ephemeral(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
-    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    channel = _postable(ws, _require(args, "channel", "channel_not_found"))
     try:
         user = ws.user(_require(args, "user", "user_not_in_channel"))
     except SlackError:
@@ -150,7 +164,7 @@ async def chat_post_ephemeral(ws: Workspace, args: Args, origin: str) -> dict[st
 
 
 async def chat_update(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
-    channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    channel = _postable(ws, _require(args, "channel", "channel_not_found"))
     message = ws.find(channel.id, _require(args, "ts", "message_not_found"))
     if message.user != ws.bot.id or message.ephemeral_to is not None:
         raise SlackError("cant_update_message")
@@ -190,17 +204,20 @@ async def users_info(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
 
 async def conversations_info(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
     channel = ws.channel(_require(args, "channel", "channel_not_found"))
-    return {
-        "ok": True,
-        "channel": {
-            "id": channel.id,
-            "name": channel.name,
-            "is_channel": True,
-            "is_private": False,
-            "is_member": True,
-            "is_archived": False,
-        },
+    if not channel.bot_member and (channel.is_private or channel.is_im):
+        raise SlackError("channel_not_found")  # the bot cannot see conversations it is not in
+    document: dict[str, Any] = {
+        "id": channel.id,
+        "is_channel": not channel.is_im and not channel.is_private,
+        "is_group": channel.is_private,
+        "is_im": channel.is_im,
+        "is_private": channel.is_private or channel.is_im,
+        "is_member": channel.bot_member,
+        "is_archived": False,
     }
+    if not channel.is_im:
+        document["name"] = channel.name
+    return {"ok": True, "channel": document}
 
 
 async def apps_connections_open(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:

@@ -49,11 +49,39 @@ class User:
 
 @dataclass(frozen=True)
 class Channel:
+    """A conversation. Slack posts only where the bot is a member; a public channel it is
+    not in answers ``not_in_channel``, a private channel or DM ``channel_not_found``
+    (chat.postMessage, "Errors": https://api.slack.com/methods/chat.postMessage)."""
+
     id: str
     name: str
+    is_private: bool = False
+    is_im: bool = False
+    bot_member: bool = True
+    members: tuple[str, ...] = ()  # a DM's two people; empty: everyone in the workspace
 
     def to_api(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "is_private": self.is_private,
+            "is_im": self.is_im,
+            "bot_member": self.bot_member,
+        }
+
+    @property
+    def payload_name(self) -> str:
+        """``channel_name`` in a slash command: Slack sends ``directmessage`` for a DM and
+        ``privategroup`` for a private channel."""
+        if self.is_im:
+            return "directmessage"
+        return "privategroup" if self.is_private else self.name
+
+    def postable_error(self) -> str | None:
+        """The error chat.postMessage answers when the bot may not post here."""
+        if self.bot_member:
+            return None
+        return "channel_not_found" if self.is_private or self.is_im else "not_in_channel"
 
 
 @dataclass
@@ -94,7 +122,7 @@ class ResponseUrl:
     user: str
     kind: str  # "command" or "action"
     created: float
-    source_ts: str | None = None
+    source_ts: str | None = None  # the message an action came from; for a command, its last reply
     uses: int = 0
 
     MAX_USES = 5
@@ -106,14 +134,21 @@ DEMO_USERS = (
     User("U0BOB", "bob", "approver", "Bob Approver"),
     User("U0CAROL", "carol", "viewer", "Carol Viewer"),
 )
-DEMO_CHANNELS = (Channel("C0MLINFRA", "ml-infra"), Channel("C0GENERAL", "general"))
+DEMO_CHANNELS = (
+    Channel("C0MLINFRA", "ml-infra"),
+    Channel("C0GENERAL", "general"),
+    Channel("C0RANDOM", "random", bot_member=False),  # public; the bot was not invited
+    Channel("C0SECRETLAB", "secret-lab", is_private=True, bot_member=False),
+    Channel("D0ALICEBOB", "alice-bob", is_im=True, bot_member=False, members=("U0ALICE", "U0BOB")),
+)
+BLOCK_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789=+/"
 
 
 @dataclass
 class Workspace:
     signing_secret: str
     bot_token: str
-    bot_url: str | None = None
+    bot_url: str | list[str] | None = None  # several: deliveries spread over replicas
     team_id: str = "T0DEMO"
     team_domain: str = "clusterbot-demo"
     app_id: str = "A0CLUSTERBOT"
@@ -122,6 +157,8 @@ class Workspace:
     )
     bot_id: str = "B0BOT"
     app_token: str | None = None  # xapp-...: apps.connections.open hands out a Socket Mode URL
+    enterprise_id: str | None = None  # set for an Enterprise Grid org (users are W...)
+    enterprise_name: str | None = None
     command: str = "/cluster"
     ack_deadline: float = 3.0  # Slack's limit for the HTTP 200 ack
     clock: Callable[[], float] = time.time
@@ -136,6 +173,7 @@ class Workspace:
         default_factory=lambda: {"S0APPROVERS": ["U0BOB"]}
     )  # user group id -> member user ids
     _last_ts: float = 0.0
+    _deliveries: int = 0
 
     def __post_init__(self) -> None:
         if not self.users:
@@ -147,6 +185,30 @@ class Workspace:
             self.messages.setdefault(channel, [])
 
     # -- lookups -------------------------------------------------------------------------------
+
+    def next_bot_url(self) -> str | None:
+        """Where the next delivery goes: the request URL, or the next of several in turn, as
+        a load balancer in front of replicas would."""
+        if isinstance(self.bot_url, list):
+            if not self.bot_url:
+                return None
+            url = self.bot_url[self._deliveries % len(self.bot_url)]
+            self._deliveries += 1
+            return url
+        return self.bot_url
+
+    def generate_block_ids(self, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Slack gives every block without a ``block_id`` a random one, and sends it back in
+        interaction payloads (e.g. ``"block_id": "=qXel"`` in the block_actions example)."""
+        out = []
+        for block in blocks:
+            if isinstance(block, dict) and "block_id" not in block:
+                block = {
+                    **block,
+                    "block_id": "".join(secrets.choice(BLOCK_ID_ALPHABET) for _ in range(5)),
+                }
+            out.append(block)
+        return out
 
     def user(self, key: str) -> User:
         key = key.lstrip("@")
@@ -199,7 +261,7 @@ class Workspace:
             channel=channel,
             user=user,
             text=text,
-            blocks=blocks or [],
+            blocks=self.generate_block_ids(blocks or []),
             thread_ts=thread_ts,
             ephemeral_to=ephemeral_to,
             bot_id=self.bot_id if user == self.bot.id else None,
@@ -214,7 +276,7 @@ class Workspace:
         if text is not None:
             message.text = text
         if blocks is not None:
-            message.blocks = blocks
+            message.blocks = self.generate_block_ids(blocks)
         message.edited = {"user": by, "ts": self.next_ts()}
         self.publish("message_changed", message)
         return message

@@ -1,0 +1,130 @@
+"""Idle records: what the bot remembers of each cluster between sweeps, changed by
+compare-and-set so that a click and a sweep never undo each other."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, fields
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from bot.store import schema
+from bot.store.store import Store
+from handlers.idle import IdleRecord, Run
+
+
+def _record_json(record: IdleRecord) -> str:
+    document = asdict(record)
+    document["history"] = [[r.start, r.end, r.busy] for r in record.history]
+    return json.dumps(document, separators=(",", ":"))
+
+
+_RECORD_FIELDS = {f.name for f in fields(IdleRecord)}
+
+
+def _record(text: str) -> IdleRecord:
+    document = json.loads(text)
+    document["history"] = tuple(Run(*run) for run in document.get("history", []))
+    # A record written by another version may carry fields this one does not know.
+    return IdleRecord(**{k: v for k, v in document.items() if k in _RECORD_FIELDS})
+
+
+class IdleRecords:
+    """Idle records, changed by compare-and-set: a click and a sweep never undo each other."""
+
+    def __init__(self, store: Store) -> None:
+        self.engine = store.engine
+
+    async def get(self, cluster: str) -> tuple[IdleRecord, int]:
+        table = schema.idle_records
+        async with self.engine.connect() as connection:
+            row = (
+                await connection.execute(
+                    sa.select(table.c.record, table.c.version).where(table.c.cluster == cluster)
+                )
+            ).first()
+        if row is None:
+            return IdleRecord(cluster=cluster), 0
+        return _record(row.record), int(row.version)
+
+    async def all(self) -> list[IdleRecord]:
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(sa.select(schema.idle_records.c.record))
+            return [_record(r.record) for r in rows]
+
+    async def put(self, record: IdleRecord, version: int, now: float) -> bool:
+        """Write if nobody wrote since ``version`` was read; True when written."""
+        table = schema.idle_records
+        if version == 0:
+            try:
+                async with self.engine.begin() as connection:
+                    await connection.execute(
+                        table.insert().values(
+                            cluster=record.cluster,
+                            record=_record_json(record),
+                            version=1,
+                            updated_at=now,
+                        )
+                    )
+            except sa.exc.IntegrityError:
+                return False  # someone else created it first
+            return True
+        async with self.engine.begin() as connection:
+            result = await connection.execute(
+                table.update()
+                .where(table.c.cluster == record.cluster, table.c.version == version)
+                .values(record=_record_json(record), version=version + 1, updated_at=now)
+            )
+        return bool(result.rowcount == 1)
+
+    async def get_many(self, clusters: Sequence[str]) -> dict[str, tuple[IdleRecord, int]]:
+        """Every record asked for in one query; new clusters get an empty record, version 0."""
+        table = schema.idle_records
+        found = {c: (IdleRecord(cluster=c), 0) for c in clusters}
+        async with self.engine.connect() as connection:
+            for start in range(0, len(clusters), 500):
+                rows = await connection.execute(
+                    sa.select(table.c.cluster, table.c.record, table.c.version).where(
+                        table.c.cluster.in_(clusters[start : start + 500])
+                    )
+                )
+                for row in rows:
+                    found[row.cluster] = (_record(row.record), int(row.version))
+        return found
+
+    async def put_many(self, items: Sequence[tuple[IdleRecord, int]], now: float) -> set[str]:
+        """Compare-and-set many records in one transaction; returns the clusters that lost."""
+        table = schema.idle_records
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        lost: set[str] = set()
+        async with self.engine.begin() as connection:
+            for record, version in items:
+                statement: sa.Executable
+                if version == 0:
+                    statement = (
+                        insert(table)
+                        .values(
+                            cluster=record.cluster,
+                            record=_record_json(record),
+                            version=1,
+                            updated_at=now,
+                        )
+                        .on_conflict_do_nothing(index_elements=["cluster"])
+                    )
+                else:
+                    statement = (
+                        table.update()
+                        .where(table.c.cluster == record.cluster, table.c.version == version)
+                        .values(record=_record_json(record), version=version + 1, updated_at=now)
+                    )
+                if (await connection.execute(statement)).rowcount != 1:
+                    lost.add(record.cluster)
+        return lost
+
+    async def delete(self, cluster: str) -> None:
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                schema.idle_records.delete().where(schema.idle_records.c.cluster == cluster)
+            )

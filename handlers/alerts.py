@@ -1,0 +1,189 @@
+"""Idle alerts: posted once per idle period, edited as the cluster's situation changes, and
+given their buttons back when a remedy started from them does not go through."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+from bot.vertex.errors import VertexError
+from handlers.cards import slack_time
+from handlers.changes import ChangeService
+from handlers.commands import CommandError
+from handlers.costs import PriceBook
+from handlers.idle import AutoAction, IdleRecord, IdleRules, Status, Verdict
+from handlers.idle_cards import IdleEntry, alert_card, closed_alert
+from handlers.messenger import Messenger, MessengerError
+from handlers.plans import ChangePlan, PlanError, PlanKind, plan_delete, plan_scale_to_zero
+from handlers.ports import Clock, ControlPlane, IdleRecordStore
+from handlers.records import ApprovalRequest, Origin, RequestState
+from handlers.replies import escape, mention
+
+log = logging.getLogger(__name__)
+CAS_TRIES = 5
+
+
+class AlertBoard:
+    """The alert messages and the idle records behind them."""
+
+    def __init__(
+        self,
+        records: IdleRecordStore,
+        messenger: Messenger | None,
+        channel: str | None,
+        rules: IdleRules,
+        clock: Clock,
+    ) -> None:
+        self.records = records
+        self.messenger = messenger
+        self.channel = channel
+        self.rules = rules
+        self.clock = clock
+
+    @property
+    def enabled(self) -> bool:
+        return self.messenger is not None and self.channel is not None
+
+    async def update(self, cluster: str, change: Callable[[IdleRecord], IdleRecord]) -> IdleRecord:
+        """Change a record by compare-and-set, so that a sweep and a click never undo each
+        other."""
+        for _ in range(CAS_TRIES):
+            record, version = await self.records.get(cluster)
+            updated = change(record)
+            if await self.records.put(updated, version, self.clock()):
+                return updated
+        raise RuntimeError(f"could not save the idle record of {cluster}")
+
+    async def edit(self, record: IdleRecord, title: str, text: str) -> None:
+        """Replace the alert with a note that asks nothing (its buttons are gone)."""
+        if record.alert_ts and record.alert_channel and self.messenger is not None:
+            try:
+                await self.messenger.update(
+                    record.alert_channel, record.alert_ts, closed_alert(record.cluster, title, text)
+                )
+            except MessengerError as error:
+                log.warning("could not edit the alert of %s: %s", record.cluster, error.code)
+
+    async def post(self, entry: IdleEntry) -> bool:
+        """Post a new alert for the entry; returns whether it was posted."""
+        if self.messenger is None or self.channel is None:
+            return False
+        now = self.clock()
+        try:
+            ts = await self.messenger.post(
+                self.channel, alert_card(entry, now, self.rules.auto_action)
+            )
+        except MessengerError as error:
+            log.warning("could not post the idle alert of %s: %s", entry.cluster, error.code)
+            return False
+        channel = self.channel
+        await self.update(
+            entry.cluster,
+            lambda r: replace(r, alert_ts=ts, alert_channel=channel, alert=entry.to_dict()),
+        )
+        return True
+
+    async def remedy_ended(self, request: ApprovalRequest) -> None:
+        """A request started from an alert ended: say how on the alert; unless it went
+        through, give the alert its buttons back. Safe to call twice."""
+        if request.origin not in (Origin.IDLE, Origin.IDLE_AUTO):
+            return
+        record, _ = await self.records.get(request.cluster)
+        if record.remedy != request.id:
+            return  # already handled, or a newer remedy replaced it
+        what = "delete" if request.kind == PlanKind.DELETE else "scale to zero"
+        if request.state == RequestState.SUCCEEDED:
+            record = await self.update(request.cluster, lambda r: replace(r, remedy=None))
+            title = "Deleted" if request.kind == PlanKind.DELETE else "Scaled to zero"
+            await self.edit(record, "done", f"*{title}*: request `{request.id}` finished.")
+            return
+        by = f" by {mention(request.decided_by)}" if request.decided_by else ""
+        if request.state == RequestState.WITHDRAWN:
+            by = f" by {mention(request.requester)}"
+        note = (
+            f"The {what} request `{escape(request.id)}` was *{request.state}*{by}"
+            + (f": {escape(request.outcome)}" if request.outcome else "")
+            + ". The remedies are back."
+        )
+        record = await self.update(request.cluster, lambda r: replace(r, remedy=None))
+        await self.restore(record, note)
+
+    async def restore(self, record: IdleRecord, note: str) -> None:
+        """Draw the alert again as it was posted, with its buttons, and a note."""
+        if not (record.alert_ts and record.alert_channel and record.alert and self.messenger):
+            return
+        entry = IdleEntry.from_dict(dict(record.alert))
+        card = alert_card(entry, self.clock(), self.rules.auto_action, note=note)
+        try:
+            await self.messenger.update(record.alert_channel, record.alert_ts, card)
+        except MessengerError as error:
+            log.warning("could not restore the alert of %s: %s", record.cluster, error.code)
+
+
+class IdleAlerts:
+    """What a sweep does about each cluster's verdict: post, close, or act."""
+
+    def __init__(
+        self,
+        board: AlertBoard,
+        changes: ChangeService,
+        vertex: ControlPlane,
+        prices: PriceBook,
+        clock: Clock,
+    ) -> None:
+        self.board = board
+        self.changes = changes
+        self.vertex = vertex
+        self.prices = prices
+        self.clock = clock
+
+    async def announce(self, entry: IdleEntry, verdict: Verdict, record: IdleRecord) -> int:
+        """Post a due alert, close one that no longer applies, run a due auto-action; returns
+        how many alerts were posted."""
+        if not self.board.enabled:
+            return 0
+        if verdict.ended_alert and record.alert_ts and record.alert_channel:
+            if verdict.status == Status.FREE:
+                text = "*Scaled to zero*: its compute pools have no nodes, so it costs nothing now."
+            else:
+                text = f"*No longer idle*: {escape(verdict.ended_alert)}."
+            await self.board.edit(record, "no longer idle", text)
+            await self.board.update(
+                entry.cluster, lambda r: replace(r, alert_ts=None, alert_channel=None)
+            )
+            return 0
+        if verdict.alert:
+            if record.alert_ts and record.alert_channel:
+                await self.board.edit(
+                    record,
+                    "still idle",
+                    f"*Still idle*: alerted again at {slack_time(self.clock())}, below.",
+                )
+            return int(await self.board.post(entry))
+        if verdict.auto_action_due:
+            await self._auto_act(entry)
+        return 0
+
+    async def _auto_act(self, entry: IdleEntry) -> None:
+        record = await self.board.update(entry.cluster, lambda r: replace(r, auto_action_at=None))
+        kind = self.board.rules.auto_action
+        try:
+            cluster = await self.vertex.get_cluster(entry.cluster)
+            plan: ChangePlan = (
+                plan_scale_to_zero(cluster, self.prices)
+                if kind == AutoAction.SCALE_TO_ZERO
+                else plan_delete(cluster, self.prices)
+            )
+            channel = record.alert_channel or self.board.channel or ""
+            request = await self.changes.submit("policy", channel, plan, origin=Origin.IDLE_AUTO)
+            await self.board.update(entry.cluster, lambda r: replace(r, remedy=request.id))
+            request = await self.changes.approve_as_policy(request)
+        except (PlanError, CommandError, VertexError) as error:
+            log.warning("auto-action on %s not taken: %s", entry.cluster, error)
+            return
+        text = (
+            f"*Auto-action*: no one responded, so clusterbot asked to "
+            f"{kind.replace('_', ' ')} (request `{request.id}`); progress under its card."
+        )
+        await self.board.edit(record, "auto-action", text)

@@ -1,0 +1,123 @@
+"""Recording what happens to a request: the audit entry, the card, the thread message.
+
+Every step after a state transition is an edit (the card, the thread message) or an append
+that a repeat does no harm to, so a replica that takes over after a crash can run them again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from handlers.cards import ending_text, request_card, thread_reply
+from handlers.messenger import Messenger, MessengerError
+from handlers.ports import Clock, RequestStore
+from handlers.records import ApprovalRequest, AuditEntry, RequestState
+
+log = logging.getLogger(__name__)
+
+# Called once a request has ended (with the request as it ended), e.g. to restore the idle
+# alert a remedy came from. Must be safe to call twice.
+RequestEnded = Callable[[ApprovalRequest], Awaitable[None]]
+EXECUTED = frozenset(
+    {RequestState.SUCCEEDED, RequestState.FAILED, RequestState.REFUSED, RequestState.UNKNOWN}
+)
+
+
+def details(**values: Any) -> str:
+    """Audit details as compact JSON."""
+    return json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class RequestLedger:
+    def __init__(
+        self,
+        store: RequestStore,
+        messenger: Messenger,
+        clock: Clock,
+        on_ended: Sequence[RequestEnded] = (),
+    ) -> None:
+        self.store = store
+        self.messenger = messenger
+        self.clock = clock
+        self.on_ended = tuple(on_ended)
+
+    async def audit(
+        self, actor: str, action: str, request: ApprovalRequest, **extra: object
+    ) -> None:
+        await self.store.audit(
+            AuditEntry(
+                at=self.clock(),
+                actor=actor,
+                action=action,
+                cluster=request.cluster,
+                request_id=request.id,
+                details=details(kind=str(request.kind), **extra),
+            )
+        )
+
+    async def redraw(self, request: ApprovalRequest) -> None:
+        """Edit the card to show the request as it is now."""
+        if request.card_ts:
+            try:
+                await self.messenger.update(request.channel, request.card_ts, request_card(request))
+            except MessengerError as error:
+                log.warning("could not redraw the card of %s: %s", request.id, error.code)
+
+    async def show(self, request: ApprovalRequest, text: str, note: str | None = None) -> None:
+        """Put ``text`` in the card's thread: edit the request's thread message, or post it
+        (and remember it) when there is none yet."""
+        reply = thread_reply(request.plan.cluster_id, text, note)
+        if request.progress_ts:
+            await self.messenger.update(request.channel, request.progress_ts, reply)
+            return
+        ts = await self.messenger.post(request.channel, reply, thread_ts=request.card_ts)
+        request.progress_ts = ts
+        await self.store.update_request(request.id, progress_ts=ts)
+
+    async def end(
+        self,
+        request: ApprovalRequest,
+        from_states: Sequence[RequestState],
+        state: RequestState,
+        *,
+        actor: str,
+        outcome: str | None = None,
+        action: str | None = None,
+        **changes: Any,
+    ) -> bool:
+        """End a request: one conditional transition, then the audit entry, the card, the
+        thread message and the listeners. A request already in ``state`` (this end was begun
+        before a crash) gets the steps after the transition again; True if this call moved it.
+        """
+        won = await self.store.transition(
+            request.id,
+            from_states,
+            state,
+            outcome=outcome,
+            finished_at=self.clock(),
+            **changes,
+        )
+        fresh = await self.store.get_request(request.id)
+        if fresh is None or fresh.state != state:
+            return False
+        if won:
+            await self.audit(actor, action or str(state), fresh, outcome=outcome)
+        await self.conclude(fresh)
+        return won
+
+    async def conclude(self, request: ApprovalRequest) -> None:
+        """The steps after an ending transition, each safe to repeat."""
+        await self.redraw(request)
+        if request.state in EXECUTED:
+            try:
+                await self.show(request, ending_text(request))
+            except MessengerError as error:
+                log.warning("could not post how %s ended: %s", request.id, error.code)
+        for listener in self.on_ended:
+            try:
+                await listener(request)
+            except Exception:  # one listener's trouble must not lose the others
+                log.exception("a listener failed after %s ended", request.id)
