@@ -116,7 +116,151 @@ UPDATE_CASES = [
         set_slurm("prologBashScripts", [1, 2]),
         "must be a list of text",
     ),
+    # schema config: slurmdbd settings and misspelled keys are refused, naming the key
+    (f"{SLURM}.config", set_slurm("config", {"PurgeJobAfter": "12"}), "'PurgeJobAfter' is managed"),
+    (
+        f"{SLURM}.config",
+        set_slurm("config", {"PriorityWieghtAge": "1000"}),
+        "'PriorityWieghtAge' is not a supported slurm.conf parameter",
+    ),
+    # schema config supersedes scheduling/accounting: both together are refused
+    (
+        f"{SLURM}.config,{SLURM}.scheduling",
+        lambda d: (
+            set_slurm("config", {"PriorityType": "priority/multifactor"})(d),
+            set_slurm("scheduling", {"priorityType": "priority/basic"})(d),
+        ),
+        "cannot be set together with scheduling or accounting",
+    ),
+    # schema nodeSets: keyed by a node pool that exists; the login pool runs no jobs
+    (
+        f"{SLURM}.node_sets",
+        set_slurm("nodeSets", [{"nodePoolId": "login", "config": {"Weight": "1"}}]),
+        "'login' is the login node pool",
+    ),
+    (
+        f"{SLURM}.node_sets",
+        set_slurm("nodeSets", [{"nodePoolId": "ghost", "config": {"Weight": "1"}}]),
+        "node pool 'ghost' does not exist",
+    ),
+    (
+        f"{SLURM}.partitions",
+        set_slurm(
+            "partitions", [{"id": "a4", "nodePoolIds": ["a4"], "config": {"Default": "YES"}}]
+        ),
+        "'Default' is not allowed",
+    ),
+    # schema displayName: up to 128 characters; labels: lowercase, digits, _ and -
+    ("display_name", lambda d: d.__setitem__("displayName", "x" * 129), "at most 128 are allowed"),
+    ("labels", lambda d: d.__setitem__("labels", {"Team": "a"}), "label key 'Team' is invalid"),
+    ("labels", lambda d: d.__setitem__("labels", {"k" * 65: "a"}), "is invalid"),
+    ("labels", lambda d: d.__setitem__("labels", {"team": "Research"}), "label value 'Research'"),
+    # create-cluster: the login pool's min and max node counts are equal
+    (
+        "node_pools",
+        lambda d: pool_by_id(d, "login").__setitem__(
+            "scalingSpec", {"minNodeCount": 1, "maxNodeCount": 2}
+        ),
+        "must be equal (got 1 and 2)",
+    ),
 ]
+
+
+def pool_by_id(doc: dict[str, Any], pool_id: str) -> dict[str, Any]:
+    return next(p for p in doc["nodePools"] if p["id"] == pool_id)
+
+
+CREATE_CASES = [
+    # schema provisioningModel: a GPU pool needs a model or a reservation ...
+    (
+        lambda p: (p.pop("provisioningModel"), p["machineSpec"].pop("reservationAffinity")),
+        "explicit provisioning_model",
+    ),
+    # ... RESERVATION needs an affinity, and the others must not have one
+    (
+        lambda p: p.__setitem__("provisioningModel", "ON_DEMAND"),
+        "must not be set for the ON_DEMAND",
+    ),
+    (lambda p: p.__setitem__("provisioningModel", "SPOT"), "must not be set for the SPOT"),
+    (lambda p: p["machineSpec"].pop("reservationAffinity"), "must be set for the RESERVATION"),
+    # unknown enumeration values
+    (lambda p: p.__setitem__("provisioningModel", "CHEAP"), "'CHEAP' is not one of"),
+    (lambda p: p.__setitem__("bootDisk", {"bootDiskType": "nvme"}), "'nvme' is not one of"),
+    (lambda p: p["machineSpec"].__setitem__("acceleratorType", "NVIDIA_X1"), "'NVIDIA_X1'"),
+]
+
+
+@pytest.mark.parametrize(("change", "words"), CREATE_CASES)
+async def test_create_refused_like_the_api(
+    client: VertexClient, change: Callable[[dict[str, Any]], Any], words: str
+) -> None:
+    document = (await client.get_cluster(TRAIN01)).to_api()
+    change(pool_by_id(document, "a4"))
+    with pytest.raises(InvalidArgumentError) as caught:
+        await client.create_cluster(US, "new01", Cluster.model_validate(document))
+    assert words in caught.value.message
+
+
+PROVIDER_MASK_PATHS = [
+    "display_name",
+    "labels",
+    "node_pools",
+    "lustre_export_config",
+    *(
+        f"{SLURM}.{p}"
+        for p in (
+            "config",
+            "scheduling",
+            "accounting",
+            "partitions",
+            "default_partition_id",
+            "node_sets",
+            "prolog_bash_scripts",
+            "epilog_bash_scripts",
+            "login_node_pool_id",
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize("path", PROVIDER_MASK_PATHS)
+async def test_every_mask_path_the_provider_sends_is_accepted(
+    client: VertexClient, simulator: Simulator, path: str
+) -> None:
+    document = (await client.get_cluster(TRAIN01)).to_api()
+    if path.endswith("scheduling") or path.endswith("accounting"):
+        document["orchestratorSpec"]["slurmSpec"].pop("config", None)  # superseded by config
+    async with simulator.session.patch(
+        f"{simulator.url}/v1beta1/{TRAIN01}",
+        params={"updateMask": path, "updateMode": "USER_ONLY"},
+        json=document,
+        headers={"Authorization": "Bearer t"},
+    ) as reply:
+        assert reply.status == 200, await reply.text()
+
+
+async def test_patch_without_a_mask_updates_what_the_body_carries(
+    client: VertexClient, simulator: Simulator
+) -> None:
+    document = (await client.get_cluster(TRAIN01)).to_api()
+    document["displayName"] = "renamed"
+    async with simulator.session.patch(
+        f"{simulator.url}/v1beta1/{TRAIN01}", json=document, headers={"Authorization": "Bearer t"}
+    ) as reply:
+        assert reply.status == 200, await reply.text()
+    assert simulator.state.clusters[TRAIN01]["displayName"] == "renamed"
+
+
+async def test_unknown_update_mode_is_refused(client: VertexClient, simulator: Simulator) -> None:
+    document = (await client.get_cluster(TRAIN01)).to_api()
+    async with simulator.session.patch(
+        f"{simulator.url}/v1beta1/{TRAIN01}",
+        params={"updateMask": "node_pools", "updateMode": "SOMETIMES"},
+        json=document,
+        headers={"Authorization": "Bearer t"},
+    ) as reply:
+        assert reply.status == 400
+        assert "update_mode" in (await reply.json())["error"]["message"]
 
 
 @pytest.mark.parametrize(("mask", "change", "words"), UPDATE_CASES)

@@ -180,6 +180,15 @@ def proto3(value: Any, *, is_map: bool = False) -> Any:
     return value
 
 
+def normalize(cluster: dict[str, Any]) -> dict[str, Any]:
+    """Values as the API stores them: a boolean given as text (the Flex Start page writes
+    ``"enable_public_ips": "true"``) is read as the boolean it names."""
+    for pool in cluster.get("nodePools") or []:
+        if isinstance(pool, dict) and isinstance(pool.get("enablePublicIps"), str):
+            pool["enablePublicIps"] = pool["enablePublicIps"].strip().lower() == "true"
+    return cluster
+
+
 def mask_paths(raw: str, body: dict[str, Any]) -> list[str]:
     """Parse an updateMask (camelCase or snake_case paths) and refuse unknown paths. Without
     one (AIP-134), every updatable field the request carries is updated."""

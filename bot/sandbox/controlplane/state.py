@@ -370,7 +370,7 @@ class SimulatorState:
         name = f"{parent}/modelDevelopmentClusters/{cluster_id}"
         if name in self.clusters:
             raise SimError("ALREADY_EXISTS", f"ModelDevelopmentCluster {name} already exists.")
-        cluster = rules.camelize(body)
+        cluster = rules.normalize(rules.camelize(body))
         for output in ("createTime", "updateTime", "startTime", "clusterStatus", "clusterEvents"):
             cluster.pop(output, None)
         rules.check_cluster(cluster, creating=True)
@@ -389,7 +389,7 @@ class SimulatorState:
         self, name: str, mask: str, body: dict[str, Any], fail_with: dict[str, Any] | None
     ) -> SimOperation:
         current = self.cluster(name)
-        request = rules.camelize(body)
+        request = rules.normalize(rules.camelize(body))
         paths = rules.mask_paths(mask, request)
         if self.running_operation(name):
             raise SimError(
