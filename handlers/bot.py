@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from handlers.changes import ChangeService
-from handlers.clusters import READ_DEADLINE, ClusterDirectory, list_reply, show_reply
+from handlers.clusters import ClusterDirectory, list_reply, show_reply
 from handlers.commands import (
     CLUSTER_HELP,
     SUMMARY,
@@ -73,7 +73,8 @@ class ClusterBot:
         if isinstance(command, Help):
             return help_reply(command.topic)
         if isinstance(command, ListClusters):
-            return list_reply(await self.directory.listings(READ_DEADLINE), self.prices)
+            listings = await self.directory.listings(self.directory.read_deadline)
+            return list_reply(listings, self.prices)
         if isinstance(command, Show):
             return show_reply(await self.directory.resolve(command.cluster, "show"), self.prices)
         if isinstance(command, Resize | Delete):

@@ -25,9 +25,12 @@ READ_DEADLINE = 10.0  # seconds an interactive read waits for a slow or failing 
 class ClusterDirectory:
     """Finds clusters across every configured target."""
 
-    def __init__(self, vertex: ControlPlane, targets: Sequence[Target]) -> None:
+    def __init__(
+        self, vertex: ControlPlane, targets: Sequence[Target], read_deadline: float = READ_DEADLINE
+    ) -> None:
         self.vertex = vertex
         self.targets = list(targets)
+        self.read_deadline = read_deadline
 
     async def listings(self, deadline: float | None = None) -> Sequence[Listing]:
         return await self.vertex.list_targets(self.targets, deadline)
@@ -36,10 +39,10 @@ class ClusterDirectory:
         """A cluster by full name, or by short id when exactly one target has it."""
         if key.startswith("projects/"):
             try:
-                return await self.vertex.get_cluster(ClusterName.parse(key), READ_DEADLINE)
+                return await self.vertex.get_cluster(ClusterName.parse(key), self.read_deadline)
             except NotFoundError:
                 raise CommandError(f"there is no cluster {key}", subcommand) from None
-        listings = await self.listings(READ_DEADLINE)
+        listings = await self.listings(self.read_deadline)
         found = [c for listing in listings for c in listing.clusters if c.cluster_id == key]
         if len(found) == 1:
             return found[0]

@@ -523,3 +523,36 @@ async def test_ops_lists_operations_in_flight(tmp_path: Path) -> None:
             lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
         )
         assert "Operations in flight (0)" in text_of(await stack.reply_to("carol", "/cluster ops"))
+
+
+# -- interactive reads have a deadline -------------------------------------------------------------
+
+
+async def test_list_answers_in_time_naming_the_slow_target(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path, working_after=0.3) as stack:
+        stack.service.directory.read_deadline = 1.0
+        await stack.fault(method="GET", path="locations/europe-west4", latency_ms=5000)
+        before = len(await stack.messages())
+        started = time.monotonic()
+        await stack.command("carol", "/cluster list")
+        working = await stack.wait(lambda ms: any("Working on it" in text_of(m) for m in ms))
+        note = next(m for m in working if "Working on it" in text_of(m))
+        assert note["ephemeral_to"] == "U0CAROL"
+        messages = await stack.wait(
+            lambda ms: any(m["ts"] == note["ts"] and "train01" in text_of(m) for m in ms)
+        )
+        took = time.monotonic() - started
+        reply = next(m for m in messages if m["ts"] == note["ts"])
+        text = text_of(reply)
+        assert "Could not list demo-project/europe-west4" in text
+        assert "did not answer within 1 s (DEADLINE_EXCEEDED)" in text
+        assert took < 4.0  # well before the slow target answers
+        assert len(messages) == before + 1  # one reply: "Working on it…" was replaced
+
+
+async def test_show_on_a_target_that_cannot_be_read_says_so(stack: Stack) -> None:
+    await stack.fault(method="GET", path="locations/europe-west4", status=503)
+    text = text_of(await stack.reply_to("carol", "/cluster show eval01"))
+    assert "there is no cluster" not in text
+    assert "eval01 is not in the targets that could be read (demo-project/us-central1)" in text
+    assert "demo-project/europe-west4: The service is currently unavailable. (UNAVAILABLE)" in text

@@ -384,3 +384,23 @@ async def test_a_failing_sweep_is_logged_and_the_next_one_runs(
         assert failure.levelname == "ERROR" and failure.exc_info is not None
         await stack.service.store.migrate()  # the table is back
         await the_alert(stack)  # later sweeps ran and alerted
+
+
+async def test_hidden_jobs_keep_a_cluster_busy_and_are_reported(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as stack:
+        stack.simulator.set_jobs("cpu01", {"jobs": [{"user_name": "bob", "node_count": 1}]})
+        stack.simulator.set_slurm("cpu01", {"private_jobs": True})
+        text = text_of(await fresh_report(stack))
+        assert "1 Slurm node allocated but no job visible to clusterbot" in text
+        assert "slurm.conf PrivateData may hide other users' jobs" in text
+        assert not any(is_alert(m) for m in await stack.messages())
+
+
+async def test_reserved_capacity_alert_promises_no_saving(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as stack:
+        stack.simulator.set_jobs("train01", {"jobs": []})  # train01 goes quiet
+        alert = await the_alert(stack, "train01")
+        text = text_of(alert)
+        assert "~$212.00/h" in text  # the reserved B200 nodes are still paid for
+        assert "~$0.00/h until the reservation `b200-res` is released" in text
+        assert "frees the nodes for other work but no money" in text

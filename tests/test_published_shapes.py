@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from bot.app import ClusterbotService
 from bot.settings import Settings
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import InvalidArgumentError, MalformedReplyError
+from bot.vertex.errors import MalformedReplyError
 from bot.vertex.models import Cluster, Operation, ProvisioningModel, Target
 from handlers.idle import Status
 from handlers.policy import Policy
