@@ -53,7 +53,6 @@ from handlers.tracking import Tracker
 
 log = logging.getLogger(__name__)
 EXPIRY_SECONDS = 15.0
-DRAIN_SECONDS = 20.0  # how long shutdown lets work in flight finish before handing it back
 SIGNATURE_WINDOW = 300  # seconds: Slack's replay window for a request's timestamp
 CRASH_EXIT = 86
 
@@ -297,8 +296,8 @@ class ClusterbotService:
             return
         self._stopped = True
         self.accepting = False
-        await self.jobs.stop(DRAIN_SECONDS)
-        cancelled = await self.background.drain(DRAIN_SECONDS)
+        await self.jobs.stop(self.settings.drain_seconds)
+        cancelled = await self.background.drain(self.settings.drain_seconds)
         if cancelled:
             log.info("handed back %d unfinished tasks to be recovered", cancelled)
         await self.store.release_leases(self.owner)

@@ -85,6 +85,7 @@ class Settings(BaseSettings):
     vertex_concurrency: int = Field(8, ge=1, le=256)
     vertex_retry_deadline: float = Field(120.0, gt=0, le=3600)
     sweep_interval: float = Field(900.0, gt=0, le=86_400)
+    drain_seconds: float = Field(20.0, ge=0, le=600)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     replica_id: str | None = None  # default host:port; stable across restarts of one replica
     debug_crash_at: str | None = None  # testing only: exit at this named step of a change

@@ -365,10 +365,62 @@ async def test_forged_stale_and_unsigned_requests_are_refused(stack: Stack) -> N
             headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
         ) as reply:
             assert reply.status == 401, name
-    await asyncio.sleep(0.3)
+    # refused before any listener: nothing was counted, asked or answered
+    assert stack.service.metrics.commands.values == {}
+    assert not stack.service.background.tasks
     assert await stack.messages() == []
-    assert await stack.requests("PATCH") == []  # the refused resize was never acted on
-    assert stack.service.metrics.commands.values == {}  # no listener ran
+    assert await stack.requests("PATCH") == []
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "timestamp"),
+    [
+        ("malformed form", b"payload=%7Bnot+json&&&%%%", None),
+        ("not UTF-8", b"\xff\xfe\xfa payload=\x80\x81", None),
+        ("timestamp not a number", b"command=%2Fcluster&text=list", "yesterday"),
+        ("huge forged body", b"text=" + b"A" * 200_000, None),
+    ],
+)
+async def test_malformed_requests_get_one_warning_and_no_traceback(
+    stack: Stack, caplog: pytest.LogCaptureFixture, name: str, body: bytes, timestamp: str | None
+) -> None:
+    stamp = timestamp or str(int(time.time()))
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": "v0=" + "0" * 64,
+    }
+    caplog.clear()
+    async with stack.session.post(f"{stack.url}/slack/events", data=body, headers=headers) as r:
+        assert r.status == 401, name
+        assert await r.json() == {"error": "invalid request"}
+    refused = [r for r in caplog.records if "refused a request" in r.getMessage()]
+    assert len(refused) == 1 and refused[0].levelname == "WARNING"
+    assert all(r.exc_info is None and r.levelno < 40 for r in caplog.records)
+    assert all(len(r.getMessage()) < 300 for r in caplog.records)  # bodies are not logged
+    assert "AAAA" not in caplog.text
+
+
+async def test_a_signed_body_that_is_not_utf8_is_a_bad_request(
+    stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = b"text=\xff\xfe"
+    stamp = str(int(time.time()))
+    import hashlib
+    import hmac
+
+    signature = (
+        "v0="
+        + hmac.new(
+            stack.workspace.signing_secret.encode(),
+            b"v0:" + stamp.encode() + b":" + body,
+            hashlib.sha256,
+        ).hexdigest()
+    )
+    headers = {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature}
+    async with stack.session.post(f"{stack.url}/slack/events", data=body, headers=headers) as r:
+        assert r.status == 400
+    assert all(r.exc_info is None for r in caplog.records)
 
 
 async def test_health_ready_and_metrics(stack: Stack) -> None:

@@ -1,148 +1,167 @@
-"""`clusterbot serve` as a process: configured from the environment, drained by SIGTERM.
-
-The demo process hosts the Slack stand-in and the simulator; the stand-in is pointed at the
-served bot, so the whole path is real processes talking HTTP on loopback.
-"""
+"""`clusterbot serve` as a process, attached to `clusterbot sandbox`: SIGTERM drains before
+the socket closes and hands unfinished work back, a restart finishes it, and a start that
+cannot reach its database says so in one line."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bot.demo import DEMO_TOKEN
-from tests.demo_stack import free_port, text_of
-
-SECRET = "serve-process-signing-secret"
-
-
-def call(url: str, body: Any = None) -> Any:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as reply:
-        return json.loads(reply.read())
-
-
-def wait_until(check: Any, limit: float = 30.0) -> Any:
-    end = time.monotonic() + limit
-    while True:
-        try:
-            result = check()
-        except OSError:
-            result = None
-        if result:
-            return result
-        if time.monotonic() > end:
-            raise AssertionError("timed out")
-        time.sleep(0.2)
+from tests.support.processes import (
+    Replica,
+    Sandbox,
+    free_port,
+    replica,
+    sandbox,
+    status_of,
+    wait_until,
+)
 
 
 @pytest.fixture
-def stand_ins(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    log = (tmp_path / "demo.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "demo", "--port", str(port)], stdout=log, stderr=log
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: call(f"{url}/healthz"))
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        log.close()
+def box(tmp_path: Path) -> Iterator[Sandbox]:
+    with sandbox(tmp_path) as running:
+        yield running
 
 
-def serve(tmp_path: Path, stand_in: str, port: int, name: str) -> subprocess.Popen[bytes]:
-    policy = tmp_path / "policy.toml"
-    policy.write_text('[roles]\noperator = ["U0ALICE"]\napprover = ["U0BOB"]\n')
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "SLACK_BOT_TOKEN": DEMO_TOKEN,
-        "SLACK_SIGNING_SECRET": SECRET,
-        "PORT": str(port),
-        "CLUSTERBOT_TARGETS": "demo-project/us-central1,demo-project/europe-west4",
-        "CLUSTERBOT_SLACK_API_URL": f"{stand_in}/api/",
-        "CLUSTERBOT_VERTEX_API_URL": f"{stand_in}/vertex",
-        "CLUSTERBOT_VERTEX_STATIC_TOKEN": "serve-test-token",
-        "CLUSTERBOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
-        "CLUSTERBOT_POLICY_FILE": str(policy),
-    }
-    with (tmp_path / f"{name}.log").open("w") as log:  # the child keeps its own descriptor
-        return subprocess.Popen(
-            [sys.executable, "-m", "bot", "serve"], env=env, stdout=log, stderr=log
-        )
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
 
 
-def thread_texts(stand_in: str, card_ts: str) -> list[str]:
-    messages = call(f"{stand_in}/sandbox/api/messages?channel=ml-infra")["messages"]
-    return [text_of(m) for m in messages if m["thread_ts"] == card_ts]
-
-
-def test_sigterm_drains_and_a_restart_finishes_the_operation(
-    stand_ins: str, tmp_path: Path
-) -> None:
-    port = free_port()
-    call(
-        f"{stand_ins}/sandbox/api/config",
-        {"bot_url": f"http://127.0.0.1:{port}/slack/events", "signing_secret": SECRET},
-    )
-    call(f"{stand_ins}/vertex/_sim/config", {"durations": {"update": 8}})
-    first = serve(tmp_path, stand_ins, port, "first")
-    try:
-        wait_until(lambda: call(f"http://127.0.0.1:{port}/readyz")["database"])
-        reply = call(
-            f"{stand_ins}/sandbox/api/command",
-            {"user": "alice", "channel": "ml-infra", "text": "/cluster resize train01 a4 3"},
-        )
-        assert reply["status"] == 200
-        card = wait_until(
-            lambda: next(
-                (
-                    m
-                    for m in call(f"{stand_ins}/sandbox/api/messages?channel=ml-infra")["messages"]
-                    if m["text"].startswith("Resize request: train01")
-                ),
-                None,
-            )
-        )
-        call(
-            f"{stand_ins}/sandbox/api/click",
-            {"user": "bob", "channel": "ml-infra", "ts": card["ts"], "action_id": "approve"},
-        )
-        wait_until(lambda: thread_texts(stand_ins, card["ts"]))  # progress is showing
-        first.send_signal(signal.SIGTERM)
-        assert first.wait(timeout=30) == 0
-    finally:
-        if first.poll() is None:
-            first.kill()
-    log = (tmp_path / "first.log").read_text()
-    assert "shutting down" in log and "clusterbot stopped" in log
+def request_row(tmp_path: Path) -> tuple[str, str | None, float]:
     with sqlite3.connect(tmp_path / "bot.db") as db:
-        owner, final = db.execute("SELECT owner, final FROM tracked_operations").fetchone()
-    assert owner is None and final is None  # handed back, not finished
-    assert not any("done, finished in" in t for t in thread_texts(stand_ins, card["ts"]))
+        state, owner, lease = db.execute(
+            "SELECT state, owner, lease_until FROM approval_requests"
+        ).fetchone()
+    return str(state), owner, float(lease)
 
-    second = serve(tmp_path, stand_ins, port, "second")
+
+def final_posted(tmp_path: Path) -> bool:
+    """Lasting state: the thread message has been edited to the end and that is recorded."""
+    with sqlite3.connect(tmp_path / "bot.db") as db:
+        rows = db.execute("SELECT final FROM tracked_operations").fetchall()
+    return bool(rows) and all(final == "posted" for (final,) in rows)
+
+
+def test_sigterm_drains_and_a_restart_finishes_the_operation(box: Sandbox, tmp_path: Path) -> None:
+    box.simulator("config", {"durations": {"update": 8}})
+    first = replica(tmp_path, box, "one", sqlite_url(tmp_path))
+    second = replica(tmp_path, box, "two", sqlite_url(tmp_path))
+    box.point_at(first.events)
     try:
-        wait_until(
-            lambda: any("done, finished in" in t for t in thread_texts(stand_ins, card["ts"])),
-            limit=40,
-        )
-        time.sleep(1.5)
-        finals = [t for t in thread_texts(stand_ins, card["ts"]) if "done, finished in" in t]
-        assert len(finals) == 1
+        first.start()
+        assert box.command("alice", "/cluster resize train01 a4 3")["status"] == 200
+        card = box.card("Resize request: train01")
+        box.click("bob", card["ts"], "approve")
+        wait_until(lambda: request_row(tmp_path)[0] == "running", what="the operation")
+        assert first.terminate() == 0
+        log = first.log.read_text()
+        assert "shutting down" in log and "clusterbot stopped" in log
+        with sqlite3.connect(tmp_path / "bot.db") as db:
+            owner, final = db.execute("SELECT owner, final FROM tracked_operations").fetchone()
+        assert owner is None and final is None  # handed back, not finished
+        assert not any("done, finished" in t for t in box.thread(card["ts"]))
+
+        box.point_at(second.events)
+        second.start()
+        wait_until(lambda: final_posted(tmp_path), limit=40)
+        assert request_row(tmp_path)[0] == "succeeded"
+        thread = box.thread(card["ts"])
+        assert len(thread) == 1 and "done, finished in" in thread[0]
+        assert len(box.requests("PATCH")) == 1
     finally:
-        second.send_signal(signal.SIGTERM)
-        assert second.wait(timeout=30) == 0
+        first.stop()
+        second.stop()
+
+
+def test_sigterm_during_the_reread_hands_the_request_back(box: Sandbox, tmp_path: Path) -> None:
+    """The control plane answers 503 while the change is checked; SIGTERM lets it try for
+    the drain time, then hands the request back: not left approved with a dead owner."""
+    first = replica(
+        tmp_path,
+        box,
+        "one",
+        sqlite_url(tmp_path),
+        CLUSTERBOT_DRAIN_SECONDS="2",
+        CLUSTERBOT_VERTEX_RETRY_DEADLINE="120",
+    )
+    box.point_at(first.events)
+    try:
+        first.start()
+        assert box.command("alice", "/cluster resize train01 a4 3")["status"] == 200
+        card = box.card("Resize request: train01")
+        box.simulator("faults", {"method": "GET", "path": "train01$", "status": 503})
+        box.click("bob", card["ts"], "approve")
+        wait_until(lambda: request_row(tmp_path)[:2] == ("approved", "one"))
+        assert first.process is not None
+        first.process.send_signal(15)
+        # while it drains, the socket is open and Slack is told to come back: 503
+        refused = wait_until(
+            lambda: box.command("carol", "/cluster list").get("status") == 503, limit=5
+        )
+        assert refused
+        assert first.wait_exit(limit=30) == 0
+        state, owner, lease = request_row(tmp_path)
+        assert (state, owner, lease) == ("approved", None, 0.0)
+        assert box.requests("PATCH") == []
+
+        call_faults = box.simulator("faults", None)  # GET: the faults still in place
+        assert call_faults["faults"]
+        import urllib.request
+
+        urllib.request.urlopen(
+            urllib.request.Request(f"{box.url}/vertex/_sim/faults", method="DELETE"), timeout=10
+        ).read()
+        second = replica(tmp_path, box, "two", sqlite_url(tmp_path))
+        box.point_at(second.events)
+        second.start()
+        try:
+            wait_until(lambda: final_posted(tmp_path), limit=40)
+            assert request_row(tmp_path)[0] == "succeeded"
+            assert len(box.requests("PATCH")) == 1
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+
+
+def test_a_start_that_cannot_reach_the_database_is_one_json_line(tmp_path: Path) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "SLACK_BOT_TOKEN": "xoxb-start",
+        "SLACK_SIGNING_SECRET": "start-secret-value",
+        "PORT": str(free_port()),
+        "CLUSTERBOT_TARGETS": "demo-project/us-central1",
+        "CLUSTERBOT_VERTEX_STATIC_TOKEN": "static-token-value",
+        "CLUSTERBOT_DATABASE_URL": "postgresql+asyncpg://bot:dbsecretpw@127.0.0.1:1/clusterbot",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "serve"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    entry = json.loads(lines[0])
+    assert entry["severity"] == "ERROR"
+    assert (
+        "could not start: the database postgresql+asyncpg://127.0.0.1/clusterbot"
+        in (entry["message"])
+    )
+    assert "dbsecretpw" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_binds_the_configured_address(box: Sandbox, tmp_path: Path) -> None:
+    one: Replica = replica(tmp_path, box, "one", sqlite_url(tmp_path))
+    try:
+        one.start()
+        assert status_of(f"http://127.0.0.1:{one.port}/healthz") == 200
+        assert f"listening for Slack on 127.0.0.1:{one.port}" in one.log.read_text()
+    finally:
+        one.stop()

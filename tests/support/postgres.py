@@ -1,0 +1,45 @@
+"""A fresh PostgreSQL database per test, on the machine's server (trust auth)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import asyncpg
+
+from tests.conftest import require
+
+SERVER = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+async def postgres_available() -> bool:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", 5432), 2)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    await writer.wait_closed()
+    return True
+
+
+async def _admin(statement: str) -> None:
+    connection = await asyncpg.connect(SERVER)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+@contextmanager
+def fresh_database() -> Iterator[str]:
+    """A new, empty database; its SQLAlchemy URL. Skipped when PostgreSQL is absent, a
+    failure under CI=true."""
+    require(asyncio.run(postgres_available()), "PostgreSQL on 127.0.0.1:5432")
+    name = f"cb_{secrets.token_hex(6)}"
+    asyncio.run(_admin(f"CREATE DATABASE {name}"))
+    try:
+        yield f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        asyncio.run(_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
