@@ -4,11 +4,14 @@ over HTTP on loopback through the Slack stand-in and the simulator."""
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 from slack_sdk.signature import SignatureVerifier
 
 from bot.sandbox.controlplane import Durations
@@ -495,6 +498,9 @@ async def test_crash_mid_operation_resumes_after_the_lease(tmp_path: Path) -> No
             messages = await stack.messages()
             finals = [t for t in thread_of(messages, card) if "done, finished in" in t]
             assert len(finals) == 1 and len(thread_of(messages, card)) == 1
+            # the duration is the operation's own (3 s), not stretched by the failover
+            took = re.search(r"finished in (\d+) s", finals[0])
+            assert took is not None and int(took.group(1)) in (3, 4), finals[0]
         finally:
             await second.stop()
         assert is_card(next(m for m in messages if m["ts"] == card["ts"]))
@@ -608,3 +614,110 @@ async def test_show_on_a_target_that_cannot_be_read_says_so(stack: Stack) -> Non
     assert "there is no cluster" not in text
     assert "eval01 is not in the targets that could be read (demo-project/us-central1)" in text
     assert "demo-project/europe-west4: The service is currently unavailable. (UNAVAILABLE)" in text
+
+
+# -- every failure after a write is looked up ---------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 429])
+async def test_a_lost_reply_after_the_change_applied_is_followed_to_done(
+    stack: Stack, status: int
+) -> None:
+    await stack.fault(method="PATCH", status=status, when="after", count=1)
+    card = await stack.card("alice", "/cluster resize train01 a4 3")
+    await stack.click("bob", card["ts"], "approve")
+    messages = await stack.wait(
+        lambda ms: any(m["ts"] == card["ts"] and "*Done*" in text_of(m) for m in ms), limit=20
+    )
+    assert "Not applied" not in text_of(next(m for m in messages if m["ts"] == card["ts"]))
+    assert len(await stack.requests("PATCH")) == 1  # never replayed
+    assert pool_of(stack.simulator.clusters[TRAIN01], "a4")["scalingSpec"]["minNodeCount"] == 3
+
+
+async def test_a_lost_reply_that_cannot_be_looked_up_is_outcome_unknown(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster resize train01 a4 3")
+    await stack.fault(method="PATCH", status=503, when="after", count=1)
+    # the re-read before the PATCH goes through; the look-up after it is refused
+    await stack.fault(method="GET", path="train01$", status=403, message="no look", skip=1)
+    await stack.click("bob", card["ts"], "approve")
+    messages = await stack.wait(
+        lambda ms: any(m["ts"] == card["ts"] and "Outcome unknown" in text_of(m) for m in ms),
+        limit=20,
+    )
+    text = text_of(next(m for m in messages if m["ts"] == card["ts"]))
+    assert "Not applied" not in text and "/cluster show train01" in text
+    assert any("outcome unknown" in t for t in thread_of(messages, card))
+    assert len(await stack.requests("PATCH")) == 1
+
+
+async def test_a_secret_echoed_by_the_control_plane_never_reaches_slack(tmp_path: Path) -> None:
+    token = "static-vertex-token-9f8e7d"
+    async with demo_stack(tmp_path, vertex_static_token=SecretStr(token)) as stack:
+        await stack.fault(
+            method="PATCH",
+            operation_error={"code": 13, "message": f"backend rejected credential {token}"},
+        )
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("bob", card["ts"], "approve")
+        messages = await stack.wait(
+            lambda ms: any("failed after" in t for t in thread_of(ms, card)), limit=20
+        )
+        everything = json.dumps(messages)
+        assert token not in everything
+        assert "backend rejected credential [redacted]" in everything
+
+
+# -- deciding: approvers reject, requesters withdraw ---------------------------------------------
+
+
+async def test_only_approvers_reject_and_the_requester_withdraws(tmp_path: Path) -> None:
+    policy = Policy.model_validate(
+        {"roles": {"operator": ["U0ALICE", "U0CAROL"], "approver": ["U0BOB"]}}
+    )
+    async with demo_stack(tmp_path, policy=policy) as stack:
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("carol", card["ts"], "reject")  # an operator, not the requester
+        await stack.wait(
+            lambda ms: any(
+                m["ephemeral_to"] == "U0CAROL" and "Rejecting is for approvers" in text_of(m)
+                for m in ms
+            )
+        )
+        await stack.click("carol", card["ts"], "withdraw")  # not theirs to withdraw
+        await stack.wait(
+            lambda ms: any(
+                m["ephemeral_to"] == "U0CAROL" and "Only <@U0ALICE>" in text_of(m) for m in ms
+            )
+        )
+        await stack.click("alice", card["ts"], "withdraw")
+        messages = await stack.wait(
+            lambda ms: any(m["ts"] == card["ts"] and "*Withdrawn* by" in text_of(m) for m in ms)
+        )
+        closed = next(m for m in messages if m["ts"] == card["ts"])
+        assert not any(b["type"] == "actions" for b in closed["blocks"])
+        audit = text_of(await stack.reply_to("carol", "/cluster audit train01"))
+        assert "withdrawn" in audit and "rejected" not in audit
+        # the cluster is free again
+        assert "Resize request" in text_of(
+            await stack.card("carol", "/cluster resize train01 a4 4")
+        )
+
+
+async def test_a_change_asked_in_a_channel_the_bot_is_not_in(stack: Stack) -> None:
+    await stack.command("alice", "/cluster resize train01 a4 3", channel="random")
+    async with stack.session.get(
+        f"{stack.url}/sandbox/api/messages?channel=random&user=alice"
+    ) as reply:
+        seen = (await reply.json())["messages"]
+    for _ in range(100):
+        if seen:
+            break
+        await asyncio.sleep(0.05)
+        async with stack.session.get(
+            f"{stack.url}/sandbox/api/messages?channel=random&user=alice"
+        ) as reply:
+            seen = (await reply.json())["messages"]
+    [answer] = seen
+    assert answer["ephemeral_to"] == "U0ALICE"
+    assert "not_in_channel" in text_of(answer) and "/invite @clusterbot" in text_of(answer)
+    assert await stack.service.store.requests_in(["draft", "pending"]) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -111,3 +112,51 @@ def test_help_lists_commands() -> None:
     )
     assert result.returncode == 0
     assert "simulator" in result.stdout and "check-config" in result.stdout
+
+
+def test_demo_removes_its_temporary_data_on_exit(tmp_path: Path) -> None:
+    import signal as signals
+
+    port = free_port()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "demo", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(f"http://127.0.0.1:{port}/healthz")
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("clusterbot-demo-")]
+    finally:
+        process.send_signal(signals.SIGINT)
+        process.wait(timeout=30)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("clusterbot-demo-")]
+
+
+def test_sweep_once_keeps_its_database_in_the_state_folder(tmp_path: Path) -> None:
+    """Never in the working directory: a cron job and `serve` share one history."""
+    state = tmp_path / "state"
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(state),
+        "CLUSTERBOT_TARGETS": "demo-project/us-central1",
+        "CLUSTERBOT_VERTEX_API_URL": "http://127.0.0.1:9",
+        "CLUSTERBOT_VERTEX_STATIC_TOKEN": "x",
+        "CLUSTERBOT_VERTEX_RETRY_DEADLINE": "0.5",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "sweep", "--once"],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (state / "clusterbot" / "clusterbot.db").is_file()
+    assert list(work.iterdir()) == []
+    assert f"database {state / 'clusterbot' / 'clusterbot.db'}" in result.stdout

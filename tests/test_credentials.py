@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from tests.demo_stack import text_of
 
 
 @pytest.fixture
-def no_adc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def no_adc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -36,7 +35,7 @@ def no_adc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str
     from google.auth.compute_engine import _metadata
 
     monkeypatch.setattr(_metadata, "_NO_GCE_CHECK", True)
-    yield {
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "NO_GCE_CHECK": "true",

@@ -294,3 +294,20 @@ def test_delete_is_advised_only_after_a_week_of_history() -> None:
     advice, reason = recommend(record.history, T0 + 2 * DAY, RULES)
     assert advice == "scale_to_zero"
     assert reason.startswith("used on 0 days (watched for 2 days so far): scale to zero")
+
+
+def test_plurals_and_durations_are_written_properly() -> None:
+    from handlers.words import duration, plural
+
+    assert plural(1, "day") == "1 day" and plural(2, "day") == "2 days"
+    assert plural(0, "node") == "0 nodes"
+    assert duration(0) == "0 s" and duration(59.6) == "1 min"
+    assert duration(125) == "2 min 5 s" and duration(3600) == "1 h"
+    assert duration(7260) == "2 h 1 min" and duration(86_400 * 2 + 3600) == "2 days 1 h"
+    # one busy hour in five days of history: "used on 1 day", never "1 days" or "0.0 h"
+    seen = [quiet(T0), quiet(T0 + H, running_jobs=1)]
+    seen += [quiet(T0 + h * H) for h in range(2, 5 * 24, 6)]
+    record, verdicts = run(seen)
+    advice, reason = recommend(record.history, T0 + 5 * DAY, RULES)
+    assert reason.startswith("used on 1 day (watched for 5 days so far)"), reason
+    assert verdicts[-1].reason == "no jobs for 4 days 18 h"

@@ -59,7 +59,7 @@ async def test_every_create_body_in_the_docs_is_accepted_read_and_patched(
     path: Path, client: VertexClient, simulator: Simulator
 ) -> None:
     cluster_id = IDS[path.stem]
-    answer = await create(simulator, cluster_id, json.loads(path.read_text())["body"])
+    answer = await create(simulator, cluster_id, fixture(path.name)["body"])
     operation = Operation.model_validate(answer)
     assert not operation.done and operation.metadata is not None
     cluster = await client.get_cluster(f"{US.parent}/modelDevelopmentClusters/{cluster_id}")
@@ -218,7 +218,7 @@ async def test_sweep_over_filestore_lustre_flex_start_and_reserved_pools(
     simulator: Simulator, sweeping: ClusterbotService
 ) -> None:
     for path in CREATES:
-        await create(simulator, IDS[path.stem], json.loads(path.read_text())["body"])
+        await create(simulator, IDS[path.stem], fixture(path.name)["body"])
     report = await sweeping.sweeper.sweep(alerts=False, force=True)
     assert report is not None
     by_id = {e.cluster_id: e for e in report.entries}

@@ -39,3 +39,19 @@ def test_long_texts_and_many_fields_are_trimmed_and_split() -> None:
 def test_user_text_in_the_summary_is_escaped() -> None:
     text, _ = render(Reply("<!channel> & <@U1>"))
     assert text == "&lt;!channel&gt; &amp; &lt;@U1&gt;"
+
+
+def test_truncation_never_cuts_an_entity_or_a_mention() -> None:
+    from handlers.replies import clip
+
+    text = "x" * 10 + "&amp;&lt;<@U0ALICE>&gt;" + "y" * 50
+    for limit in range(5, len(text)):
+        cut = clip(text, limit)
+        assert len(cut) <= limit
+        body = cut.removesuffix("…")
+        # every '&' starts a whole entity, every '<' a whole <...>
+        for index, char in enumerate(body):
+            if char == "&":
+                assert ";" in body[index:], (limit, cut)
+            if char == "<":
+                assert ">" in body[index:], (limit, cut)

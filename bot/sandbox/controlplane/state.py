@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +133,9 @@ class Fault:
     retry_after: int | None = None
     when: str = "before"
     operation_error: dict[str, Any] | None = None
+    skip: int = 0  # let this many matching requests through first
     fired: int = 0
+    seen: int = 0
 
     def matches(self, method: str, path: str) -> bool:
         if self.method and self.method.upper() != method.upper():
@@ -230,7 +232,9 @@ class SimulatorState:
 
     def _finish(self, operation: SimOperation) -> None:
         operation.done = True
-        operation.update_time = rfc3339(self.wall())
+        # It ended when its time was up, not when someone next asked: its updateTime says so.
+        late = max(0.0, self.clock() - (operation.started + operation.duration))
+        operation.update_time = rfc3339(self.wall() - timedelta(seconds=late))
         cluster = self.clusters.get(operation.cluster)
         if operation.fail_with is not None:
             operation.error = operation.fail_with
@@ -472,7 +476,7 @@ class SimulatorState:
     # -- faults and the request log -------------------------------------------------------------
 
     def add_fault(self, spec: dict[str, Any]) -> Fault:
-        allowed = set(Fault.__dataclass_fields__) - {"id", "fired"}
+        allowed = set(Fault.__dataclass_fields__) - {"id", "fired", "seen"}
         unknown = set(spec) - allowed
         if unknown:
             raise rules.invalid(f"unknown fault fields: {', '.join(sorted(unknown))}")
@@ -486,6 +490,9 @@ class SimulatorState:
         """The first matching fault that fires for this request, counting it as used."""
         for fault in self.faults:
             if not fault.matches(method, path):
+                continue
+            fault.seen += 1
+            if fault.seen <= fault.skip:
                 continue
             if fault.count is not None and fault.fired >= fault.count:
                 continue
