@@ -43,6 +43,14 @@ CLUSTER_HELP = (
 )
 
 
+ECHO = 100  # characters of a person's input quoted back to them
+
+
+def echo(word: str) -> str:
+    """A person's input quoted back in an error, cut to ``ECHO`` characters."""
+    return repr(word if len(word) <= ECHO else word[:ECHO] + "…")
+
+
 class CommandError(Exception):
     """Bad input: a one-line reason meant for the user, and the usage of the subcommand."""
 
@@ -108,7 +116,7 @@ def _cluster(word: str, subcommand: str) -> str:
     if CLUSTER_ID.match(word) or CLUSTER_NAME.match(word):
         return word
     raise CommandError(
-        f"{word!r} is not a cluster: use a short id like train01 (a lowercase letter, then up "
+        f"{echo(word)} is not a cluster: use a short id like train01 (a lowercase letter, then up "
         "to 9 lowercase letters or digits) or a full resource name",
         subcommand,
     )
@@ -116,7 +124,7 @@ def _cluster(word: str, subcommand: str) -> str:
 
 def _count(word: str) -> int:
     if not word.isdigit():
-        raise CommandError(f"{word!r} is not a node count: use a whole number", "resize")
+        raise CommandError(f"{echo(word)} is not a node count: use a whole number", "resize")
     value = int(word)
     if value > MAX_NODES:
         raise CommandError(f"{value} nodes is more than the {MAX_NODES} allowed here", "resize")
@@ -130,7 +138,7 @@ def _arity(words: list[str], subcommand: str, low: int, high: int) -> None:
         raise CommandError(f"{subcommand} needs {missing}", subcommand)
     if given > high:
         extra = " ".join(words[high:])
-        raise CommandError(f"{subcommand} does not take {extra!r}", subcommand)
+        raise CommandError(f"{subcommand} does not take {echo(extra)}", subcommand)
 
 
 def parse(text: str) -> Command:
@@ -142,7 +150,7 @@ def parse(text: str) -> Command:
     if name in ("help", "-h", "--help", "?"):
         _arity(args, "help", 0, 1)
         if args and args[0].lower() not in USAGE:
-            raise CommandError(f"there is no subcommand {args[0]!r}", "help")
+            raise CommandError(f"there is no subcommand {echo(args[0])}", "help")
         return Help(args[0].lower() if args else None)
     if name == "list":
         _arity(args, "list", 0, 0)
@@ -154,7 +162,7 @@ def parse(text: str) -> Command:
         _arity(args, "resize", 3, 3)
         cluster = _cluster(args[0], "resize")
         if not POOL_ID.match(args[1]):
-            raise CommandError(f"{args[1]!r} is not a node pool id", "resize")
+            raise CommandError(f"{echo(args[1])} is not a node pool id", "resize")
         low_text, colon, high_text = args[2].partition(":")
         low = _count(low_text)
         high = _count(high_text) if colon else low
@@ -175,4 +183,4 @@ def parse(text: str) -> Command:
         return Audit(_cluster(args[0], "audit") if args else None)
     close = difflib.get_close_matches(name, list(USAGE), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise CommandError(f"there is no subcommand {words[0]!r}{hint}")
+    raise CommandError(f"there is no subcommand {echo(words[0])}{hint}")

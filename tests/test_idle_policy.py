@@ -308,6 +308,6 @@ def test_plurals_and_durations_are_written_properly() -> None:
     seen = [quiet(T0), quiet(T0 + H, running_jobs=1)]
     seen += [quiet(T0 + h * H) for h in range(2, 5 * 24, 6)]
     record, verdicts = run(seen)
-    advice, reason = recommend(record.history, T0 + 5 * DAY, RULES)
+    _advice, reason = recommend(record.history, T0 + 5 * DAY, RULES)
     assert reason.startswith("used on 1 day (watched for 5 days so far)"), reason
     assert verdicts[-1].reason == "no jobs for 4 days 18 h"

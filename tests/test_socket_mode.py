@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.demo import DEMO_TOKEN
-from tests.demo_stack import demo_stack, free_port, text_of
-from tests.test_serve_process import call, wait_until
+from tests.demo_stack import demo_stack, text_of
+from tests.support.processes import call, replica, sandbox, wait_until
 
 APP_TOKEN = "xapp-1-A0CLUSTERBOT-socket-test"
 
@@ -61,61 +57,27 @@ async def test_socket_mode_needs_the_app_token(tmp_path: Path) -> None:
 
 
 def test_serve_in_socket_mode(tmp_path: Path) -> None:
-    port, health = free_port(), free_port()
-    log = (tmp_path / "demo.log").open("w")
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "bot", "demo", "--port", str(port)], stdout=log, stderr=log
-    )
-    stand_in = f"http://127.0.0.1:{port}"
-    serve = None
-    try:
-        wait_until(lambda: call(f"{stand_in}/healthz"))
-        call(f"{stand_in}/sandbox/api/config", {"bot_url": "", "app_token": APP_TOKEN})
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "SLACK_BOT_TOKEN": DEMO_TOKEN,
-            "SLACK_APP_TOKEN": APP_TOKEN,
-            "PORT": str(health),
-            "CLUSTERBOT_TARGETS": "demo-project/us-central1",
-            "CLUSTERBOT_SLACK_API_URL": f"{stand_in}/api/",
-            "CLUSTERBOT_VERTEX_API_URL": f"{stand_in}/vertex",
-            "CLUSTERBOT_VERTEX_STATIC_TOKEN": "socket-test",
-            "CLUSTERBOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
-        }
-        with (tmp_path / "serve.log").open("w") as serve_log:
-            serve = subprocess.Popen(
-                [sys.executable, "-m", "bot", "serve"], env=env, stdout=serve_log, stderr=serve_log
+    with sandbox(tmp_path) as box:
+        call(f"{box.url}/sandbox/api/config", {"bot_url": "", "app_token": APP_TOKEN})
+        url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+        server = replica(tmp_path, box, "socket", url, SLACK_APP_TOKEN=APP_TOKEN)
+        try:
+            server.start()
+            reply = wait_until(
+                lambda: (r := box.command("carol", "/cluster list"))["status"] == 200 and r
             )
-        wait_until(lambda: call(f"http://127.0.0.1:{health}/readyz")["scheduler"])
-        reply = wait_until(
-            lambda: (
-                (
-                    r := call(
-                        f"{stand_in}/sandbox/api/command",
-                        {"user": "carol", "channel": "ml-infra", "text": "/cluster list"},
-                    )
-                )["status"]
-                == 200
-                and r
-            )
-        )
-        assert reply["status"] == 200
-        listed = wait_until(
-            lambda: [
-                m
-                for m in call(f"{stand_in}/sandbox/api/messages?channel=ml-infra&user=carol")[
-                    "messages"
+            assert reply["status"] == 200
+            listed = wait_until(
+                lambda: [
+                    m
+                    for m in call(f"{box.url}/sandbox/api/messages?channel=ml-infra&user=carol")[
+                        "messages"
+                    ]
+                    if "train01" in text_of(m)
                 ]
-                if "train01" in text_of(m)
-            ]
-        )
-        assert listed
-        serve.send_signal(signal.SIGTERM)
-        assert serve.wait(timeout=30) == 0
-        assert "connected to Slack in Socket Mode" in (tmp_path / "serve.log").read_text()
-    finally:
-        if serve is not None and serve.poll() is None:
-            serve.kill()
-        demo.terminate()
-        demo.wait(timeout=20)
-        log.close()
+            )
+            assert listed
+            assert server.terminate() == 0
+            assert "connected to Slack in Socket Mode" in server.log.read_text()
+        finally:
+            server.stop()

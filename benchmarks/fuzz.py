@@ -1,0 +1,76 @@
+"""Stress: 10,000 generated commands through the bot, each checked for exactly one answer.
+
+The same harness as tests/test_fuzz.py (a signed command to /slack/events, its reply read
+where its response_url points, the cards it posts counted), run at ten thousand cases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+
+from tests.support.fuzz import Harness, answer_count, commands, harness
+
+CASES = int(os.environ.get("CLUSTERBOT_FUZZ_CASES", "10000"))
+
+
+def run() -> None:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    run_harness = asyncio.run_coroutine_threadsafe(_open(), loop).result(timeout=60)
+    counts = {"cases": 0, "replies": 0, "cards": 0}
+    wrong: list[str] = []
+
+    @settings(
+        max_examples=CASES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(text=commands())
+    def check(text: str) -> None:
+        replies, cards = asyncio.run_coroutine_threadsafe(
+            answer_count(run_harness, text), loop
+        ).result(timeout=60)
+        counts["cases"] += 1
+        counts["replies"] += replies
+        counts["cards"] += cards
+        if replies + cards != 1:
+            wrong.append(text[:80])
+
+    started = time.perf_counter()
+    check()
+    elapsed = time.perf_counter() - started
+    asyncio.run_coroutine_threadsafe(_close(), loop).result(timeout=60)
+    loop.call_soon_threadsafe(loop.stop)
+    print(f"\nfuzzed commands through the bot: {counts['cases']:,} cases in {elapsed:.0f} s")
+    print(
+        f"  answered exactly once: {counts['cases'] - len(wrong):,} "
+        f"({counts['replies']:,} replies, {counts['cards']:,} approval cards)"
+    )
+    assert counts["cases"] >= CASES, "hypothesis generated fewer cases than asked"
+    assert not wrong, f"answered other than once: {wrong[:5]}"
+
+
+_context = None
+_folder = Path(tempfile.mkdtemp(prefix="clusterbot-fuzz-"))
+
+
+async def _open() -> Harness:
+    global _context
+    _context = harness(_folder)
+    return await _context.__aenter__()
+
+
+async def _close() -> None:
+    assert _context is not None
+    await _context.__aexit__(None, None, None)
+    shutil.rmtree(_folder, ignore_errors=True)

@@ -1,0 +1,160 @@
+"""Commands of every shape, signed and sent to the bot, and the count of what came back.
+
+Shared by the fuzz test in `make test` (a few hundred cases) and the stress run in
+`make bench` (10,000). A command's answer is its one message: a reply through its
+response_url ("Working on it…" and the reply that replaces it count as one), or the approval
+card it posts in the channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from hypothesis import strategies as st
+from slack_sdk.signature import SignatureVerifier
+
+from tests.demo_stack import Stack, demo_stack
+
+WORDS = [
+    "help",
+    "list",
+    "show",
+    "resize",
+    "delete",
+    "ops",
+    "idle",
+    "audit",
+    "train01",
+    "cpu01",
+    "eval01",
+    "nope01",
+    "a4",
+    "cpu",
+    "login",
+    "3",
+    "0",
+    "1:6",
+    "6:1",
+    "-1",
+    "１２",
+    "999999",
+    "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01",
+    "<!channel>",
+    "&amp;",
+    "<@U0BOB>",
+    "`",
+    "*",
+    "\u202e",
+    "💥",
+    "%",
+    "--help",
+    "?",
+]
+
+
+def commands() -> st.SearchStrategy[str]:
+    """Text after /cluster: the grammar's own words in any order, and anything at all."""
+    words = st.lists(st.sampled_from(WORDS) | st.text(min_size=1, max_size=12), max_size=6)
+    return (
+        words.map(" ".join)
+        | st.text(max_size=300)
+        | st.text(alphabet=st.characters(codec="utf-8"), min_size=3000, max_size=5000)
+    )
+
+
+@dataclass
+class Harness:
+    stack: Stack
+    hooks: TestServer
+    replies: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+
+    async def send(self, text: str, user: str = "U0ALICE") -> str:
+        """Send one signed command; returns its id (where its response_url points)."""
+        command_id = secrets.token_hex(6)
+        body = urlencode(
+            {
+                "token": "t",
+                "team_id": "T0DEMO",
+                "channel_id": "C0MLINFRA",
+                "channel_name": "ml-infra",
+                "user_id": user,
+                "user_name": "alice",
+                "command": "/cluster",
+                "text": text,
+                "api_app_id": "A0CLUSTERBOT",
+                "response_url": str(self.hooks.make_url(f"/hook/{command_id}")),
+                "trigger_id": "1.2.3",
+            }
+        )
+        stamp = str(int(time.time()))
+        signature = SignatureVerifier(self.stack.workspace.signing_secret).generate_signature(
+            timestamp=stamp, body=body
+        )
+        async with self.stack.session.post(
+            f"{self.stack.url}/slack/events",
+            data=body.encode(),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "X-Slack-Request-Timestamp": stamp,
+                "X-Slack-Signature": signature or "",
+            },
+        ) as reply:
+            assert reply.status == 200, await reply.text()
+        return command_id
+
+    async def settled(self) -> None:
+        """Lasting state: every task the commands started has finished."""
+        tasks = self.stack.service.background.tasks
+        while tasks:
+            await asyncio.wait(set(tasks))
+
+    def messages_of(self, command_id: str) -> int:
+        """The messages a command left: posts that were not replacements of an earlier one."""
+        return sum(1 for r in self.replies[command_id] if r.get("replace_original") is not True)
+
+
+@asynccontextmanager
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    app = web.Application(client_max_size=4 * 1024 * 1024)
+    recorded: dict[str, list[dict[str, Any]]] = defaultdict(list)
+
+    async def hook(request: web.Request) -> web.Response:
+        recorded[request.match_info["id"]].append(await request.json())
+        return web.json_response({"ok": True})
+
+    app.router.add_post("/hook/{id}", hook)
+    hooks = TestServer(app, host="127.0.0.1")
+    await hooks.start_server()
+    try:
+        async with demo_stack(tmp_path, working_after=2.0) as stack:
+            yield Harness(stack, hooks, recorded)
+    finally:
+        await hooks.close()
+
+
+async def cards(stack: Stack) -> int:
+    """Approval cards in the channel."""
+    return sum(
+        1
+        for m in await stack.messages()
+        if m["ephemeral_to"] is None and m["thread_ts"] is None and "request:" in m["text"]
+    )
+
+
+async def answer_count(run: Harness, text: str) -> tuple[int, int]:
+    """(messages through the response_url, cards posted) for one command."""
+    before = await cards(run.stack)
+    command_id = await run.send(text)
+    await run.settled()
+    return run.messages_of(command_id), await cards(run.stack) - before
