@@ -640,13 +640,16 @@ async def test_a_lost_reply_that_cannot_be_looked_up_is_outcome_unknown(stack: S
     # the re-read before the PATCH goes through; the look-up after it is refused
     await stack.fault(method="GET", path="train01$", status=403, message="no look", skip=1)
     await stack.click("bob", card["ts"], "approve")
+    # the card and its thread message are two edits: wait for both
     messages = await stack.wait(
-        lambda ms: any(m["ts"] == card["ts"] and "Outcome unknown" in text_of(m) for m in ms),
+        lambda ms: (
+            any(m["ts"] == card["ts"] and "Outcome unknown" in text_of(m) for m in ms)
+            and any("outcome unknown" in t for t in thread_of(ms, card))
+        ),
         limit=20,
     )
     text = text_of(next(m for m in messages if m["ts"] == card["ts"]))
     assert "Not applied" not in text and "/cluster show train01" in text
-    assert any("outcome unknown" in t for t in thread_of(messages, card))
     assert len(await stack.requests("PATCH")) == 1
 
 

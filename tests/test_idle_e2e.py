@@ -166,6 +166,10 @@ async def test_a_rejected_remedy_gives_the_alert_its_buttons_back(stack: Stack) 
     await stack.click("alice", alert["ts"], "idle_scale_to_zero")  # an operator asks
     messages = await stack.wait(lambda ms: any("Resize request: cpu01" in text_of(m) for m in ms))
     card = next(m for m in messages if "Resize request: cpu01" in text_of(m))
+    # the card is posted first, then the alert is edited to say so
+    await stack.wait(
+        lambda ms: any(m["ts"] == alert["ts"] and "waits for an approver" in text_of(m) for m in ms)
+    )
     answered = await current(stack, alert["ts"])
     assert not any(b["type"] == "actions" for b in answered["blocks"])
     assert "waits for an approver" in text_of(answered)

@@ -104,6 +104,8 @@ def test_two_replicas_act_as_one_bot(pair: tuple[Sandbox, str, Replica, Replica]
     assert len(delivered) >= 50
     assert all(acks(r) - before >= 10 for r, before in zip((one, two), acks_before, strict=True))
     wait_until(lambda: len(box.thread(card["ts"])) == 1, what="the thread message")
+    # the thread message comes first, then the re-read, then the PATCH
+    wait_until(lambda: box.requests("PATCH"), what="the PATCH")
     assert len(box.requests("PATCH")) == 1
     [(owner,)] = query(url, "SELECT owner FROM approval_requests")
     assert owner in ("one", "two")

@@ -1,0 +1,33 @@
+"""In-memory stand-ins for the core's ports, for unit tests that run in milliseconds."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from handlers.messenger import MessengerError
+from handlers.replies import Reply
+
+
+@dataclass
+class FakeMessenger:
+    """Records what would be posted; ``refuse`` makes posts fail with that Slack error."""
+
+    refuse: str | None = None
+    posted: list[tuple[str, str, Reply, str | None]] = field(default_factory=list)
+    edits: list[tuple[str, str, Reply]] = field(default_factory=list)
+    whispers: list[tuple[str, str, Reply]] = field(default_factory=list)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
+        if self.refuse:
+            raise MessengerError(self.refuse)
+        ts = f"{1_700_000_000 + next(self._ids)}.000100"
+        self.posted.append((channel, ts, reply, thread_ts))
+        return ts
+
+    async def update(self, channel: str, ts: str, reply: Reply) -> None:
+        self.edits.append((channel, ts, reply))
+
+    async def whisper(self, channel: str, user: str, reply: Reply) -> None:
+        self.whispers.append((channel, user, reply))
