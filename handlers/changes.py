@@ -15,7 +15,7 @@ import secrets
 from bot.store import OpenRequestExistsError
 from handlers.cards import request_card
 from handlers.clusters import ClusterDirectory
-from handlers.commands import CommandError, Delete, Resize
+from handlers.commands import CommandError, Delete, Refused, Resize
 from handlers.costs import PriceBook
 from handlers.execution import Executor
 from handlers.ledger import RequestLedger
@@ -106,7 +106,7 @@ class ChangeService:
             card_ts = await self.messenger.post(channel, request_card(request))
         except MessengerError as error:
             await self.store.delete_request(request.id)  # nothing may stay pending without a card
-            raise CommandError(self._unpostable(error)) from None
+            raise Refused(self._unpostable(error)) from None
         # A crash before the next lines leaves a draft; it is abandoned after DRAFT_TIMEOUT.
         # The card's ts is kept whatever the state: a quick click may have moved it on.
         await self.store.update_request(request.id, card_ts=card_ts)
@@ -115,17 +115,14 @@ class ChangeService:
         await self.ledger.audit(actor, "requested", request, plan=plan.model_dump(mode="json"))
         return request
 
-    async def _busy(self, plan: ChangePlan) -> CommandError:
+    async def _busy(self, plan: ChangePlan) -> Refused:
         other = next(iter(await self.store.open_requests(plan.cluster)), None)
         what = (
             f"an open {other.kind} request ({other.id}, {other.state})"
             if other
             else "an open request"
         )
-        return CommandError(
-            f"{plan.cluster_id} already has {what}; it must be decided or finish first",
-            str(plan.kind),
-        )
+        return Refused(f"{plan.cluster_id} already has {what}; it must be decided or finish first")
 
     def _unpostable(self, error: MessengerError) -> str:
         if error.not_postable:

@@ -146,8 +146,8 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
     status = cluster.cluster_status
     reply = Reply(summary=f"{cluster.cluster_id}: {cluster.state}")
     title = (
-        f"{cluster.cluster_id} ({cluster.display_name})"
-        if cluster.display_name
+        f"{cluster.cluster_id} · {cluster.display_name}"
+        if cluster.display_name and cluster.display_name != cluster.cluster_id
         else cluster.cluster_id
     )
     reply.add(Heading(title[:150]))

@@ -60,10 +60,19 @@ class CommandError(Exception):
         self.subcommand = subcommand
 
     @property
-    def usage(self) -> str:
+    def usage(self) -> str | None:
         if self.subcommand in USAGE:
             return f"Usage: {USAGE[self.subcommand]}"
         return "Usage: /cluster " + " | ".join(USAGE) + "   (/cluster help for more)"
+
+
+class Refused(CommandError):
+    """Good input the bot cannot act on now (a request already open, a conversation it cannot
+    post in): the reason alone, since the usage would not help."""
+
+    @property
+    def usage(self) -> str | None:
+        return None
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ async def test_list_shows_every_target(stack: Stack) -> None:
 async def test_show_describes_one_cluster(stack: Stack) -> None:
     text = text_of(await stack.reply_to("carol", "/cluster show train01"))
     for fact in (
-        "GPU training (B200)",
+        "train01 · GPU training (B200)",
         "a4-highgpu-8g (8 x NVIDIA_B200) (RESERVATION b200-res)",
         "2 RUNNING",
         "`a4` (default): a4",
@@ -242,6 +242,7 @@ async def test_second_request_for_a_busy_cluster_is_refused(stack: Stack) -> Non
     await stack.card("alice", "/cluster resize train01 a4 3")
     text = text_of(await stack.reply_to("alice", "/cluster delete train01"))
     assert "train01 already has an open resize request" in text
+    assert "Usage" not in text
 
 
 async def test_change_since_plan_is_refused(stack: Stack) -> None:

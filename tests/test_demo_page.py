@@ -29,6 +29,8 @@ async def test_resize_approved_in_the_browser(tmp_path: Path) -> None:
         page = await browser.new_page(viewport={"width": 1360, "height": 860})
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
+        # a failed load (a missing favicon, a script) is a console error too
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         await page.goto(stack.url + "/")
         await expect(page.locator("#connection")).to_have_text("live")
 

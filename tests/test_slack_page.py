@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -124,7 +125,7 @@ async def test_live_updates_without_reload(page: Page, stack: SlackStack) -> Non
     await expect(message).to_have_count(0)
     # a message in another channel marks it unread
     await client.chat_postMessage(channel="C0GENERAL", text="elsewhere")
-    await expect(page.locator("#channel-list li.unread")).to_have_text("# general")
+    await expect(page.locator("#channel-list li.unread")).to_have_text("#general")
 
 
 async def test_composer_refuses_plain_text(page: Page) -> None:
@@ -132,3 +133,22 @@ async def test_composer_refuses_plain_text(page: Page) -> None:
     await expect(page.locator("#toast")).to_contain_text("start with /cluster")
     await run(page, "/deploy now")
     await expect(page.locator("#toast")).to_contain_text("is not a command here")
+
+
+async def test_the_sidebar_marks_private_channels_and_direct_messages(page: Page) -> None:
+    items = page.locator("#channel-list li")
+    await expect(items).to_have_text(
+        ["#ml-infra", "#general", "#random", "secret-lab", "@alice-bob"]
+    )
+    # the lock is drawn (an emoji would be a box where no emoji font is installed)
+    await expect(items.nth(3).locator(".sigil.private svg")).to_have_count(1)
+    # where the bot was never invited, hovering says so
+    await expect(items.nth(2)).to_have_attribute(
+        "title", "clusterbot is not a member of this conversation"
+    )
+    await expect(items.nth(0)).not_to_have_attribute("title", re.compile(".+"))
+    await items.nth(4).click()
+    await expect(page.locator("#channel-title")).to_have_text("@alice-bob")
+    await expect(page.locator("#composer-input")).to_have_attribute(
+        "placeholder", re.compile("^Message alice-bob: ")
+    )

@@ -105,6 +105,7 @@ async def test_a_change_asked_where_the_bot_cannot_post_leaves_nothing_pending(
     text = text_of(reply)
     assert "cannot post the approval card in this conversation" in text
     assert "/invite @clusterbot" in text and "Nothing was requested" in text
+    assert "Usage" not in text  # the input was fine: no usage under a refusal
     assert await stack.service.store.requests_in(["draft", "pending"]) == []
     # and the cluster is not blocked: the same change asked in #ml-infra gets its card
     cluster = "train01" if "resize" in body["text"] else "cpu01"

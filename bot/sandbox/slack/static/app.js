@@ -231,7 +231,7 @@ function renderThread() {
   if (!parent) { state.thread = null; panel.hidden = true; return; }
   panel.hidden = false;
   const channel = state.channels.find((c) => c.id === state.channel);
-  $("thread-channel").textContent = channel ? `#${channel.name}` : "";
+  $("thread-channel").replaceChildren(...(channel ? [label(channel)] : []));
   const list = $("thread-messages");
   list.replaceChildren(renderMessage(parent, { inThread: true }));
   const replies = state.messages.filter((m) => m.thread_ts === parent.ts && m.ts !== parent.ts);
@@ -282,12 +282,28 @@ function confirmDialog(confirm) {
   });
 }
 
+// Slack marks a public channel with #, a private one with a lock, a DM with @. The lock is
+// drawn, not an emoji: a machine without an emoji font would show a box.
+const LOCK =
+  '<svg viewBox="0 0 16 16" width="12" height="12" aria-label="private">' +
+  '<path fill="currentColor" d="M4 7V5a4 4 0 0 1 8 0v2h1v8H3V7zm2 0h4V5a2 2 0 0 0-4 0z"/></svg>';
+
+function label(channel) {
+  const sigil = el("span", channel.is_im ? "sigil im" : channel.is_private ? "sigil private" : "sigil");
+  if (channel.is_private && !channel.is_im) sigil.innerHTML = LOCK;
+  else sigil.textContent = channel.is_im ? "@" : "#";
+  const whole = el("span", "conversation");
+  whole.append(sigil, document.createTextNode(channel.name));
+  return whole;
+}
+
 function renderChannels() {
   const list = $("channel-list");
   list.replaceChildren();
   for (const channel of state.channels) {
     const item = el("li", channel.id === state.channel ? "active" : "");
-    item.textContent = `# ${channel.name}`;
+    item.append(label(channel));
+    if (!channel.bot_member) item.title = "clusterbot is not a member of this conversation";
     if (state.unread.has(channel.id)) item.classList.add("unread");
     item.addEventListener("click", () => selectChannel(channel.id));
     list.appendChild(item);
@@ -314,8 +330,9 @@ async function selectChannel(id) {
   state.unread.delete(id);
   localStorage.setItem("sandbox.channel", id);
   const channel = state.channels.find((c) => c.id === id);
-  $("channel-title").textContent = `# ${channel.name}`;
-  $("composer-input").placeholder = `Message #${channel.name}: type /cluster help, then press Enter`;
+  $("channel-title").replaceChildren(label(channel));
+  const where = channel.is_im ? channel.name : `#${channel.name}`;
+  $("composer-input").placeholder = `Message ${where}: type /cluster help, then press Enter`;
   renderChannels();
   await loadMessages();
 }
