@@ -157,3 +157,14 @@ async def test_an_ephemeral_click_by_a_grid_user(stack: Stack, hooks: Hooks) -> 
     assert await deliver(stack, urlencode({"payload": json.dumps(body)})) == 200
     [reply] = await answered(stack, hooks)
     assert reply["replace_original"] is True and "Idle report" in text_of(reply)
+
+
+async def test_a_grid_user_is_answered_and_held_to_the_policy(stack: Stack) -> None:
+    # the stand-in joins an Enterprise Grid org: payloads carry enterprise_id, dave is W0DAVE
+    status, _ = await stack.post("/sandbox/api/config", {"enterprise_id": "E0GRID"})
+    assert status == 200
+    listed = text_of(await stack.reply_to("dave", "/cluster list"))
+    assert "train01" in listed and "cpu01" in listed
+    # dave has the default role (viewer): he may read, not ask for a change
+    refused = text_of(await stack.reply_to("dave", "/cluster resize train01 a4 3"))
+    assert "viewer" in refused and await stack.service.store.requests_in(["pending"]) == []

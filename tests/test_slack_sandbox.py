@@ -510,3 +510,28 @@ async def test_events_stream_respects_ephemeral_visibility(stack: SlackStack) ->
         await client.chat_update(channel="C0MLINFRA", ts=posted["ts"], text="edited")
         event = await read_event(stream)
         assert event["type"] == "message_changed" and event["message"]["edited"] is not None
+
+
+async def test_an_enterprise_grid_org_marks_payloads_and_users() -> None:
+    recorder = Recorder()
+    server = await recorder_server(recorder)
+    async with slack_stack(with_bot=False) as stack:
+        stack.workspace.bot_url = str(server.make_url("/slack/events"))
+        async with stack.session.get(f"{stack.url}/sandbox/api/users") as before:
+            assert "dave" not in {u["name"] for u in await before.json()}
+        async with stack.session.post(
+            f"{stack.url}/sandbox/api/config",
+            json={"enterprise_id": "E0GRID", "enterprise_name": "Grid Co"},
+        ) as configured:
+            assert (await configured.json())["enterprise_id"] == "E0GRID"
+        await stack.command("dave", "/cluster list")
+        client = web_client(stack)
+        assert (await client.auth_test())["enterprise_id"] == "E0GRID"
+        dave = (await client.users_info(user="W0DAVE"))["user"]
+        assert dave["enterprise_user"]["enterprise_id"] == "E0GRID"
+    await server.close()
+    [(_, body)] = recorder.requests
+    form = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()}
+    assert set(form) == SLASH_FIELDS | {"enterprise_id", "enterprise_name"}
+    assert form["user_id"] == "W0DAVE"
+    assert (form["enterprise_id"], form["enterprise_name"]) == ("E0GRID", "Grid Co")

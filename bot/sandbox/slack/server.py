@@ -182,6 +182,7 @@ def _config(ws: Workspace, limits: webapi.RateLimits) -> dict[str, Any]:
         "app_token": ws.app_token,
         "rate_limits": limits.per_minute,
         "force_ratelimit": limits.forced,
+        "enterprise_id": ws.enterprise_id,
     }
 
 
@@ -193,7 +194,7 @@ async def configuration(request: web.Request) -> web.Response:
 
 async def configure(request: web.Request) -> web.Response:
     """Set where deliveries go (one URL, or several spread over in turn), the signing secret,
-    and Web API rate limits (for tests and the demo)."""
+    Web API rate limits, and whether the workspace is in an Enterprise Grid org."""
     ws = request.app[WORKSPACE]
     limits = request.app[LIMITS]
     try:
@@ -214,6 +215,8 @@ async def configure(request: web.Request) -> web.Response:
     limits.forced.update({str(k): int(v) for k, v in body.get("force_ratelimit", {}).items()})
     if "retry_after" in body:
         limits.retry_after = max(1, int(body["retry_after"]))
+    if body.get("enterprise_id"):
+        ws.join_grid(str(body["enterprise_id"]), str(body.get("enterprise_name") or "Grid org"))
     return web.json_response(_config(ws, limits))
 
 

@@ -199,7 +199,19 @@ async def chat_get_permalink(ws: Workspace, args: Args, origin: str) -> dict[str
 
 async def users_info(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
     user = ws.user(_require(args, "user", "user_not_found"))
-    return {"ok": True, "user": user.profile(ws.team_id)}
+    profile = user.profile(ws.team_id)
+    if ws.enterprise_id and not user.is_bot:
+        # In a Grid org each user also has an enterprise_user object
+        # (https://api.slack.com/methods/users.info, "enterprise_user").
+        profile["enterprise_user"] = {
+            "id": user.id,
+            "enterprise_id": ws.enterprise_id,
+            "enterprise_name": ws.enterprise_name,
+            "is_admin": False,
+            "is_owner": False,
+            "teams": [ws.team_id],
+        }
+    return {"ok": True, "user": profile}
 
 
 async def conversations_info(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:

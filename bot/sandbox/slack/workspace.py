@@ -141,6 +141,9 @@ DEMO_CHANNELS = (
     Channel("C0SECRETLAB", "secret-lab", is_private=True, bot_member=False),
     Channel("D0ALICEBOB", "alice-bob", is_im=True, bot_member=False, members=("U0ALICE", "U0BOB")),
 )
+# Users created in an Enterprise Grid org get W ids; older members keep their U ids
+# (https://api.slack.com/enterprise/grid, "User IDs").
+GRID_USER = User("W0DAVE", "dave", "viewer", "Dave Grid")
 BLOCK_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789=+/"
 
 
@@ -185,6 +188,12 @@ class Workspace:
             self.messages.setdefault(channel, [])
 
     # -- lookups -------------------------------------------------------------------------------
+
+    def join_grid(self, enterprise_id: str, name: str) -> None:
+        """Make this workspace part of an Enterprise Grid org: payloads carry enterprise_id
+        and enterprise_name, and dave, a user created in the org, has a W id."""
+        self.enterprise_id, self.enterprise_name = enterprise_id, name
+        self.users.setdefault(GRID_USER.id, GRID_USER)
 
     def next_bot_url(self) -> str | None:
         """Where the next delivery goes: the request URL, or the next of several in turn, as
