@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from slack_sdk.signature import SignatureVerifier
 
 from bot.sandbox.controlplane import Durations
+from bot.sandbox.controlplane.rules import LOST_REPLY_STATUSES
 from handlers.policy import Policy
 from tests.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, pool_of, text_of
 
@@ -620,11 +621,12 @@ async def test_show_on_a_target_that_cannot_be_read_says_so(stack: Stack) -> Non
 # -- every failure after a write is looked up ---------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [500, 502, 503, 504, 429])
+@pytest.mark.parametrize("lost", [*sorted(LOST_REPLY_STATUSES), "broken connection"])
 async def test_a_lost_reply_after_the_change_applied_is_followed_to_done(
-    stack: Stack, status: int
+    stack: Stack, lost: int | str
 ) -> None:
-    await stack.fault(method="PATCH", status=status, when="after", count=1)
+    how = {"status": lost} if isinstance(lost, int) else {"drop": True}
+    await stack.fault(method="PATCH", when="after", count=1, **how)
     card = await stack.card("alice", "/cluster resize train01 a4 3")
     await stack.click("bob", card["ts"], "approve")
     messages = await stack.wait(

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from bot.sandbox.controlplane.rules import LOST_REPLY_STATUSES
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import (
@@ -97,9 +98,10 @@ async def test_retry_after_beyond_deadline_stops_at_once(
     assert sleeps.waits == []
 
 
-# Every status the simulator can answer after applying a change: the reply is lost, the
-# change is not. Each must lead to the look-up, and none to a replay or a "not applied".
-LOST_REPLIES = [500, 502, 503, 504, 429]
+# Every status the simulator can answer after applying a change (it refuses any other): the
+# reply is lost, the change is not. Each must lead to the look-up, and none to a replay or a
+# "not applied".
+LOST_REPLIES = sorted(LOST_REPLY_STATUSES)
 
 
 @pytest.mark.parametrize("status", LOST_REPLIES)
@@ -115,7 +117,46 @@ async def test_patch_applied_but_reply_lost_is_followed_not_replayed(
     assert simulator.state.clusters[CPU01]["clusterStatus"]["state"] == "UPDATING"
 
 
-@pytest.mark.parametrize("status", LOST_REPLIES)
+async def test_a_refusal_cannot_follow_an_applied_change(simulator: Simulator) -> None:
+    spec = {"method": "PATCH", "status": 400, "when": "after"}
+    async with simulator.session.post(f"{simulator.url}/_sim/faults", json=spec) as reply:
+        assert reply.status == 400
+        assert "429, 500, 501, 502, 503, 504" in (await reply.json())["error"]["message"]
+
+
+@pytest.mark.parametrize("when", ["after", "before"])
+async def test_a_broken_connection_is_looked_up(
+    client: VertexClient, simulator: Simulator, when: str
+) -> None:
+    """The connection breaks with no reply: the request was sent, so only a look-up tells."""
+    await simulator.fault(method="PATCH", drop=True, when=when, count=1)
+    cluster = await client.get_cluster(CPU01)
+    await simulator.admin("DELETE", "requests")
+    if when == "after":
+        with pytest.raises(AppliedWithoutReplyError):
+            await client.update_cluster(scaled(cluster, 0), ["node_pools"])
+        log = [(r["method"], r["status"]) for r in await simulator.requests()]
+        assert log == [("PATCH", 0), ("GET", 200)]  # never sent again
+    else:
+        operation = await client.update_cluster(scaled(cluster, 1), ["node_pools"])
+        assert operation.name
+        log = [(r["method"], r["status"]) for r in await simulator.requests()]
+        assert log == [("PATCH", 0), ("GET", 200), ("PATCH", 200)]  # visibly not applied
+
+
+async def test_a_reply_too_late_after_the_change_is_looked_up(simulator: Simulator) -> None:
+    """The change is made and the reply outlasts the request timeout."""
+    async with VertexClient(
+        StaticToken("t"), base_url=simulator.url, request_timeout=0.5, clock=simulator.clock
+    ) as vertex:
+        await simulator.fault(method="PATCH", latency_ms=3000, when="after", count=1)
+        cluster = await vertex.get_cluster(CPU01)
+        with pytest.raises(AppliedWithoutReplyError):
+            await vertex.update_cluster(scaled(cluster, 0), ["node_pools"])
+    assert len(await simulator.requests(method="PATCH")) == 1
+
+
+@pytest.mark.parametrize("status", [s for s in LOST_REPLIES if s != 501])
 async def test_patch_refused_before_applying_is_replayed_once(
     client: VertexClient, simulator: Simulator, status: int
 ) -> None:
@@ -127,6 +168,21 @@ async def test_patch_refused_before_applying_is_replayed_once(
     assert operation.name
     log = [(r["method"], r["status"]) for r in await simulator.requests()]
     assert log == [("PATCH", status), ("GET", 200), ("PATCH", 200)]
+
+
+async def test_unimplemented_is_looked_up_and_not_sent_again(
+    client: VertexClient, simulator: Simulator
+) -> None:
+    """501 may follow a change like any 5xx, so it is looked up; sending it again would not
+    help, so a change that visibly did not apply is reported, not replayed."""
+    await simulator.fault(method="PATCH", status=501, count=1)
+    cluster = await client.get_cluster(CPU01)
+    await simulator.admin("DELETE", "requests")
+    with pytest.raises(VertexError) as caught:
+        await client.update_cluster(scaled(cluster, 1), ["node_pools"])
+    assert caught.value.status == "UNIMPLEMENTED"
+    log = [(r["method"], r["status"]) for r in await simulator.requests()]
+    assert log == [("PATCH", 501), ("GET", 200)]
 
 
 async def test_lost_reply_and_failed_look_up_is_outcome_unknown(

@@ -43,6 +43,9 @@ HTTP_STATUS = {
     "UNAVAILABLE": 503,
     "DEADLINE_EXCEEDED": 504,
 }
+# The statuses a reply can carry after the change was made: the server failed or throttled
+# while answering. Every other error is a deliberate refusal of a change never made.
+LOST_REPLY_STATUSES = frozenset({429, 500, 501, 502, 503, 504})
 STATUS_OF_HTTP = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",

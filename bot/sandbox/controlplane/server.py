@@ -20,6 +20,7 @@ from bot.sandbox.controlplane.state import Fault, SimulatorState, present, rfc33
 STATE = web.AppKey("simulator_state", SimulatorState)
 PREFIX = web.AppKey("simulator_prefix", str)
 FAULT = web.RequestKey("simulator_fault", Fault)
+DROPPED = web.RequestKey("simulator_dropped", bool)
 CLUSTERS = "/{version:v1beta1}/projects/{project}/locations/{region}/modelDevelopmentClusters"
 OPERATION = "/{version:v1|v1beta1}/projects/{project}/locations/{region}/operations/{op_id}"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -80,7 +81,7 @@ async def api_middleware(request: web.Request, handler: Handler) -> web.StreamRe
         response = await _guarded(request, handler, state, path)
     finally:
         state.in_flight -= 1
-    entry["status"] = response.status
+    entry["status"] = 0 if request.get(DROPPED) else response.status  # 0: no reply at all
     return response
 
 
@@ -107,10 +108,13 @@ async def _guarded(
             )
         )
     fault = state.pick_fault(request.method, path, state.rng.random())
-    if fault is not None and fault.latency_ms:
-        await asyncio.sleep(fault.latency_ms / 1000)
-    if fault is not None and fault.status and fault.when == "before":
-        return fault_error(fault)
+    if fault is not None and fault.when == "before":
+        if fault.latency_ms:
+            await asyncio.sleep(fault.latency_ms / 1000)
+        if fault.drop:
+            return dropped(request)
+        if fault.status:
+            return fault_error(fault)
     if fault is not None:
         request[FAULT] = fault
     state.advance()
@@ -118,9 +122,23 @@ async def _guarded(
         response = await handler(request)
     except SimError as error:
         response = error_response(error)
-    if fault is not None and fault.status and fault.when == "after":
-        return fault_error(fault)  # the change happened; only the reply is lost
+    if fault is not None and fault.when == "after":
+        # the change happened; only the reply is late, lost or broken off
+        if fault.latency_ms:
+            await asyncio.sleep(fault.latency_ms / 1000)
+        if fault.drop:
+            return dropped(request)
+        if fault.status:
+            return fault_error(fault)
     return response
+
+
+def dropped(request: web.Request) -> web.Response:
+    """Close the connection with no reply, as a broken network or proxy would."""
+    request[DROPPED] = True
+    if request.transport is not None:
+        request.transport.abort()
+    return web.Response(status=500)  # never reaches the client: the connection is gone
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:

@@ -134,6 +134,7 @@ class Fault:
     when: str = "before"
     operation_error: dict[str, Any] | None = None
     skip: int = 0  # let this many matching requests through first
+    drop: bool = False  # close the connection with no reply (after: once the change is made)
     fired: int = 0
     seen: int = 0
 
@@ -480,8 +481,15 @@ class SimulatorState:
         unknown = set(spec) - allowed
         if unknown:
             raise rules.invalid(f"unknown fault fields: {', '.join(sorted(unknown))}")
-        if spec.get("when", "before") not in ("before", "after"):
+        when = spec.get("when", "before")
+        if when not in ("before", "after"):
             raise rules.invalid("when must be 'before' or 'after'")
+        status = spec.get("status")
+        if when == "after" and status is not None and status not in rules.LOST_REPLY_STATUSES:
+            # A refusal (400, 403, 404, 409...) means the change was not made; only a reply
+            # that can be lost on the way (429, any 5xx) may follow an applied change.
+            statuses = ", ".join(map(str, sorted(rules.LOST_REPLY_STATUSES)))
+            raise rules.invalid(f"a status after the change must be one of {statuses}")
         fault = Fault(id=next(self._ids), **spec)
         self.faults.append(fault)
         return fault
