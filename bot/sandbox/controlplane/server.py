@@ -109,12 +109,9 @@ async def _guarded(
         )
     fault = state.pick_fault(request.method, path, state.rng.random())
     if fault is not None and fault.when == "before":
-        if fault.latency_ms:
-            await asyncio.sleep(fault.latency_ms / 1000)
-        if fault.drop:
-            return dropped(request)
-        if fault.status:
-            return fault_error(fault)
+        refused = await _interfere(request, fault)
+        if refused is not None:
+            return refused
     if fault is not None:
         request[FAULT] = fault
     state.advance()
@@ -124,13 +121,17 @@ async def _guarded(
         response = error_response(error)
     if fault is not None and fault.when == "after":
         # the change happened; only the reply is late, lost or broken off
-        if fault.latency_ms:
-            await asyncio.sleep(fault.latency_ms / 1000)
-        if fault.drop:
-            return dropped(request)
-        if fault.status:
-            return fault_error(fault)
+        return await _interfere(request, fault) or response
     return response
+
+
+async def _interfere(request: web.Request, fault: Fault) -> web.Response | None:
+    """Delay, then drop the connection or answer the fault's error; None lets it through."""
+    if fault.latency_ms:
+        await asyncio.sleep(fault.latency_ms / 1000)
+    if fault.drop:
+        return dropped(request)
+    return fault_error(fault) if fault.status else None
 
 
 def dropped(request: web.Request) -> web.Response:
