@@ -38,10 +38,10 @@ from bot.vertex.errors import CredentialsError
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SlurmReader
 from handlers.alerts import AlertBoard, IdleAlerts
-from handlers.bot import ClusterBot
-from handlers.changes import ChangeService
+from handlers.approvals import Approvals
 from handlers.clusters import ClusterDirectory
 from handlers.costs import PriceBook
+from handlers.dispatch import ClusterBot
 from handlers.execution import LEASE, Executor
 from handlers.idle import Status
 from handlers.idle_clicks import IdleClicks
@@ -194,7 +194,7 @@ class ClusterbotService:
         self.executor = Executor(
             self.store, self.vertex, ledger, clock, self.owner, crash=crash, lease=lease
         )
-        self.changes = ChangeService(
+        self.changes = Approvals(
             self.store,
             self.directory,
             policy,

@@ -8,16 +8,16 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from bot.vertex.errors import VertexError
-from handlers.cards import slack_time
-from handlers.changes import ChangeService
+from handlers.approval_card import slack_time
+from handlers.approvals import Approvals
 from handlers.commands import CommandError
 from handlers.costs import PriceBook
+from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.idle import AutoAction, IdleRecord, IdleRules, Status, Verdict
-from handlers.idle_cards import IdleEntry, alert_card, closed_alert
+from handlers.idle_alert import IdleEntry, alert_card, closed_alert
 from handlers.messenger import Messenger, MessengerError
 from handlers.plans import ChangePlan, PlanError, PlanKind, plan_delete, plan_scale_to_zero
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
-from handlers.records import ApprovalRequest, Origin, RequestState
 from handlers.replies import escape, mention
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class IdleAlerts:
     def __init__(
         self,
         board: AlertBoard,
-        changes: ChangeService,
+        changes: Approvals,
         vertex: ControlPlane,
         prices: PriceBook,
         clock: Clock,

@@ -28,10 +28,10 @@ from bot.vertex.errors import (
 )
 from bot.vertex.models import Cluster, ClusterState
 from handlers.clusters import error_text
+from handlers.entities import ApprovalRequest, OperationKind, RequestState, TrackedOperation
 from handlers.ledger import RequestLedger
 from handlers.plans import PlanKind, applied, apply_plan, drift
 from handlers.ports import Clock, ControlPlane, CrashPoint, RequestStore, no_crash
-from handlers.records import ApprovalRequest, OperationKind, RequestState, TrackedOperation
 from handlers.replies import mention
 
 log = logging.getLogger(__name__)

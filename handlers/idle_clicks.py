@@ -13,14 +13,14 @@ from dataclasses import replace
 
 from bot.vertex.errors import VertexError
 from handlers.alerts import AlertBoard
-from handlers.changes import ChangeService
+from handlers.approvals import Approvals
 from handlers.commands import CommandError
 from handlers.costs import PriceBook
-from handlers.idle_cards import kept_text
+from handlers.entities import Origin
+from handlers.idle_alert import kept_text
 from handlers.plans import ChangePlan, PlanError, PlanKind, plan_delete, plan_scale_to_zero
 from handlers.policy import Role, may_approve
 from handlers.ports import Clock, ControlPlane
-from handlers.records import Origin
 from handlers.replies import Reply, Text, escape, mention
 from handlers.words import duration
 
@@ -33,7 +33,7 @@ class IdleClicks:
     def __init__(
         self,
         board: AlertBoard,
-        changes: ChangeService,
+        changes: Approvals,
         vertex: ControlPlane,
         prices: PriceBook,
         clock: Clock,

@@ -11,10 +11,10 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from handlers.cards import ending_text, request_card, thread_reply
+from handlers.approval_card import ending_text, request_card, thread_reply
+from handlers.entities import ApprovalRequest, AuditEntry, RequestState
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
-from handlers.records import ApprovalRequest, AuditEntry, RequestState
 
 log = logging.getLogger(__name__)
 

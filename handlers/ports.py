@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from bot.vertex.models import Cluster, ClusterName, Operation, SlurmActivity, Target
+from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 from handlers.idle import IdleRecord
-from handlers.records import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 
 Clock = Callable[[], float]
 CrashPoint = Callable[[str], None]
@@ -20,6 +20,11 @@ CrashPoint = Callable[[str], None]
 
 def no_crash(point: str) -> None:
     """The default crash hook: a named step passes by."""
+
+
+class OpenRequestExistsError(Exception):
+    """The cluster already has a request under way: a ``RequestStore`` refuses a second one
+    (across replicas too), and the core answers that one must be decided first."""
 
 
 class Listing(Protocol):

@@ -21,7 +21,7 @@ from handlers.alerts import IdleAlerts
 from handlers.clusters import ClusterDirectory, pools_summary
 from handlers.costs import PriceBook
 from handlers.idle import EXEMPT_LABEL, IdleRecord, IdleRules, Observation, Status, Verdict, assess
-from handlers.idle_cards import IdleEntry, closed_alert
+from handlers.idle_alert import IdleEntry, closed_alert
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import (
     ActivityReader,

@@ -17,12 +17,12 @@ import logging
 
 from bot.vertex.errors import NotFoundError, VertexError, error_from_status
 from bot.vertex.models import ClusterState
-from handlers.cards import thread_reply
+from handlers.approval_card import thread_reply
+from handlers.entities import Final, OperationKind, RequestState, TrackedOperation
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
 from handlers.plans import PlanKind, applied, plan_sizes
 from handlers.ports import Clock, ControlPlane, CrashPoint, OperationStore, RequestStore, no_crash
-from handlers.records import Final, OperationKind, RequestState, TrackedOperation
 from handlers.replies import escape
 from handlers.words import duration
 

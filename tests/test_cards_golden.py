@@ -16,10 +16,10 @@ from bot.sandbox.controlplane import DEMO_FIXTURES
 from bot.sandbox.slack.blockkit import problems
 from bot.slack.render import render
 from bot.vertex.models import Cluster
-from handlers.cards import request_card, thread_reply
+from handlers.approval_card import request_card, thread_reply
 from handlers.costs import PriceBook
+from handlers.entities import ApprovalRequest, RequestState
 from handlers.plans import plan_delete, plan_resize
-from handlers.records import ApprovalRequest, RequestState
 from handlers.replies import Reply
 
 GOLDEN = Path(__file__).with_name("golden")

@@ -12,8 +12,8 @@ import sqlalchemy as sa
 
 from bot.store import OpenRequestExistsError, Store
 from bot.store.schema import SCHEMA_VERSION
+from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 from handlers.plans import ChangePlan
-from handlers.records import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 from tests.conftest import require
 
 POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"

@@ -25,10 +25,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.redact import Redactor
 from bot.slack.render import render
 from bot.vertex.errors import VertexError
-from handlers.bot import ClusterBot, needed_role
-from handlers.changes import ChangeService
+from handlers.approvals import Approvals
 from handlers.clusters import error_text
 from handlers.commands import USAGE, CommandError, parse
+from handlers.dispatch import ClusterBot, needed_role
 from handlers.idle_clicks import IdleClicks
 from handlers.policy import Policy, Role
 from handlers.replies import Reply, Text, error_reply, escape
@@ -160,7 +160,7 @@ class SlackEdge:
         self,
         app: AsyncApp,
         bot: ClusterBot,
-        changes: ChangeService,
+        changes: Approvals,
         policy: Policy,
         roles: Roles,
         background: Background,

@@ -1,6 +1,7 @@
 """Persistence: SQLite by default, PostgreSQL for replicas."""
 
 from bot.store.idle_records import IdleRecords
-from bot.store.store import OpenRequestExistsError, Store, details
+from bot.store.store import Store, details
+from handlers.ports import OpenRequestExistsError
 
 __all__ = ["IdleRecords", "OpenRequestExistsError", "Store", "details"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from handlers.records import OPEN_STATES
+from handlers.entities import OPEN_STATES
 
 SCHEMA_VERSION = 3
 OPEN = sorted(str(s) for s in OPEN_STATES)

@@ -18,22 +18,19 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from bot.store import schema
-from handlers.plans import ChangePlan
-from handlers.records import (
+from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
     Final,
     RequestState,
     TrackedOperation,
 )
+from handlers.plans import ChangePlan
+from handlers.ports import OpenRequestExistsError
 
 _OPERATION_FIELDS = [f.name for f in fields(TrackedOperation)]
 _REQUEST_FIELDS = [f.name for f in fields(ApprovalRequest)]
 MIGRATION_LOCK = 0x0C1B_0001  # pg_advisory_xact_lock key: one replica migrates at a time
-
-
-class OpenRequestExistsError(Exception):
-    """The cluster already has a request under way (the partial unique index said so)."""
 
 
 def _request_row(request: ApprovalRequest) -> dict[str, Any]:

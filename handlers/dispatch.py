@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from handlers.changes import ChangeService
+from handlers.approvals import Approvals
 from handlers.clusters import ClusterDirectory, list_reply, show_reply
 from handlers.commands import (
     CLUSTER_HELP,
@@ -21,7 +21,7 @@ from handlers.commands import (
     Show,
 )
 from handlers.costs import PriceBook
-from handlers.idle_cards import report
+from handlers.idle_alert import report
 from handlers.policy import Role
 from handlers.ports import Clock, OperationStore, RequestStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text, escape
@@ -53,7 +53,7 @@ class ClusterBot:
     def __init__(
         self,
         directory: ClusterDirectory,
-        changes: ChangeService,
+        changes: Approvals,
         requests: RequestStore,
         operations: OperationStore,
         prices: PriceBook,

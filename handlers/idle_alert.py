@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from handlers.cards import slack_time
+from handlers.approval_card import slack_time
 from handlers.costs import PRICES_AS_OF, money
 from handlers.idle import AutoAction, IdleRecord, Recommendation, Status, Verdict
 from handlers.replies import (

@@ -11,15 +11,15 @@ import pytest
 from bot.store import Store
 from bot.vertex.client import VertexClient
 from bot.vertex.models import Target
-from handlers.changes import ChangeService
+from handlers.approvals import Approvals
 from handlers.clusters import ClusterDirectory
 from handlers.commands import CommandError, Resize
 from handlers.costs import PriceBook
+from handlers.entities import ApprovalRequest, RequestState
 from handlers.execution import Executor
 from handlers.ledger import RequestLedger
 from handlers.plans import plan_resize
 from handlers.policy import Policy
-from handlers.records import ApprovalRequest, RequestState
 from tests.conftest import ManualClock
 from tests.support.fakes import FakeMessenger
 
@@ -34,11 +34,11 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 
 def service(
     store: Store, client: VertexClient, clock: ManualClock, messenger: FakeMessenger
-) -> ChangeService:
+) -> Approvals:
     ledger = RequestLedger(store, messenger, clock)
     executor = Executor(store, client, ledger, clock, "me")
     directory = ClusterDirectory(client, [Target("demo-project", "us-central1")])
-    return ChangeService(
+    return Approvals(
         store,
         directory,
         Policy(),

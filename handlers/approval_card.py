@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from handlers.costs import PRICES_AS_OF, Range, money, money_range
+from handlers.entities import ApprovalRequest, RequestState
 from handlers.plans import ChangePlan, PlanKind
-from handlers.records import ApprovalRequest, RequestState
 from handlers.replies import (
     Button,
     Buttons,

@@ -12,18 +12,17 @@ from __future__ import annotations
 import logging
 import secrets
 
-from bot.store import OpenRequestExistsError
-from handlers.cards import request_card
+from handlers.approval_card import request_card
 from handlers.clusters import ClusterDirectory
 from handlers.commands import CommandError, Delete, Refused, Resize
 from handlers.costs import PriceBook
+from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.execution import Executor
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
 from handlers.plans import ChangePlan, PlanError, plan_delete, plan_resize
 from handlers.policy import Policy, Role, approval_refusal, may_approve
-from handlers.ports import Clock, CrashPoint, RequestStore, no_crash
-from handlers.records import ApprovalRequest, Origin, RequestState
+from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
 from handlers.replies import Reply, Text, escape, mention
 
 log = logging.getLogger(__name__)
@@ -38,7 +37,7 @@ def _notice(title: str, text: str) -> Reply:
     return Reply(title).add(Text(text))
 
 
-class ChangeService:
+class Approvals:
     def __init__(
         self,
         store: RequestStore,
