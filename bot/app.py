@@ -41,13 +41,14 @@ from handlers.alerts import AlertBoard, IdleAlerts
 from handlers.approvals import Approvals
 from handlers.clusters import ClusterDirectory
 from handlers.costs import PriceBook
-from handlers.dispatch import ClusterBot
+from handlers.dispatch import Core, Dispatcher
 from handlers.execution import LEASE, Executor
 from handlers.idle import Status
 from handlers.idle_clicks import IdleClicks
 from handlers.ledger import RequestLedger
 from handlers.policy import Policy
 from handlers.ports import CrashPoint, no_crash
+from handlers.reports import Reports
 from handlers.sweep import ActivityObserver, Sweeper, SweepReport
 from handlers.tracking import Tracker
 
@@ -237,12 +238,13 @@ class ClusterbotService:
             self.owner,
             interval=settings.sweep_interval,
         )
-        self.bot = ClusterBot(
-            self.directory, self.changes, self.store, self.store, prices, clock, self.sweeper
-        )
+        self.reports = Reports(self.directory, self.store, self.store, prices, clock, self.sweeper)
         self.background = Background()
         self.responder = Responder(self.redactor)
         self.roles = Roles(policy, self.slack)
+        self.dispatcher = Dispatcher(
+            Core(self.reports, self.changes), policy, self.roles, self.clicks
+        )
         self.bolt = self._slack_app(working_after) if bot_token else None
         self.jobs = Jobs()
 
@@ -262,14 +264,9 @@ class ClusterbotService:
         extra = {} if working_after is None else {"working_after": working_after}
         SlackEdge(
             app,
-            self.bot,
-            self.changes,
-            self.policy,
-            self.roles,
+            self.dispatcher,
             self.background,
             self.responder,
-            clicks=self.clicks,
-            sweeper=self.sweeper,
             on_command=self.metrics.command,
             **extra,
         ).register()

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from bot.vertex.errors import VertexError
-from handlers.approval_card import slack_time
 from handlers.approvals import Approvals
 from handlers.commands import CommandError
 from handlers.costs import PriceBook
@@ -18,7 +17,7 @@ from handlers.idle_alert import IdleEntry, alert_card, closed_alert
 from handlers.messenger import Messenger, MessengerError
 from handlers.plans import ChangePlan, PlanError, PlanKind, plan_delete, plan_scale_to_zero
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
-from handlers.replies import escape, mention
+from handlers.replies import Code, Line, Strong, Time, UserRef
 
 log = logging.getLogger(__name__)
 CAS_TRIES = 5
@@ -55,7 +54,7 @@ class AlertBoard:
                 return updated
         raise RuntimeError(f"could not save the idle record of {cluster}")
 
-    async def edit(self, record: IdleRecord, title: str, text: str) -> None:
+    async def edit(self, record: IdleRecord, title: str, text: Line) -> None:
         """Replace the alert with a note that asks nothing (its buttons are gone)."""
         if record.alert_ts and record.alert_channel and self.messenger is not None:
             try:
@@ -96,20 +95,24 @@ class AlertBoard:
         if request.state == RequestState.SUCCEEDED:
             record = await self.update(request.cluster, lambda r: replace(r, remedy=None))
             title = "Deleted" if request.kind == PlanKind.DELETE else "Scaled to zero"
-            await self.edit(record, "done", f"*{title}*: request `{request.id}` finished.")
+            await self.edit(
+                record, "done", (Strong(title), ": request ", Code(request.id), " finished.")
+            )
             return
-        by = f" by {mention(request.decided_by)}" if request.decided_by else ""
-        if request.state == RequestState.WITHDRAWN:
-            by = f" by {mention(request.requester)}"
-        note = (
-            f"The {what} request `{escape(request.id)}` was *{request.state}*{by}"
-            + (f": {escape(request.outcome)}" if request.outcome else "")
-            + ". The remedies are back."
+        who = request.requester if request.state == RequestState.WITHDRAWN else request.decided_by
+        note: Line = (
+            f"The {what} request ",
+            Code(request.id),
+            " was ",
+            Strong(str(request.state)),
+            *((" by ", UserRef(who)) if who else ()),
+            f": {request.outcome}" if request.outcome else "",
+            ". The remedies are back.",
         )
         record = await self.update(request.cluster, lambda r: replace(r, remedy=None))
         await self.restore(record, note)
 
-    async def restore(self, record: IdleRecord, note: str) -> None:
+    async def restore(self, record: IdleRecord, note: Line) -> None:
         """Draw the alert again as it was posted, with its buttons, and a note."""
         if not (record.alert_ts and record.alert_channel and record.alert and self.messenger):
             return
@@ -145,9 +148,12 @@ class IdleAlerts:
             return 0
         if verdict.ended_alert and record.alert_ts and record.alert_channel:
             if verdict.status == Status.FREE:
-                text = "*Scaled to zero*: its compute pools have no nodes, so it costs nothing now."
+                text: Line = (
+                    Strong("Scaled to zero"),
+                    ": its compute pools have no nodes, so it costs nothing now.",
+                )
             else:
-                text = f"*No longer idle*: {escape(verdict.ended_alert)}."
+                text = (Strong("No longer idle"), f": {verdict.ended_alert}.")
             await self.board.edit(record, "no longer idle", text)
             await self.board.update(
                 entry.cluster, lambda r: replace(r, alert_ts=None, alert_channel=None)
@@ -158,7 +164,7 @@ class IdleAlerts:
                 await self.board.edit(
                     record,
                     "still idle",
-                    f"*Still idle*: alerted again at {slack_time(self.clock())}, below.",
+                    (Strong("Still idle"), ": alerted again at ", Time(self.clock()), ", below."),
                 )
             return int(await self.board.post(entry))
         if verdict.auto_action_due:
@@ -183,7 +189,9 @@ class IdleAlerts:
             log.warning("auto-action on %s not taken: %s", entry.cluster, error)
             return
         text = (
-            f"*Auto-action*: no one responded, so clusterbot asked to "
-            f"{kind.replace('_', ' ')} (request `{request.id}`); progress under its card."
+            Strong("Auto-action"),
+            f": no one responded, so clusterbot asked to {kind.replace('_', ' ')} (request ",
+            Code(request.id),
+            "); progress under its card.",
         )
         await self.board.edit(record, "auto-action", text)

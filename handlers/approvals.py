@@ -23,7 +23,7 @@ from handlers.messenger import Messenger, MessengerError
 from handlers.plans import ChangePlan, PlanError, plan_delete, plan_resize
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
-from handlers.replies import Reply, Text, escape, mention
+from handlers.replies import Code, Reply, UserRef, notice
 
 log = logging.getLogger(__name__)
 DRAFT_TIMEOUT = 60.0  # a draft older than this lost its card to a crash: abandon it
@@ -33,8 +33,8 @@ def new_request_id() -> str:
     return "r-" + secrets.token_hex(5)
 
 
-def _notice(title: str, text: str) -> Reply:
-    return Reply(title).add(Text(text))
+def _notice_unknown(request_id: str) -> Reply:
+    return notice("Unknown request", f"There is no request {request_id}.")
 
 
 class Approvals:
@@ -193,14 +193,14 @@ class Approvals:
         """Approve or reject; returns a reply for the clicker alone, or None when all went well."""
         request = await self._clicked(request_id, card_ts)
         if request is None:
-            return _notice("Unknown request", f"There is no request {escape(request_id)}.")
+            return _notice_unknown(request_id)
         if request.state != RequestState.PENDING:
             return self._already(request)
         if not approve:
             if actor == request.requester:
                 return await self.withdraw(actor, request_id)
             if not may_approve(self.policy, role, request.kind):
-                return _notice(
+                return notice(
                     "Not allowed",
                     f"Rejecting is for approvers; you are {role.label}. The requester can "
                     "withdraw their own request.",
@@ -219,10 +219,10 @@ class Approvals:
         refusal = approval_refusal(self.policy, actor, role, request.requester, request.kind)
         if refusal is not None:
             await self.ledger.audit(actor, "approval_refused", request, reason=refusal)
-            return _notice("Not allowed", f"You cannot approve this: {refusal}.")
+            return notice("Not allowed", f"You cannot approve this: {refusal}.")
         if self.clock() >= request.expires_at:
             await self.expire(request)
-            return _notice("Expired", "This request expired before your click.")
+            return notice("Expired", "This request expired before your click.")
         if not await self._approve(request, actor):
             return await self._already_now(request_id)
         await self.executor.execute(request.id)
@@ -234,11 +234,13 @@ class Approvals:
         """The requester takes their own request back, while it waits for an approver."""
         request = await self._clicked(request_id, card_ts)
         if request is None:
-            return _notice("Unknown request", f"There is no request {escape(request_id)}.")
+            return _notice_unknown(request_id)
         if actor != request.requester:
-            return _notice(
+            return notice(
                 "Not allowed",
-                f"Only {mention(request.requester)}, who asked for it, can withdraw it.",
+                "Only ",
+                UserRef(request.requester),
+                ", who asked for it, can withdraw it.",
             )
         if request.state != RequestState.PENDING:
             return self._already(request)
@@ -249,15 +251,20 @@ class Approvals:
         return None
 
     def _already(self, request: ApprovalRequest) -> Reply:
-        who = f" by {mention(request.decided_by)}" if request.decided_by else ""
-        return _notice(
-            "Already decided", f"Request `{escape(request.id)}` is already {request.state}{who}."
+        who = (" by ", UserRef(request.decided_by)) if request.decided_by else ()
+        return notice(
+            "Already decided",
+            "Request ",
+            Code(request.id),
+            f" is already {request.state}",
+            *who,
+            ".",
         )
 
     async def _already_now(self, request_id: str) -> Reply:
         fresh = await self.store.get_request(request_id)
         if fresh is None:
-            return _notice("Unknown request", f"There is no request {escape(request_id)}.")
+            return _notice_unknown(request_id)
         return self._already(fresh)
 
     # -- housekeeping --------------------------------------------------------------------------

@@ -12,10 +12,22 @@ from datetime import UTC, datetime
 
 from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
 from bot.vertex.models import Cluster, ClusterName, Target
-from handlers.commands import CommandError
+from handlers.commands import CommandError, Refused
 from handlers.costs import PRICES_AS_OF, PriceBook, money
 from handlers.ports import ControlPlane, Listing
-from handlers.replies import Fields, Heading, Note, Reply, Table, Text, escape
+from handlers.replies import (
+    Code,
+    Field,
+    Fields,
+    Heading,
+    Line,
+    Note,
+    Reply,
+    Strong,
+    Table,
+    Text,
+    joined,
+)
 
 LIST_ROWS = 40  # rows in one list message; more are counted, not shown
 SHOW_EVENTS = 5
@@ -52,17 +64,14 @@ class ClusterDirectory:
         for listing in listings:
             for bad in listing.unreadable:
                 if bad.name.rsplit("/", 1)[-1] == key:
-                    raise CommandError(
-                        f"{key} exists but clusterbot cannot read it ({bad.problem})", subcommand
-                    )
+                    raise Refused(f"{key} exists but clusterbot cannot read it ({bad.problem})")
         failed = [x for x in listings if x.error is not None]
         if failed:
             reasons = "; ".join(f"{x.target}: {x.error.user_message}" for x in failed)
             read = ", ".join(str(x.target) for x in listings if x.error is None) or "none"
-            raise CommandError(
+            raise Refused(
                 f"{key} is not in the targets that could be read ({read}); these could not be "
-                f"read, so it may be there: {reasons}",
-                subcommand,
+                f"read, so it may be there: {reasons}"
             )
         searched = ", ".join(str(t) for t in self.targets) or "no targets"
         raise CommandError(f"there is no cluster {key} in {searched}", subcommand)
@@ -84,11 +93,9 @@ def listing_notes(listings: Sequence[Listing]) -> list[Note]:
     notes = []
     for listing in listings:
         if listing.error is not None:
-            notes.append(
-                Note(f"Could not list {listing.target}: {escape(listing.error.user_message)}")
-            )
+            notes.append(Note(f"Could not list {listing.target}: {listing.error.user_message}"))
         for bad in listing.unreadable:
-            notes.append(Note(f"Could not read `{escape(bad.name)}`: {escape(bad.problem)}"))
+            notes.append(Note("Could not read ", Code(bad.name), f": {bad.problem}"))
     return notes
 
 
@@ -116,8 +123,9 @@ def list_reply(listings: Sequence[Listing], prices: PriceBook) -> Reply:
     if total > LIST_ROWS:
         reply.add(
             Note(
-                f"and {total - LIST_ROWS} more not shown; use `/cluster show CLUSTER` for one, "
-                "or narrow CLUSTERBOT_TARGETS"
+                f"and {total - LIST_ROWS} more not shown; use ",
+                Code("/cluster show CLUSTER"),
+                " for one, or narrow CLUSTERBOT_TARGETS",
             )
         )
     reply.add(*listing_notes(listings))
@@ -154,15 +162,15 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
     reply.add(
         Fields(
             (
-                f"*Target*\n`{escape(cluster.target)}`",
-                f"*State*\n{escape(cluster.state)}",
-                f"*Estimated cost*\n{money(prices.cluster_hour(cluster))}",
-                f"*Created*\n{_when(cluster.create_time)}",
+                Field("Target", Code(str(cluster.target))),
+                Field("State", cluster.state),
+                Field("Estimated cost", money(prices.cluster_hour(cluster))),
+                Field("Created", _when(cluster.create_time)),
             )
         )
     )
     if status and status.detail:
-        reply.add(Note(escape(status.detail)))
+        reply.add(Note(status.detail))
     reported = (status.nodes_status or []) if status else []
     rows = []
     for pool in cluster.node_pools:
@@ -192,44 +200,47 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
             right=frozenset({1, 2, 4}),
         )
     )
-    mounts = [
-        f"`{escape(pool.id)}`: {escape(m.rsplit('/', 1)[-1])}"
+    mounts: list[Line] = [
+        (Code(pool.id), f": {m.rsplit('/', 1)[-1]}")
         for pool in cluster.node_pools
         for m in [*(pool.filestores or []), *(pool.lustres or [])]
     ]
     partitions = slurm.partitions or []
     default = slurm.default_partition_id or (partitions[0].id if partitions else None)
-    partition_text = (
-        ", ".join(
-            f"`{escape(p.id)}`{' (default)' if p.id == default else ''}: "
-            f"{escape(', '.join(p.node_pool_ids))}"
+    partition_text: Line = joined(
+        [
+            (
+                Code(p.id),
+                f"{' (default)' if p.id == default else ''}: {', '.join(p.node_pool_ids)}",
+            )
             for p in partitions
-        )
-        or "none"
-    )
+        ]
+    ) or ("none",)
     config = slurm.config or {}
-    settings = ", ".join(f"`{escape(k)}={escape(v)}`" for k, v in sorted(config.items())) or "none"
+    settings = joined([Code(f"{k}={v}") for k, v in sorted(config.items())]) or ("none",)
+    scripts = f"{len(slurm.prolog_bash_scripts or [])} / {len(slurm.epilog_bash_scripts or [])}"
     reply.add(
         Fields(
             (
-                f"*Partitions*\n{partition_text}",
-                f"*Login pool*\n`{escape(slurm.login_node_pool_id or '?')}`",
-                f"*Home storage*\n`{escape(slurm.home_directory_storage or '?')}`",
-                f"*Prolog / epilog*\n{len(slurm.prolog_bash_scripts or [])} / "
-                f"{len(slurm.epilog_bash_scripts or [])} scripts",
+                Field("Partitions", *partition_text),
+                Field("Login pool", Code(slurm.login_node_pool_id or "?")),
+                Field("Home storage", Code(slurm.home_directory_storage or "?")),
+                Field("Prolog / epilog", f"{scripts} scripts"),
             )
         )
     )
     if mounts:
-        reply.add(Text("*Mounted storage*: " + ", ".join(mounts)))
-    reply.add(Text(f"*slurm.conf settings*: {settings}"))
+        reply.add(Text(Strong("Mounted storage"), ": ", *joined(mounts)))
+    reply.add(Text(Strong("slurm.conf settings"), ": ", *settings))
     events = (cluster.cluster_events or [])[:SHOW_EVENTS]
     if events:
-        lines = [
-            f"{_when(e.event_time)}  {e.event_type or '?'}: {e.event_message or ''}" for e in events
+        happened = [
+            (_when(e.event_time), f"{e.event_type or '?'}: {e.event_message or ''}") for e in events
         ]
-        reply.add(Text("*Recent events*"), Table(tuple(escape(line) for line in lines)))
-    reply.add(Note(f"`{escape(cluster.name)}` · costs are estimates (list prices {PRICES_AS_OF})"))
+        reply.add(Text(Strong("Recent events")), Table.of(("", ""), happened))
+    reply.add(
+        Note(Code(cluster.name or ""), f" · costs are estimates (list prices {PRICES_AS_OF})")
+    )
     return reply
 
 

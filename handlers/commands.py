@@ -1,14 +1,26 @@
-"""The ``/cluster`` grammar: text in, a typed command out, or a one-line reason with usage.
+"""The ``/cluster`` grammar and its one registry: each subcommand is one entry (name, usage,
+summary, the role it needs, how its words parse, what runs it). Help, typo suggestions and
+the authorization in ``handlers.dispatch`` all read the registry.
 
-Pure and synchronous, so it is tested without Slack: ``parse("resize train01 a4 3")`` gives
-``Resize(cluster="train01", pool="a4", min_nodes=3, max_nodes=3)``.
+Parsing is pure and synchronous, so it is tested without Slack:
+``parse("resize train01 a4 3")`` gives ``Resize(cluster="train01", pool="a4", min_nodes=3,
+max_nodes=3)``.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from handlers.policy import Role
+from handlers.replies import Code, Heading, Note, Reply, Table, Text
+
+if TYPE_CHECKING:
+    from handlers.approvals import Approvals
+    from handlers.reports import Reports
 
 CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")
 CLUSTER_NAME = re.compile(
@@ -16,34 +28,12 @@ CLUSTER_NAME = re.compile(
 )
 POOL_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 MAX_NODES = 1000
-
-USAGE = {
-    "help": "/cluster help [SUBCOMMAND]",
-    "list": "/cluster list",
-    "show": "/cluster show CLUSTER",
-    "resize": "/cluster resize CLUSTER POOL N   (or MIN:MAX)",
-    "delete": "/cluster delete CLUSTER",
-    "ops": "/cluster ops",
-    "idle": "/cluster idle",
-    "audit": "/cluster audit [CLUSTER]",
-}
-SUMMARY = {
-    "help": "this help, or one subcommand's",
-    "list": "every cluster of every target, with nodes and estimated cost",
-    "show": "one cluster: pools, node states, partitions, Slurm settings, recent events",
-    "resize": "ask to set a node pool's size (min and max node count); a second person approves",
-    "delete": "ask to delete a cluster; an approver confirms",
-    "ops": "operations in flight, with age and progress",
-    "idle": "the idle report now",
-    "audit": "recent requests, approvals and results",
-}
 CLUSTER_HELP = (
     "CLUSTER is a short id such as train01 (looked up in every target) or a full name "
     "projects/P/locations/R/modelDevelopmentClusters/ID."
 )
-
-
 ECHO = 100  # characters of a person's input quoted back to them
+C = TypeVar("C")  # a typed command
 
 
 def echo(word: str) -> str:
@@ -73,6 +63,9 @@ class Refused(CommandError):
     @property
     def usage(self) -> str | None:
         return None
+
+
+# -- the typed commands -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -121,6 +114,9 @@ class Audit:
 Command = Help | ListClusters | Show | Resize | Delete | Ops | Idle | Audit
 
 
+# -- words ---------------------------------------------------------------------------------------
+
+
 def _cluster(word: str, subcommand: str) -> str:
     if CLUSTER_ID.match(word) or CLUSTER_NAME.match(word):
         return word
@@ -150,46 +146,190 @@ def _arity(words: list[str], subcommand: str, low: int, high: int) -> None:
         raise CommandError(f"{subcommand} does not take {echo(extra)}", subcommand)
 
 
-def parse(text: str) -> Command:
-    """Parse the text after ``/cluster``; raise ``CommandError`` on bad input."""
+def _help(args: list[str]) -> Help:
+    _arity(args, "help", 0, 1)
+    if args and args[0].lower() not in USAGE:
+        raise CommandError(f"there is no subcommand {echo(args[0])}", "help")
+    return Help(args[0].lower() if args else None)
+
+
+def _resize(args: list[str]) -> Resize:
+    _arity(args, "resize", 3, 3)
+    cluster = _cluster(args[0], "resize")
+    if not POOL_ID.match(args[1]):
+        raise CommandError(f"{echo(args[1])} is not a node pool id", "resize")
+    low_text, colon, high_text = args[2].partition(":")
+    low = _count(low_text)
+    high = _count(high_text) if colon else low
+    if low > high:
+        raise CommandError(f"MIN {low} is more than MAX {high}", "resize")
+    return Resize(cluster, args[1], low, high)
+
+
+def _nothing(name: str, made: Callable[[], C]) -> Callable[[list[str]], C]:
+    def parse_words(args: list[str]) -> C:
+        _arity(args, name, 0, 0)
+        return made()
+
+    return parse_words
+
+
+def _one_cluster(name: str, made: Callable[[str], C]) -> Callable[[list[str]], C]:
+    def parse_words(args: list[str]) -> C:
+        _arity(args, name, 1, 1)
+        return made(_cluster(args[0], name))
+
+    return parse_words
+
+
+def _audit(args: list[str]) -> Audit:
+    _arity(args, "audit", 0, 1)
+    return Audit(_cluster(args[0], "audit") if args else None)
+
+
+# -- the registry --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asked, where, and the role the policy gives them."""
+
+    user: str
+    channel: str
+    role: Role
+
+
+class Services(Protocol):
+    """What the subcommands run on, built once in the composition root."""
+
+    @property
+    def reports(self) -> Reports: ...
+    @property
+    def approvals(self) -> Approvals: ...
+
+
+@dataclass(frozen=True)
+class Subcommand(Generic[C]):
+    name: str
+    usage: str
+    summary: str
+    role: Role
+    parse: Callable[[list[str]], C]
+    run: Callable[[Services, C, Caller], Awaitable[Reply | None]]
+
+
+async def _run_help(services: Services, command: Help, caller: Caller) -> Reply:
+    return help_reply(command.topic)
+
+
+async def _run_change(services: Services, command: Resize | Delete, caller: Caller) -> None:
+    """The approval card is the answer, posted in the channel for everyone."""
+    await services.approvals.request_change(caller.user, caller.channel, command)
+
+
+REGISTRY: tuple[Subcommand[Any], ...] = (
+    Subcommand(
+        "help",
+        "/cluster help [SUBCOMMAND]",
+        "this help, or one subcommand's",
+        Role.VIEWER,
+        _help,
+        _run_help,
+    ),
+    Subcommand(
+        "list",
+        "/cluster list",
+        "every cluster of every target, with nodes and estimated cost",
+        Role.VIEWER,
+        _nothing("list", ListClusters),
+        lambda s, c, who: s.reports.clusters(),
+    ),
+    Subcommand(
+        "show",
+        "/cluster show CLUSTER",
+        "one cluster: pools, node states, partitions, Slurm settings, recent events",
+        Role.VIEWER,
+        _one_cluster("show", Show),
+        lambda s, c, who: s.reports.cluster(c.cluster),
+    ),
+    Subcommand(
+        "resize",
+        "/cluster resize CLUSTER POOL N   (or MIN:MAX)",
+        "ask to set a node pool's size (min and max node count); a second person approves",
+        Role.OPERATOR,
+        _resize,
+        _run_change,
+    ),
+    Subcommand(
+        "delete",
+        "/cluster delete CLUSTER",
+        "ask to delete a cluster; an approver confirms",
+        Role.OPERATOR,
+        _one_cluster("delete", Delete),
+        _run_change,
+    ),
+    Subcommand(
+        "ops",
+        "/cluster ops",
+        "operations in flight, with age and progress",
+        Role.VIEWER,
+        _nothing("ops", Ops),
+        lambda s, c, who: s.reports.ops(),
+    ),
+    Subcommand(
+        "idle",
+        "/cluster idle",
+        "the idle report now",
+        Role.VIEWER,
+        _nothing("idle", Idle),
+        lambda s, c, who: s.reports.idle(),
+    ),
+    Subcommand(
+        "audit",
+        "/cluster audit [CLUSTER]",
+        "recent requests, approvals and results",
+        Role.VIEWER,
+        _audit,
+        lambda s, c, who: s.reports.audit(c.cluster),
+    ),
+)
+BY_NAME = {entry.name: entry for entry in REGISTRY}
+ALIASES = {"-h": "help", "--help": "help", "?": "help"}
+USAGE = {entry.name: entry.usage for entry in REGISTRY}
+SUMMARY = {entry.name: entry.summary for entry in REGISTRY}
+
+
+def lookup(text: str) -> tuple[Subcommand[Any], Any]:
+    """The registry entry and the typed command for the text after ``/cluster``; raise
+    ``CommandError`` on bad input, with the nearest subcommand for a typo."""
     words = text.split()
     if not words:
-        return Help()
-    name, args = words[0].lower(), words[1:]
-    if name in ("help", "-h", "--help", "?"):
-        _arity(args, "help", 0, 1)
-        if args and args[0].lower() not in USAGE:
-            raise CommandError(f"there is no subcommand {echo(args[0])}", "help")
-        return Help(args[0].lower() if args else None)
-    if name == "list":
-        _arity(args, "list", 0, 0)
-        return ListClusters()
-    if name == "show":
-        _arity(args, "show", 1, 1)
-        return Show(_cluster(args[0], "show"))
-    if name == "resize":
-        _arity(args, "resize", 3, 3)
-        cluster = _cluster(args[0], "resize")
-        if not POOL_ID.match(args[1]):
-            raise CommandError(f"{echo(args[1])} is not a node pool id", "resize")
-        low_text, colon, high_text = args[2].partition(":")
-        low = _count(low_text)
-        high = _count(high_text) if colon else low
-        if low > high:
-            raise CommandError(f"MIN {low} is more than MAX {high}", "resize")
-        return Resize(cluster, args[1], low, high)
-    if name == "delete":
-        _arity(args, "delete", 1, 1)
-        return Delete(_cluster(args[0], "delete"))
-    if name == "ops":
-        _arity(args, "ops", 0, 0)
-        return Ops()
-    if name == "idle":
-        _arity(args, "idle", 0, 0)
-        return Idle()
-    if name == "audit":
-        _arity(args, "audit", 0, 1)
-        return Audit(_cluster(args[0], "audit") if args else None)
-    close = difflib.get_close_matches(name, list(USAGE), n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise CommandError(f"there is no subcommand {echo(words[0])}{hint}")
+        return BY_NAME["help"], Help()
+    name = ALIASES.get(words[0].lower(), words[0].lower())
+    entry = BY_NAME.get(name)
+    if entry is None:
+        close = difflib.get_close_matches(name, list(BY_NAME), n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise CommandError(f"there is no subcommand {echo(words[0])}{hint}")
+    return entry, entry.parse(words[1:])
+
+
+def parse(text: str) -> Command:
+    """The typed command for the text after ``/cluster``; raise ``CommandError`` on bad
+    input."""
+    command: Command = lookup(text)[1]
+    return command
+
+
+def help_reply(topic: str | None) -> Reply:
+    if topic:
+        entry = BY_NAME[topic]
+        return Reply(f"/cluster {topic}").add(
+            Text(Code(entry.usage), "\n" + entry.summary), Note(CLUSTER_HELP)
+        )
+    return Reply("clusterbot help").add(
+        Heading("clusterbot: Vertex AI training clusters from Slack"),
+        Table.of(("", ""), [(entry.usage, entry.summary) for entry in REGISTRY]),
+        Note(CLUSTER_HELP),
+        Note("Changes are posted as a card in the channel; a second person approves them."),
+    )

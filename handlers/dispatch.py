@@ -1,142 +1,139 @@
-"""What the bot does for each command: typed command and caller in, neutral reply out."""
+"""One entrance for everything a person asks: a command's text or a click's action in, one
+answer out. Who may do what is decided here, once, from the registry's roles
+(``handlers.commands``) and the actions' (below); the platform adapter only decodes, hands
+over and delivers."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import dataclass
 
-from handlers.approvals import Approvals
-from handlers.clusters import ClusterDirectory, list_reply, show_reply
-from handlers.commands import (
-    CLUSTER_HELP,
-    SUMMARY,
-    USAGE,
-    Audit,
-    Command,
-    Delete,
-    Help,
-    Idle,
-    ListClusters,
-    Ops,
-    Resize,
-    Show,
+from bot.vertex.errors import VertexError
+from handlers.actions import (
+    Action,
+    ActionError,
+    Decide,
+    Keep,
+    Remedy,
+    Snooze,
+    SweepNow,
+    Withdraw,
+    decode,
 )
-from handlers.costs import PriceBook
-from handlers.idle_alert import report
-from handlers.policy import Role
-from handlers.ports import Clock, OperationStore, RequestStore
-from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text, escape
-from handlers.sweep import Sweeper
-from handlers.words import duration
+from handlers.approvals import Approvals
+from handlers.clusters import error_text
+from handlers.commands import USAGE, Caller, CommandError, lookup
+from handlers.idle_clicks import IdleClicks
+from handlers.policy import Policy, Role
+from handlers.ports import RoleSource
+from handlers.replies import ChannelRef, Line, Reply, error_reply, joined, notice
+from handlers.reports import NO_IDLE, Reports
 
-AUDIT_ROWS = 20
-
-
-def needed_role(command: Command) -> Role:
-    return Role.OPERATOR if isinstance(command, Resize | Delete) else Role.VIEWER
-
-
-def help_reply(topic: str | None) -> Reply:
-    if topic:
-        return Reply(f"/cluster {topic}").add(
-            Text(f"`{escape(USAGE[topic])}`\n{escape(SUMMARY[topic])}"), Note(escape(CLUSTER_HELP))
-        )
-    lines = [f"{USAGE[name]:<48} {SUMMARY[name]}" for name in USAGE]
-    return Reply("clusterbot help").add(
-        Heading("clusterbot: Vertex AI training clusters from Slack"),
-        Table(tuple(escape(line) for line in lines)),
-        Note(escape(CLUSTER_HELP)),
-        Note("Changes are posted as a card in the channel; a second person approves them."),
-    )
+# The least role each kind of click needs; finer rules (self-approval, who approves deletes,
+# only the requester withdraws) are the approval flow's.
+ACTION_ROLES: dict[type, tuple[Role, str]] = {
+    Decide: (Role.VIEWER, "Deciding requests"),
+    Withdraw: (Role.VIEWER, "Withdrawing a request"),
+    Remedy: (Role.OPERATOR, "Acting on idle alerts"),
+    Snooze: (Role.OPERATOR, "Acting on idle alerts"),
+    Keep: (Role.OPERATOR, "Acting on idle alerts"),
+    SweepNow: (Role.VIEWER, "Sweeping"),
+}
 
 
-class ClusterBot:
+@dataclass
+class Answer:
+    """What to say, to whom, and how it went (for the metrics)."""
+
+    reply: Reply | None  # None: the answer was posted in the channel (an approval card)
+    name: str = "unknown"  # the subcommand or action, for metrics
+    outcome: str = "ok"  # ok, denied, bad_input, upstream_error
+    public: bool = False
+    replace_original: bool | None = None  # a click's answer replaces the message clicked
+
+
+@dataclass
+class Core:
+    """The services the commands run on (``handlers.commands.Services``)."""
+
+    reports: Reports
+    approvals: Approvals
+
+
+class Dispatcher:
     def __init__(
         self,
-        directory: ClusterDirectory,
-        changes: Approvals,
-        requests: RequestStore,
-        operations: OperationStore,
-        prices: PriceBook,
-        clock: Clock,
-        sweeper: Sweeper | None = None,
+        core: Core,
+        policy: Policy,
+        roles: RoleSource,
+        clicks: IdleClicks | None = None,
     ) -> None:
-        self.sweeper = sweeper
-        self.directory = directory
-        self.changes = changes
-        self.requests = requests
-        self.operations = operations
-        self.prices = prices
-        self.clock = clock
+        self.core = core
+        self.policy = policy
+        self.roles = roles
+        self.clicks = clicks
 
-    async def handle(self, command: Command, actor: str, channel: str) -> Reply | None:
-        """The reply for the caller, or None when the answer was posted in the channel."""
-        if isinstance(command, Help):
-            return help_reply(command.topic)
-        if isinstance(command, ListClusters):
-            listings = await self.directory.listings(self.directory.read_deadline)
-            return list_reply(listings, self.prices)
-        if isinstance(command, Show):
-            return show_reply(await self.directory.resolve(command.cluster, "show"), self.prices)
-        if isinstance(command, Resize | Delete):
-            await self.changes.request_change(actor, channel, command)
-            return None
-        if isinstance(command, Ops):
-            return await self.ops()
-        if isinstance(command, Audit):
-            return await self.audit(command.cluster)
-        assert isinstance(command, Idle)
-        return await self.idle_report()
+    async def command(self, user: str, channel: str, text: str) -> Answer:
+        """The one answer to ``/cluster TEXT``."""
+        name = (text.split() or ["help"])[0].lower()
+        name = name if name in USAGE else "unknown"
+        try:
+            entry, command = lookup(text)
+            name = entry.name
+            if not self.policy.channel_allowed(channel):
+                allowed: Line = joined([ChannelRef(c) for c in self.policy.channels])
+                refusal = notice(
+                    "clusterbot is not enabled in this channel",
+                    "clusterbot is not enabled in this channel; use ",
+                    *allowed,
+                    ".",
+                )
+                return Answer(refusal, name, "denied")
+            role = await self.roles.of(user)
+            if role < entry.role:
+                reason = (
+                    f"/cluster {name} needs the {entry.role.label} role; you are {role.label}. "
+                    "An admin can grant it in the policy file."
+                )
+                return Answer(error_reply(reason), name, "denied")
+            reply = await entry.run(self.core, command, Caller(user, channel, role))
+            return Answer(reply, name, public=reply.public if reply else False)
+        except CommandError as error:
+            name = error.subcommand or name
+            return Answer(error_reply(error.reason, error.usage), name, "bad_input")
+        except VertexError as error:
+            reason = error_text(error, f"run /cluster {name}")
+            return Answer(error_reply(reason), name, "upstream_error")
 
-    async def idle_report(self) -> Reply:
-        """The last sweep's report, at once, saying how old it is, with "Sweep now"."""
-        if self.sweeper is None:
-            return Reply("Idle report").add(Text("Idle detection is not configured."))
-        latest = await self.sweeper.latest()
-        if latest is None:
-            return Reply("Idle report").add(
-                Heading("Idle report"),
-                Text("No sweep has finished yet. Sweep now, or wait for the scheduled sweep."),
-                Buttons((Button("idle_sweep_now", "Sweep now", "sweep", style="primary"),)),
+    async def click(self, user: str, action_id: str, value: str, card_ts: str | None) -> Answer:
+        """The answer to a button or menu click, shown to the clicker alone."""
+        try:
+            action = decode(action_id, value)
+        except ActionError as error:
+            return Answer(notice("Not understood", str(error)), action_id, "bad_input")
+        role = await self.roles.of(user)
+        needed, doing = ACTION_ROLES[type(action)]
+        if role < needed:
+            refusal = f"{doing} needs the {needed.label} role; you are {role.label}."
+            return Answer(
+                notice("Not allowed", refusal), action_id, "denied", replace_original=False
             )
-        return report(
-            latest.entries,
-            latest.failures,
-            self.clock(),
-            swept_at=latest.finished,
-            sweep_button=True,
-        )
+        reply = await self._act(action, user, role, card_ts)
+        return Answer(reply, action_id, replace_original=isinstance(action, SweepNow))
 
-    async def ops(self) -> Reply:
-        operations = [o for o in await self.operations.active_operations() if not o.done]
-        reply = Reply(f"{len(operations)} operations in flight")
-        reply.add(Heading(f"Operations in flight ({len(operations)})"))
-        if not operations:
-            return reply.add(Text("None: no change is running right now."))
-        now = self.clock()
-        rows = [f"{'CLUSTER':<10} {'AGE':>12}  {'REQUEST':<14} PROGRESS"]
-        for operation in operations:
-            rows.append(
-                f"{operation.cluster.rsplit('/', 1)[-1]:<10} "
-                f"{duration(now - operation.started_at):>12}  {operation.request_id:<14} "
-                f"{operation.progress or 'starting'}"
-            )
-        return reply.add(Table(tuple(escape(r) for r in rows)))
-
-    async def audit(self, cluster: str | None) -> Reply:
-        entries = await self.requests.audit_log(limit=500 if cluster else AUDIT_ROWS)
-        if cluster:
-            entries = [
-                e for e in entries if e.cluster == cluster or e.cluster.endswith(f"/{cluster}")
-            ][:AUDIT_ROWS]
-        title = f"Audit log{f' for {cluster}' if cluster else ''}"
-        reply = Reply(title).add(Heading(title))
-        if not entries:
-            return reply.add(Text("Nothing recorded yet."))
-        rows = []
-        for entry in entries:
-            when = datetime.fromtimestamp(entry.at, UTC).strftime("%m-%d %H:%M:%S")
-            rows.append(
-                f"{when}  {entry.cluster.rsplit('/', 1)[-1]:<10} {entry.action:<18} "
-                f"{entry.actor:<12} {entry.request_id or ''}"
-            )
-        return reply.add(Table(tuple(escape(r) for r in rows)), Note("Newest first, times in UTC."))
+    async def _act(
+        self, action: Action, user: str, role: Role, card_ts: str | None
+    ) -> Reply | None:
+        approvals = self.core.approvals
+        if isinstance(action, Decide):
+            return await approvals.decide(user, role, action.request_id, action.approve, card_ts)
+        if isinstance(action, Withdraw):
+            return await approvals.withdraw(user, action.request_id, card_ts)
+        if isinstance(action, SweepNow):
+            return await self.core.reports.sweep_now()
+        if self.clicks is None:
+            return notice("Idle report", NO_IDLE)
+        if isinstance(action, Remedy):
+            return await self.clicks.remedy(user, role, action)
+        if isinstance(action, Snooze):
+            return await self.clicks.snooze(user, action)
+        return await self.clicks.keep(user, action)

@@ -32,7 +32,7 @@ from handlers.entities import ApprovalRequest, OperationKind, RequestState, Trac
 from handlers.ledger import RequestLedger
 from handlers.plans import PlanKind, applied, apply_plan, drift
 from handlers.ports import Clock, ControlPlane, CrashPoint, RequestStore, no_crash
-from handlers.replies import mention
+from handlers.replies import UserRef
 
 log = logging.getLogger(__name__)
 LEASE = 15.0  # seconds a replica's claim on a request lasts unless it renews it
@@ -74,9 +74,11 @@ class Executor:
 
     async def _execute(self, request: ApprovalRequest) -> None:
         plan = request.plan
-        by = mention(request.decided_by) if request.decided_by else "policy"
+        by = UserRef(request.decided_by) if request.decided_by else "policy"
         await self.ledger.show(
-            request, "approved; checking the cluster before sending the change", f"approved by {by}"
+            request,
+            "approved; checking the cluster before sending the change",
+            ("approved by ", by),
         )
         try:
             current = await self.vertex.get_cluster(plan.cluster)

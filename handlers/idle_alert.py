@@ -6,23 +6,29 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from handlers.approval_card import slack_time
+from handlers.actions import Keep, Remedy, Snooze, SweepNow
 from handlers.costs import PRICES_AS_OF, money
 from handlers.idle import AutoAction, IdleRecord, Recommendation, Status, Verdict
 from handlers.replies import (
     Button,
     Buttons,
+    Code,
     Confirm,
+    Em,
+    Field,
     Fields,
     Heading,
+    Line,
     Note,
     Reply,
     Rule,
     Select,
+    Strong,
     Table,
     Text,
-    escape,
-    mention,
+    Time,
+    UserRef,
+    joined,
 )
 from handlers.words import duration, plural
 
@@ -110,92 +116,98 @@ class IdleEntry:
         return cls(**values)
 
 
-def _saving(entry: IdleEntry) -> str:
+def _reservations(entry: IdleEntry) -> Line:
+    return joined([Code(r) for r in entry.reservations])
+
+
+def _saving(entry: IdleEntry) -> Line:
     if entry.reservations and not entry.freed_hour:
-        names = ", ".join(f"`{escape(r)}`" for r in entry.reservations)
-        return f"~$0.00/h until the reservation {names} is released"
-    return money(entry.freed_hour)
+        return ("~$0.00/h until the reservation ", *_reservations(entry), " is released")
+    return (money(entry.freed_hour),)
 
 
-def alert_card(
-    entry: IdleEntry, now: float, auto_action: AutoAction, note: str | None = None
-) -> Reply:
+def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line = ()) -> Reply:
     """The alert with its remedies; ``note`` says what happened to an earlier remedy."""
     since = entry.idle_since or now
-    cluster = escape(entry.cluster_id)
+    cluster = entry.cluster_id
     advice = "Delete" if entry.recommendation == Recommendation.DELETE else "Scale to zero"
-    reply = Reply(f"Idle cluster {entry.cluster_id}: {money(entry.cost_hour)}", public=True)
+    reply = Reply(f"Idle cluster {cluster}: {money(entry.cost_hour)}", public=True)
     reply.add(
-        Heading(f"Idle cluster: {entry.cluster_id}"),
+        Heading(f"Idle cluster: {cluster}"),
         Text(
-            f"*{cluster}* (`{escape(entry.target)}`) has had no Slurm jobs since "
-            f"{slack_time(since)} ({duration(now - since)}) while paying for its nodes."
+            Strong(cluster),
+            " (",
+            Code(entry.target),
+            ") has had no Slurm jobs since ",
+            Time(since),
+            f" ({duration(now - since)}) while paying for its nodes.",
         ),
         Fields(
             (
-                f"*Nodes*\n{escape(entry.nodes)}",
-                f"*Estimated cost*\n{money(entry.cost_hour)}",
-                f"*Spent idle so far*\n{money(entry.spent(now), per_hour=False)}",
-                f"*Scaling to zero saves*\n{_saving(entry)}",
-                f"*Recommendation*\n{advice}",
+                Field("Nodes", entry.nodes),
+                Field("Estimated cost", money(entry.cost_hour)),
+                Field("Spent idle so far", money(entry.spent(now), per_hour=False)),
+                Field("Scaling to zero saves", *_saving(entry)),
+                Field("Recommendation", advice),
             )
         ),
-        Text(f"_{escape(entry.recommendation_reason)}_"),
+        Text(Em(entry.recommendation_reason)),
     )
     if entry.reservations:
-        names = ", ".join(f"`{escape(r)}`" for r in entry.reservations)
         reply.add(
             Note(
-                f"Reserved capacity ({names}) is billed whether its nodes run or not: scaling "
-                "to zero frees the nodes for other work but no money until the reservation is "
-                "released."
+                "Reserved capacity (",
+                *_reservations(entry),
+                ") is billed whether its nodes run or not: scaling to zero frees the nodes for "
+                "other work but no money until the reservation is released.",
             )
         )
     if entry.auto_action_at is not None and auto_action != AutoAction.OFF:
         what = "scale to zero" if auto_action == AutoAction.SCALE_TO_ZERO else "delete"
         reply.add(
             Note(
-                f"*Auto-action*: clusterbot will {what} {cluster} at "
-                f"{slack_time(entry.auto_action_at)} unless someone responds or jobs return."
+                Strong("Auto-action"),
+                f": clusterbot will {what} {cluster} at ",
+                Time(entry.auto_action_at),
+                " unless someone responds or jobs return.",
             )
         )
     if note:
-        reply.add(Text(note))
+        reply.add(Text(*note))
     reply.add(
-        Note(f"costs are estimates (list prices {PRICES_AS_OF}) · `{escape(entry.cluster)}`"),
+        Note(f"costs are estimates (list prices {PRICES_AS_OF}) · ", Code(entry.cluster)),
         Rule(),
         Buttons(
             (
-                Button("idle_scale_to_zero", "Scale to zero", entry.cluster, style="primary"),
+                Button(Remedy(entry.cluster), "Scale to zero", style="primary"),
                 Button(
-                    "idle_delete",
+                    Remedy(entry.cluster, delete=True),
                     "Ask to delete",
-                    entry.cluster,
                     style="danger",
                     confirm=Confirm(
-                        title=f"Ask to delete {entry.cluster_id}?",
-                        text=f"This posts a request to delete *{cluster}* (its nodes, Slurm "
-                        "controller and queue; home storage is kept). A second person must "
-                        "approve it before anything is deleted.",
+                        title=f"Ask to delete {cluster}?",
+                        text=(
+                            "This posts a request to delete ",
+                            Strong(cluster),
+                            " (its nodes, Slurm controller and queue; home storage is kept). "
+                            "A second person must approve it before anything is deleted.",
+                        ),
                         confirm="Post the request",
                         danger=True,
                     ),
                 ),
-                Button("idle_keep", "Keep", entry.cluster),
+                Button(Keep(entry.cluster), "Keep"),
             ),
-            block_id=f"idle:{entry.cluster_id}",
+            block_id=f"idle:{cluster}",
         ),
         Buttons(
             (
                 Select(
-                    "idle_snooze",
                     "Snooze…",
-                    tuple(
-                        (label, f"{seconds}|{entry.cluster}") for seconds, label in SNOOZE_CHOICES
-                    ),
+                    tuple((label, Snooze(entry.cluster, s)) for s, label in SNOOZE_CHOICES),
                 ),
             ),
-            block_id=f"snooze:{entry.cluster_id}",
+            block_id=f"snooze:{cluster}",
         ),
         Note(
             "Scale to zero: an approver's click scales it down now (undo it with /cluster "
@@ -205,13 +217,13 @@ def alert_card(
     return reply
 
 
-def closed_alert(cluster: str, title: str, text: str) -> Reply:
+def closed_alert(cluster: str, title: str, text: Line) -> Reply:
     """An alert that no longer asks anything: its buttons are gone, with the reason why."""
     cluster_id = cluster.rsplit("/", 1)[-1]
     return Reply(f"{cluster_id}: {title}", public=True).add(
         Heading(f"Idle cluster: {cluster_id}"),
-        Text(text),
-        Note(f"`{escape(cluster)}`"),
+        Text(*text),
+        Note(Code(cluster)),
     )
 
 
@@ -239,7 +251,7 @@ def report(
     reply = Reply(header)
     reply.add(Heading(header))
     if swept_at is not None:
-        reply.add(Note(f"From the sweep {duration(now - swept_at)} ago ({slack_time(swept_at)})."))
+        reply.add(Note(f"From the sweep {duration(now - swept_at)} ago (", Time(swept_at), ")."))
     if entries:
         order = {s: i for i, s in enumerate(Status)}
         rows = []
@@ -265,19 +277,19 @@ def report(
         if entry.jobs_hidden:
             reply.add(
                 Note(
-                    f"{escape(entry.cluster_id)}: Slurm nodes are allocated but no job is "
+                    f"{entry.cluster_id}: Slurm nodes are allocated but no job is "
                     "visible to clusterbot's account; slurm.conf PrivateData may hide other "
                     "users' jobs. It is counted as busy."
                 )
             )
     for failure in failures:
-        reply.add(Note(escape(failure)))
+        reply.add(Note(failure))
     kept = [e for e in entries if e.kept_by]
     buttons: list[Button | Select] = [
-        Button("idle_unkeep", f"Stop keeping {e.cluster_id}", e.cluster) for e in kept[:20]
+        Button(Keep(e.cluster, keep=False), f"Stop keeping {e.cluster_id}") for e in kept[:20]
     ]
     if sweep_button:
-        buttons.append(Button("idle_sweep_now", "Sweep now", "sweep", style="primary"))
+        buttons.append(Button(SweepNow(), "Sweep now", style="primary"))
     if buttons:
         reply.add(Buttons(tuple(buttons[:25]), block_id="idle-report"))
     reply.add(
@@ -289,10 +301,16 @@ def report(
     return reply
 
 
-def kept_text(record: IdleRecord) -> str:
-    who = mention(record.kept_by) if record.kept_by else "someone"
-    when = slack_time(record.kept_at) if record.kept_at else "earlier"
+def kept_text(record: IdleRecord) -> Line:
+    who = UserRef(record.kept_by) if record.kept_by else "someone"
+    when = Time(record.kept_at) if record.kept_at else "earlier"
     return (
-        f"*Kept* by {who} at {when}: no idle alerts for it until someone stops keeping it "
-        "(`/cluster idle`)."
+        Strong("Kept"),
+        " by ",
+        who,
+        " at ",
+        when,
+        ": no idle alerts for it until someone stops keeping it (",
+        Code("/cluster idle"),
+        ").",
     )

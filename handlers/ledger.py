@@ -15,6 +15,7 @@ from handlers.approval_card import ending_text, request_card, thread_reply
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
+from handlers.replies import Line
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class RequestLedger:
             except MessengerError as error:
                 log.warning("could not redraw the card of %s: %s", request.id, error.code)
 
-    async def show(self, request: ApprovalRequest, text: str, note: str | None = None) -> None:
+    async def show(self, request: ApprovalRequest, text: str, note: Line = ()) -> None:
         """Put ``text`` in the card's thread: edit the request's thread message, or post it
         (and remember it) when there is none yet."""
         reply = thread_reply(request.plan.cluster_id, text, note)

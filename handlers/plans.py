@@ -204,7 +204,7 @@ def _warnings(changes: list[PoolChange]) -> tuple[str, ...]:
                 f"{change.min_after} nodes, billed all the time"
             )
         if change.reserved and change.min_after < (change.nodes_before or 0):
-            where = f" `{change.reservation}`" if change.reservation else ""
+            where = f" {change.reservation}" if change.reservation else ""
             notes.append(
                 f"{change.pool_id} is reserved capacity (reservation{where}): fewer nodes free "
                 "no money until the reservation is released"
@@ -295,7 +295,7 @@ def plan_delete(cluster: Cluster, prices: PriceBook) -> ChangePlan:
             kept.append(f"{mount}, mounted on {pool.id}: not deleted with the cluster")
     reserved = [p for p in cluster.node_pools if p.reserved]
     for pool in reserved:
-        name = f" `{pool.reservation_name}`" if pool.reservation_name else ""
+        name = f" {pool.reservation_name}" if pool.reservation_name else ""
         kept.append(
             f"the reservation{name} behind {pool.id}: deleting the cluster does not release "
             "it, and it is billed until it is released"

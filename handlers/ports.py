@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from bot.vertex.models import Cluster, ClusterName, Operation, SlurmActivity, Target
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 from handlers.idle import IdleRecord
+from handlers.policy import Role
 
 Clock = Callable[[], float]
 CrashPoint = Callable[[str], None]
@@ -54,6 +55,12 @@ class ControlPlane(Protocol):
     async def delete_cluster(self, name: str | ClusterName) -> Operation: ...
 
     async def get_operation(self, name: str) -> Operation: ...
+
+
+class RoleSource(Protocol):
+    async def of(self, user: str) -> Role:
+        """The user's role from the policy, with the groups they belong to resolved."""
+        ...
 
 
 class ActivityReader(Protocol):

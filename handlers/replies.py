@@ -1,8 +1,10 @@
-"""A platform-neutral reply: what the bot says, in parts one renderer turns into Block Kit.
+"""A platform-neutral reply: what the bot says, as semantic parts one renderer draws.
 
-Text parts use light markup (``*bold*``, ``_italic_``, `` `code` ``); anything that came from a
-user or the control plane goes through ``escape`` first, so it can never become markup,
-mentions or links.
+Text is a sequence of spans: a plain ``str`` (shown as it is, never read as markup, a mention
+or a link), or ``Strong``, ``Em``, ``Code``, ``UserRef``, ``ChannelRef``, ``Time`` and
+``Caution``. A table is columns and rows of plain cells; the renderer aligns them. Buttons
+carry typed actions (``handlers.actions``). Nothing here knows how a platform writes any of
+it: the Slack renderer (``bot/slack/render.py``) turns it into Block Kit and mrkdwn.
 """
 
 from __future__ import annotations
@@ -10,52 +12,113 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-
-def escape(text: object) -> str:
-    """Neutralise ``&``, ``<`` and ``>`` so text cannot mention, link or break markup."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+from handlers.actions import Action
 
 
-def clip(text: str, limit: int, tail: str = "…") -> str:
-    """``text`` cut to at most ``limit`` characters, never inside an escaped entity
-    (``&amp;``) or a ``<...>`` mention, link or date, which would show as garbage."""
-    if len(text) <= limit:
-        return text
-    cut = max(0, limit - len(tail))
-    head = text[:cut]
-    amp = head.rfind("&")
-    if amp != -1 and ";" not in head[amp:]:
-        head = head[:amp]
-    angle = head.rfind("<")
-    if angle != -1 and ">" not in head[angle:]:
-        head = head[:angle]
-    return head + tail
+@dataclass(frozen=True)
+class Strong:
+    text: str
 
 
-def mention(user_id: str) -> str:
-    return f"<@{escape(user_id)}>"
+@dataclass(frozen=True)
+class Em:
+    text: str
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+@dataclass(frozen=True)
+class UserRef:
+    user_id: str
+
+
+@dataclass(frozen=True)
+class ChannelRef:
+    channel_id: str
+
+
+@dataclass(frozen=True)
+class Time:
+    """A moment, shown in the reader's own time zone where the platform can."""
+
+    epoch: float
+
+
+@dataclass(frozen=True)
+class Caution:
+    """A warning sign before a line."""
+
+
+Span = str | Strong | Em | Code | UserRef | ChannelRef | Time | Caution
+Line = tuple[Span, ...]
+
+
+def joined(items: Sequence[Span | Line], separator: str = ", ") -> Line:
+    """Several spans (or lines) one after another with a separator between them."""
+    out: list[Span] = []
+    for i, item in enumerate(items):
+        if i:
+            out.append(separator)
+        out.extend(item if isinstance(item, tuple) else (item,))
+    return tuple(out)
+
+
+def plain(spans: Line) -> str:
+    """The words of a line without any emphasis, for summaries and logs."""
+    words = []
+    for span in spans:
+        if isinstance(span, str):
+            words.append(span)
+        elif isinstance(span, Strong | Em | Code):
+            words.append(span.text)
+        elif isinstance(span, UserRef):
+            words.append(f"@{span.user_id}")
+        elif isinstance(span, ChannelRef):
+            words.append(f"#{span.channel_id}")
+    return "".join(words)
 
 
 @dataclass(frozen=True)
 class Heading:
-    text: str  # plain text
-
-
-@dataclass(frozen=True)
-class Text:
     text: str
+
+
+@dataclass(frozen=True, init=False)
+class Text:
+    spans: Line
+
+    def __init__(self, *spans: Span) -> None:
+        object.__setattr__(self, "spans", spans)
+
+
+@dataclass(frozen=True, init=False)
+class Note:
+    """A small, muted line."""
+
+    spans: Line
+
+    def __init__(self, *spans: Span) -> None:
+        object.__setattr__(self, "spans", spans)
+
+
+@dataclass(frozen=True, init=False)
+class Field:
+    """A labelled value, laid out two to a row."""
+
+    label: str
+    value: Line
+
+    def __init__(self, label: str, *value: Span) -> None:
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "value", value)
 
 
 @dataclass(frozen=True)
 class Fields:
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Note:
-    """A small, muted line (context)."""
-
-    text: str
+    items: tuple[Field, ...]
 
 
 @dataclass(frozen=True)
@@ -64,40 +127,34 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class Table:
-    """Preformatted rows; the renderer splits long tables across messages' limits."""
+class Column:
+    title: str
+    right: bool = False  # numbers align right
 
-    lines: tuple[str, ...]
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of plain cells under titled columns; the renderer aligns the columns. With no
+    titles, no header row is drawn."""
+
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[str, ...], ...]
 
     @classmethod
     def of(
         cls,
-        header: tuple[str, ...],
-        rows: Sequence[tuple[str, ...]],
+        titles: Sequence[str],
+        rows: Sequence[Sequence[object]],
         right: frozenset[int] = frozenset(),
     ) -> Table:
-        """Columns aligned to their widest cell (the last column is left ragged); cells are
-        escaped here. ``right`` names the columns to align right (numbers)."""
-        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-        lines = []
-        for row in [header, *rows]:
-            cells = []
-            for i, cell in enumerate(row):
-                text = str(cell)
-                if i == len(row) - 1:
-                    cells.append(text)
-                elif i in right:
-                    cells.append(text.rjust(widths[i]))
-                else:
-                    cells.append(text.ljust(widths[i]))
-            lines.append(escape("  ".join(cells).rstrip()))
-        return cls(tuple(lines))
+        columns = tuple(Column(t, i in right) for i, t in enumerate(titles))
+        return cls(columns, tuple(tuple(str(cell) for cell in row) for row in rows))
 
 
 @dataclass(frozen=True)
 class Confirm:
     title: str
-    text: str
+    text: Line
     confirm: str
     deny: str = "Cancel"
     danger: bool = False
@@ -105,20 +162,18 @@ class Confirm:
 
 @dataclass(frozen=True)
 class Button:
-    action_id: str
+    action: Action
     label: str
-    value: str
     style: str | None = None  # "primary" or "danger"
     confirm: Confirm | None = None
 
 
 @dataclass(frozen=True)
 class Select:
-    """A menu of choices: (label, value) pairs; picking one is the action."""
+    """A menu: each option is a label and the action picking it takes."""
 
-    action_id: str
     placeholder: str
-    options: tuple[tuple[str, str], ...]
+    options: tuple[tuple[str, Action], ...]
 
 
 @dataclass(frozen=True)
@@ -132,7 +187,7 @@ Part = Heading | Text | Fields | Note | Rule | Table | Buttons
 
 @dataclass
 class Reply:
-    summary: str  # the notification and fallback text
+    summary: str  # the notification and fallback text, plain
     parts: list[Part] = field(default_factory=list)
     public: bool = False  # in the channel for everyone, or only for the person who asked
 
@@ -141,9 +196,14 @@ class Reply:
         return self
 
 
+def notice(title: str, *spans: Span) -> Reply:
+    """A short answer to the person who clicked or asked."""
+    return Reply(title).add(Text(*spans))
+
+
 def error_reply(reason: str, usage: str | None = None) -> Reply:
-    """A one-line reason (plain text, escaped here), and the usage when the input was at fault."""
-    reply = Reply(summary=reason).add(Text(escape(reason)))
+    """A one-line reason, and the usage when the input was at fault."""
+    reply = Reply(summary=reason).add(Text(reason))
     if usage:
-        reply.add(Note(escape(usage)))
+        reply.add(Note(usage))
     return reply

@@ -31,6 +31,7 @@ from handlers.ports import (
     OperationStore,
     ReportStore,
 )
+from handlers.replies import Strong
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
@@ -257,7 +258,9 @@ class Sweeper:
                         record.alert_channel,
                         record.alert_ts,
                         closed_alert(
-                            record.cluster, "deleted", "*Deleted*: the cluster no longer exists."
+                            record.cluster,
+                            "deleted",
+                            (Strong("Deleted"), ": the cluster no longer exists."),
                         ),
                     )
                 except MessengerError as error:

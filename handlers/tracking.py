@@ -23,7 +23,7 @@ from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
 from handlers.plans import PlanKind, applied, plan_sizes
 from handlers.ports import Clock, ControlPlane, CrashPoint, OperationStore, RequestStore, no_crash
-from handlers.replies import escape
+from handlers.replies import Code, Line
 from handlers.words import duration
 
 log = logging.getLogger(__name__)
@@ -176,11 +176,11 @@ class Tracker:
 
     async def _show(self, operation: TrackedOperation, text: str, now: float) -> None:
         what = "operation" if operation.kind == OperationKind.OPERATION else "watching the cluster"
-        note = (
-            f"{what} `{escape(operation.name)}` · running for "
-            f"{duration(now - operation.started_at)}"
+        took = duration(now - operation.started_at)
+        note: Line = (
+            (f"{what} ", Code(operation.name), f" · running for {took}")
             if operation.kind == OperationKind.OPERATION
-            else f"{what} · for {duration(now - operation.started_at)}"
+            else (f"{what} · for {took}",)
         )
         reply = thread_reply(cluster_id(operation.cluster), text, note)
         try:

@@ -20,7 +20,7 @@ from handlers.approval_card import request_card, thread_reply
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.plans import plan_delete, plan_resize
-from handlers.replies import Reply
+from handlers.replies import Code, Reply
 
 GOLDEN = Path(__file__).with_name("golden")
 CREATED = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
@@ -126,7 +126,7 @@ CASES: dict[str, Reply] = {
     "progress": thread_reply(
         "train01",
         "reconfiguring node pools (45%)",
-        f"operation `{OPERATION}` · running for 47 s",
+        ("operation ", Code(OPERATION), " · running for 47 s"),
     ),
 }
 

@@ -23,7 +23,8 @@ import yaml
 
 from bot.cli import build_parser
 from bot.settings import Settings, env_name
-from bot.slack.listeners import COMMAND, IDLE_ACTIONS
+from bot.slack.listeners import COMMAND
+from handlers.actions import ActionId
 from handlers.commands import USAGE
 from tests.demo_stack import Stack, demo_stack
 
@@ -170,7 +171,12 @@ def test_code_calls_only_methods_the_scopes_allow() -> None:
         "chat_postEphemeral",
         "usergroups_users_list",
     }
-    assert set(IDLE_ACTIONS) >= {"idle_scale_to_zero", "idle_delete", "idle_snooze", "idle_keep"}
+    assert {str(a) for a in ActionId} >= {
+        "idle_scale_to_zero",
+        "idle_delete",
+        "idle_snooze",
+        "idle_keep",
+    }
 
 
 def test_readme_configuration_table_matches_the_settings_model() -> None:

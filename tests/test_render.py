@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from bot.sandbox.slack.blockkit import problems
-from bot.slack.render import render
-from handlers.replies import Button, Buttons, Fields, Heading, Reply, Table, Text
+from bot.slack.render import clip, render
+from handlers.actions import Decide
+from handlers.replies import Button, Buttons, Field, Fields, Heading, Reply, Table, Text
 
 
 def test_long_tables_split_into_sections_within_limits() -> None:
     lines = tuple(f"row {n:04d} " + "x" * 90 for n in range(200))  # about 20,000 characters
-    _, blocks = render(Reply("big").add(Heading("h"), Table(lines)))
+    table = Table.of(("",), [(line,) for line in lines])
+    _, blocks = render(Reply("big").add(Heading("h"), table))
     assert problems(blocks) == []
     sections = [b for b in blocks if b["type"] == "section"]
     assert len(sections) > 6
@@ -19,7 +21,7 @@ def test_long_tables_split_into_sections_within_limits() -> None:
 
 def test_more_than_fifty_parts_keeps_the_buttons() -> None:
     reply = Reply("many").add(*(Text(f"part {n}") for n in range(80)))
-    reply.add(Buttons((Button("approve", "Approve", "r-1"),)))
+    reply.add(Buttons((Button(Decide("r-1", approve=True), "Approve"),)))
     _, blocks = render(reply)
     assert len(blocks) == 50 and problems(blocks) == []
     assert blocks[-1]["type"] == "actions"
@@ -28,7 +30,7 @@ def test_more_than_fifty_parts_keeps_the_buttons() -> None:
 
 def test_long_texts_and_many_fields_are_trimmed_and_split() -> None:
     reply = Reply("s" * 5000).add(
-        Heading("H" * 300), Text("t" * 4000), Fields(tuple(f"f{n}" for n in range(23)))
+        Heading("H" * 300), Text("t" * 4000), Fields(tuple(Field(f"f{n}", "v") for n in range(23)))
     )
     text, blocks = render(reply)
     assert problems(blocks) == [] and len(text) == 3000
@@ -42,7 +44,6 @@ def test_user_text_in_the_summary_is_escaped() -> None:
 
 
 def test_truncation_never_cuts_an_entity_or_a_mention() -> None:
-    from handlers.replies import clip
 
     text = "x" * 10 + "&amp;&lt;<@U0ALICE>&gt;" + "y" * 50
     for limit in range(5, len(text)):

@@ -1,11 +1,11 @@
-"""Bolt listeners: ack at once, then parse, authorize and hand the work to the handlers.
+"""Bolt listeners: ack at once, then decode and hand the work to the core's dispatcher.
 
-Listeners stay thin. Work after the ack runs as tracked background tasks, so shutdown can wait
-for it. Every command gets exactly one reply, through its ``response_url`` (which works in
-any conversation, the bot a member or not): a reply that takes more than ``WORKING_AFTER``
-seconds is preceded by "Working on it…", which the reply then replaces. A user-facing error
-carries its own message; anything else is logged with a reference and the user sees only
-that reference.
+Listeners stay thin: parsing and authorization are the core's. Work after the ack runs as
+tracked background tasks, so shutdown can wait for it. Every command gets exactly one reply,
+through its ``response_url`` (which works in any conversation, the bot a member or not): a
+reply that takes more than ``WORKING_AFTER`` seconds is preceded by "Working on it…", which
+the reply then replaces. A user-facing error carries its own message; anything else is logged
+with a reference and the user sees only that reference.
 """
 
 from __future__ import annotations
@@ -24,19 +24,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.redact import Redactor
 from bot.slack.render import render
-from bot.vertex.errors import VertexError
-from handlers.approvals import Approvals
-from handlers.clusters import error_text
-from handlers.commands import USAGE, CommandError, parse
-from handlers.dispatch import ClusterBot, needed_role
-from handlers.idle_clicks import IdleClicks
+from handlers.actions import ActionId
+from handlers.commands import USAGE
+from handlers.dispatch import Answer, Dispatcher
 from handlers.policy import Policy, Role
-from handlers.replies import Reply, Text, error_reply, escape
-from handlers.sweep import Sweeper
+from handlers.replies import Code, Reply, Text
 
 COMMAND = "/cluster"
-IDLE_ACTIONS = ("idle_scale_to_zero", "idle_delete", "idle_snooze", "idle_keep", "idle_unkeep")
-DECISIONS = ("approve", "reject", "withdraw")
 WORKING_AFTER = 2.0  # seconds before a slow reply is announced with "Working on it…"
 GROUP_CACHE_SECONDS = 300.0
 
@@ -156,59 +150,39 @@ def _action_value(action: dict[str, Any]) -> str:
 
 
 class SlackEdge:
+    """Acks at once, decodes what Slack sent, hands it to the dispatcher and delivers its one
+    answer; anything unexpected is caught here, once, and shown as a reference."""
+
     def __init__(
         self,
         app: AsyncApp,
-        bot: ClusterBot,
-        changes: Approvals,
-        policy: Policy,
-        roles: Roles,
+        dispatcher: Dispatcher,
         background: Background,
         responder: Responder,
         *,
-        clicks: IdleClicks | None = None,
-        sweeper: Sweeper | None = None,
         on_command: Callable[[str, str], None] | None = None,
         working_after: float = WORKING_AFTER,
     ) -> None:
         self.app = app
-        self.bot = bot
-        self.changes = changes
-        self.policy = policy
-        self.roles = roles
+        self.dispatcher = dispatcher
         self.background = background
         self.responder = responder
-        self.clicks = clicks
-        self.sweeper = sweeper
         self.on_command = on_command or (lambda name, outcome: None)
         self.working_after = working_after
 
     def register(self) -> None:
         self.app.command(COMMAND)(self.command)
-        for action in DECISIONS:
-            self.app.action(action)(self.decision)
-        for action in IDLE_ACTIONS:
-            self.app.action(action)(self.idle_action)
-        self.app.action("idle_sweep_now")(self.sweep_now)
+        for action in ActionId:
+            self.app.action(str(action))(self.action)
 
     # Bolt passes arguments by parameter name.
     async def command(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
         self.background.spawn(self._command(body))
 
-    async def decision(self, ack: Any, body: dict[str, Any]) -> None:
+    async def action(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
-        self.background.spawn(self._decide(body))
-
-    async def idle_action(self, ack: Any, body: dict[str, Any]) -> None:
-        await ack()
-        self.background.spawn(self._idle_action(body))
-
-    async def sweep_now(self, ack: Any, body: dict[str, Any]) -> None:
-        await ack()
-        self.background.spawn(self._sweep_now(body))
-
-    # -- commands ------------------------------------------------------------------------------
+        self.background.spawn(self._click(body))
 
     async def _command(self, body: dict[str, Any]) -> None:
         url = str(body.get("response_url") or "")
@@ -216,110 +190,45 @@ class SlackEdge:
         done, _ = await asyncio.wait({work}, timeout=self.working_after)
         if not done:
             await self.responder.send(url, Reply("Working on it…").add(Text("Working on it…")))
-        reply, public = await work
-        if reply is not None:
+        answer = await work
+        self.on_command(answer.name, answer.outcome)
+        if answer.reply is not None:
             await self.responder.send(
-                url, reply, public=public, replace_original=True if not done else None
+                url,
+                answer.reply,
+                public=answer.public,
+                replace_original=True if not done else None,
             )
 
-    async def _answer(self, body: dict[str, Any]) -> tuple[Reply | None, bool]:
-        """The one reply to a command, and whether everyone in the channel sees it."""
+    async def _answer(self, body: dict[str, Any]) -> Answer:
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
         text = str(body.get("text", ""))
-        name = (text.split() or ["help"])[0].lower()
-        outcome = "ok"
         try:
-            command = parse(text)
-            if not self.policy.channel_allowed(channel):
-                outcome = "denied"
-                allowed = ", ".join(f"<#{escape(c)}>" for c in self.policy.channels)
-                refusal = f"clusterbot is not enabled in this channel; use {allowed}."
-                return Reply(refusal).add(Text(refusal)), False
-            role = await self.roles.of(user)
-            needed = needed_role(command)
-            if role < needed:
-                outcome = "denied"
-                reason = (
-                    f"/cluster {name} needs the {needed.label} role; you are {role.label}. "
-                    "An admin can grant it in the policy file."
-                )
-                return error_reply(reason), False
-            reply = await self.bot.handle(command, user, channel)
-            if reply is None:  # answered in the channel (an approval card)
-                return None, False
-            return reply, reply.public
-        except CommandError as error:
-            outcome = "bad_input"
-            name = error.subcommand or name
-            return error_reply(error.reason, error.usage), False
-        except VertexError as error:
-            outcome = "upstream_error"
-            return error_reply(error_text(error, f"run /cluster {name}")), False
+            return await self.dispatcher.command(user, channel, text)
         except Exception:
-            outcome = "internal_error"
-            return self._internal_error(f"/cluster {text[:200]!r} from {user}"), False
-        finally:
-            self.on_command(name if name in USAGE else "unknown", outcome)
+            name = (text.split() or ["help"])[0].lower()
+            reply = internal_error(f"/cluster {text[:200]!r} from {user}")
+            return Answer(reply, name if name in USAGE else "unknown", "internal_error")
 
-    # -- clicks --------------------------------------------------------------------------------
-
-    async def _decide(self, body: dict[str, Any]) -> None:
+    async def _click(self, body: dict[str, Any]) -> None:
         user = str(body["user"]["id"])
         action = body["actions"][0]
-        request_id = _action_value(action)
         url = str(body.get("response_url") or "")
         card_ts = (body.get("container") or {}).get("message_ts")
         try:
-            if action["action_id"] == "withdraw":
-                reply = await self.changes.withdraw(user, request_id, card_ts)
-            else:
-                role = await self.roles.of(user)
-                approve = action["action_id"] == "approve"
-                reply = await self.changes.decide(user, role, request_id, approve, card_ts)
-        except Exception:
-            reply = self._internal_error(f"click on {request_id} by {user}")
-        if reply is not None:
-            await self.responder.send(url, reply, replace_original=False)
-
-    async def _idle_action(self, body: dict[str, Any]) -> None:
-        user = str(body["user"]["id"])
-        action = body["actions"][0]
-        url = str(body.get("response_url") or "")
-        try:
-            if self.clicks is None:
-                raise RuntimeError("idle actions arrived but idle detection is not configured")
-            reply = await self.clicks.click(
-                action["action_id"], user, await self.roles.of(user), _action_value(action)
+            answer = await self.dispatcher.click(
+                user, str(action["action_id"]), _action_value(action), card_ts
             )
         except Exception:
-            reply = self._internal_error(f"{action.get('action_id')} by {user}")
-        if reply is not None:
-            await self.responder.send(url, reply, replace_original=False)
+            answer = Answer(internal_error(f"{action.get('action_id')} by {user}"))
+        if answer.reply is not None:
+            await self.responder.send(url, answer.reply, replace_original=answer.replace_original)
 
-    async def _sweep_now(self, body: dict[str, Any]) -> None:
-        """Sweep at once and replace the report the button was on with the new one."""
-        user = str(body["user"]["id"])
-        url = str(body.get("response_url") or "")
-        try:
-            role = await self.roles.of(user)
-            if self.sweeper is None:
-                reply = Reply("Idle report").add(Text("Idle detection is not configured."))
-            elif role < Role.VIEWER:
-                reply = error_reply("Sweeping needs the viewer role.")
-            else:
-                swept = await self.sweeper.sweep(force=True)
-                reply = await self.bot.idle_report()
-                if swept is None:
-                    reply.add(
-                        Text("Another replica is sweeping right now; this is the last report.")
-                    )
-        except Exception:
-            reply = self._internal_error(f"sweep now by {user}")
-        await self.responder.send(url, reply, replace_original=True)
 
-    def _internal_error(self, what: str) -> Reply:
-        reference = secrets.token_hex(4)
-        log.exception("internal error [ref %s] handling %s", reference, what)
-        return Reply("An internal error occurred").add(
-            Text(f"An internal error occurred (reference `{reference}`). It has been logged.")
-        )
+def internal_error(what: str) -> Reply:
+    """Log the failure with a reference; the person sees only the reference."""
+    reference = secrets.token_hex(4)
+    log.exception("internal error [ref %s] handling %s", reference, what)
+    return Reply("An internal error occurred").add(
+        Text("An internal error occurred (reference ", Code(reference), "). It has been logged.")
+    )

@@ -1,31 +1,118 @@
-"""The one renderer: a platform-neutral Reply to Block Kit, within Slack's limits."""
+"""The one renderer: a platform-neutral Reply to Block Kit and mrkdwn, within Slack's limits.
+
+Every plain text is escaped here (``&``, ``<``, ``>``: https://api.slack.com/reference/surfaces/
+formatting#escaping), so nothing a user or the control plane wrote can become a mention, a
+link or markup. Limits: https://api.slack.com/reference/block-kit/blocks.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.redact import Redactor
 from handlers.replies import (
     Button,
     Buttons,
+    Caution,
+    ChannelRef,
+    Code,
     Confirm,
+    Em,
+    Field,
     Fields,
     Heading,
+    Line,
     Note,
     Part,
     Reply,
     Rule,
     Select,
+    Span,
+    Strong,
     Table,
     Text,
-    clip,
-    escape,
+    Time,
+    UserRef,
 )
 
 MAX_BLOCKS = 50
 SECTION_LIMIT = 3000
 FIELD_LIMIT = 2000
 FIELDS_PER_SECTION = 10
+COLUMN_GAP = "  "
+
+
+def escape(text: object) -> str:
+    """Neutralise ``&``, ``<`` and ``>`` so text cannot mention, link or break markup."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int, tail: str = "…") -> str:
+    """``text`` cut to at most ``limit`` characters, never inside an escaped entity
+    (``&amp;``) or a ``<...>`` mention, link or date, which would show as garbage."""
+    if len(text) <= limit:
+        return text
+    cut = max(0, limit - len(tail))
+    head = text[:cut]
+    amp = head.rfind("&")
+    if amp != -1 and ";" not in head[amp:]:
+        head = head[:amp]
+    angle = head.rfind("<")
+    if angle != -1 and ">" not in head[angle:]:
+        head = head[:angle]
+    return head + tail
+
+
+def date(epoch: float) -> str:
+    """A time Slack shows in the reader's time zone, with a UTC fallback
+    (https://api.slack.com/reference/surfaces/formatting#date-formatting)."""
+    fallback = datetime.fromtimestamp(epoch, UTC).strftime("%H:%M UTC")
+    return f"<!date^{int(epoch)}^{{time}}|{fallback}>"
+
+
+def span(part: Span) -> str:
+    if isinstance(part, str):
+        return escape(part)
+    if isinstance(part, Strong):
+        return f"*{escape(part.text)}*"
+    if isinstance(part, Em):
+        return f"_{escape(part.text)}_"
+    if isinstance(part, Code):
+        return f"`{escape(part.text)}`"
+    if isinstance(part, UserRef):
+        return f"<@{escape(part.user_id)}>"
+    if isinstance(part, ChannelRef):
+        return f"<#{escape(part.channel_id)}>"
+    if isinstance(part, Time):
+        return date(part.epoch)
+    assert isinstance(part, Caution)
+    return ":warning: "
+
+
+def mrkdwn(spans: Line) -> str:
+    return "".join(span(s) for s in spans)
+
+
+def lines_of(table: Table) -> list[str]:
+    """The table's rows with each column padded to its widest cell, numbers aligned right
+    (a last column of words is left ragged); the header only when the columns have titles."""
+    titled = any(c.title for c in table.columns)
+    rows = [tuple(c.title for c in table.columns), *table.rows] if titled else list(table.rows)
+    if not rows:
+        return []
+    count = len(table.columns)
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(count)]
+    lines = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            if table.columns[i].right:
+                cells.append(cell.rjust(widths[i]))
+            else:
+                cells.append(cell if i == count - 1 else cell.ljust(widths[i]))
+        lines.append(escape(COLUMN_GAP.join(cells).rstrip()))
+    return lines
 
 
 def _plain(text: str, limit: int) -> dict[str, Any]:
@@ -36,7 +123,7 @@ def _mrkdwn(text: str, limit: int = SECTION_LIMIT) -> dict[str, Any]:
     return {"type": "mrkdwn", "text": clip(text, limit)}
 
 
-def _chunks(lines: tuple[str, ...], limit: int) -> list[str]:
+def _chunks(lines: list[str], limit: int) -> list[str]:
     """Preformatted blocks of whole lines, each within a section's limit."""
     chunks: list[str] = []
     current: list[str] = []
@@ -56,7 +143,7 @@ def _chunks(lines: tuple[str, ...], limit: int) -> list[str]:
 def _confirm(confirm: Confirm) -> dict[str, Any]:
     dialog: dict[str, Any] = {
         "title": _plain(confirm.title, 100),
-        "text": _mrkdwn(confirm.text, 300),
+        "text": _mrkdwn(mrkdwn(confirm.text), 300),
         "confirm": _plain(confirm.confirm, 30),
         "deny": _plain(confirm.deny, 30),
     }
@@ -68,11 +155,11 @@ def _confirm(confirm: Confirm) -> dict[str, Any]:
 def _select(select: Select) -> dict[str, Any]:
     return {
         "type": "static_select",
-        "action_id": select.action_id,
+        "action_id": str(select.options[0][1].action_id),
         "placeholder": _plain(select.placeholder, 150),
         "options": [
-            {"text": _plain(label, 75), "value": value[:150]}
-            for label, value in select.options[:100]
+            {"text": _plain(label, 75), "value": action.value[:150]}
+            for label, action in select.options[:100]
         ],
     }
 
@@ -82,9 +169,9 @@ def _button(button: Button | Select) -> dict[str, Any]:
         return _select(button)
     element: dict[str, Any] = {
         "type": "button",
-        "action_id": button.action_id,
+        "action_id": str(button.action.action_id),
         "text": _plain(button.label, 75),
-        "value": button.value[:2000],
+        "value": button.action.value[:2000],
     }
     if button.style:
         element["style"] = button.style
@@ -93,27 +180,31 @@ def _button(button: Button | Select) -> dict[str, Any]:
     return element
 
 
+def _field(item: Field) -> dict[str, Any]:
+    return _mrkdwn(f"*{escape(item.label)}*\n{mrkdwn(item.value)}", FIELD_LIMIT)
+
+
 def _blocks(part: Part) -> list[dict[str, Any]]:
     if isinstance(part, Heading):
         return [{"type": "header", "text": _plain(part.text, 150)}]
     if isinstance(part, Text):
-        return [{"type": "section", "text": _mrkdwn(part.text)}]
+        return [{"type": "section", "text": _mrkdwn(mrkdwn(part.spans))}]
     if isinstance(part, Fields):
         return [
             {
                 "type": "section",
-                "fields": [_mrkdwn(f, FIELD_LIMIT) for f in part.items[i : i + FIELDS_PER_SECTION]],
+                "fields": [_field(f) for f in part.items[i : i + FIELDS_PER_SECTION]],
             }
             for i in range(0, len(part.items), FIELDS_PER_SECTION)
         ]
     if isinstance(part, Note):
-        return [{"type": "context", "elements": [_mrkdwn(part.text)]}]
+        return [{"type": "context", "elements": [_mrkdwn(mrkdwn(part.spans))]}]
     if isinstance(part, Rule):
         return [{"type": "divider"}]
     if isinstance(part, Table):
         return [
             {"type": "section", "text": {"type": "mrkdwn", "text": f"```{chunk}```"}}
-            for chunk in _chunks(part.lines, SECTION_LIMIT - 6)
+            for chunk in _chunks(lines_of(part), SECTION_LIMIT - 6)
         ]
     assert isinstance(part, Buttons)
     block: dict[str, Any] = {"type": "actions", "elements": [_button(b) for b in part.buttons[:25]]}

@@ -1,0 +1,144 @@
+"""What a button or menu click asks, as typed actions: one codec writes them onto buttons
+and reads them back from clicks, so a card and the code that answers it cannot disagree.
+
+On the wire an action is a platform's action id and a short value (Slack: ``action_id`` and
+``value``, at most 2,000 characters): ``approve`` + ``r-1a2b``, ``idle_snooze`` +
+``3600|projects/.../cpu01``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ActionError(ValueError):
+    """A click this bot never offered, or one whose value it cannot read."""
+
+
+class ActionId(StrEnum):
+    APPROVE = "approve"
+    REJECT = "reject"
+    WITHDRAW = "withdraw"
+    SCALE_TO_ZERO = "idle_scale_to_zero"
+    DELETE = "idle_delete"
+    SNOOZE = "idle_snooze"
+    KEEP = "idle_keep"
+    UNKEEP = "idle_unkeep"
+    SWEEP_NOW = "idle_sweep_now"
+
+
+@dataclass(frozen=True)
+class Decide:
+    """Approve or reject a request (approvers)."""
+
+    request_id: str
+    approve: bool
+
+    @property
+    def action_id(self) -> ActionId:
+        return ActionId.APPROVE if self.approve else ActionId.REJECT
+
+    @property
+    def value(self) -> str:
+        return self.request_id
+
+
+@dataclass(frozen=True)
+class Withdraw:
+    """The requester takes their own request back."""
+
+    request_id: str
+    action_id = ActionId.WITHDRAW
+
+    @property
+    def value(self) -> str:
+        return self.request_id
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """Scale an idle cluster to zero, or ask to delete it."""
+
+    cluster: str  # full resource name
+    delete: bool = False
+
+    @property
+    def action_id(self) -> ActionId:
+        return ActionId.DELETE if self.delete else ActionId.SCALE_TO_ZERO
+
+    @property
+    def value(self) -> str:
+        return self.cluster
+
+
+@dataclass(frozen=True)
+class Snooze:
+    cluster: str
+    seconds: int
+    action_id = ActionId.SNOOZE
+
+    @property
+    def value(self) -> str:
+        return f"{self.seconds}|{self.cluster}"
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Exempt a cluster from idle alerts (``keep=True``), or watch it again."""
+
+    cluster: str
+    keep: bool = True
+
+    @property
+    def action_id(self) -> ActionId:
+        return ActionId.KEEP if self.keep else ActionId.UNKEEP
+
+    @property
+    def value(self) -> str:
+        return self.cluster
+
+
+@dataclass(frozen=True)
+class SweepNow:
+    action_id = ActionId.SWEEP_NOW
+    value = "sweep"
+
+
+Action = Decide | Withdraw | Remedy | Snooze | Keep | SweepNow
+
+
+def _snooze(value: str) -> Snooze:
+    seconds, _, cluster = value.partition("|")
+    if not seconds.isdigit() or not cluster:
+        raise ActionError("That snooze choice is not one clusterbot offers.")
+    return Snooze(cluster, int(seconds))
+
+
+def _needs(value: str) -> str:
+    if not value:
+        raise ActionError("The button carried nothing to act on.")
+    return value
+
+
+DECODERS: dict[ActionId, Callable[[str], Action]] = {
+    ActionId.APPROVE: lambda v: Decide(_needs(v), approve=True),
+    ActionId.REJECT: lambda v: Decide(_needs(v), approve=False),
+    ActionId.WITHDRAW: lambda v: Withdraw(_needs(v)),
+    ActionId.SCALE_TO_ZERO: lambda v: Remedy(_needs(v)),
+    ActionId.DELETE: lambda v: Remedy(_needs(v), delete=True),
+    ActionId.SNOOZE: _snooze,
+    ActionId.KEEP: lambda v: Keep(_needs(v)),
+    ActionId.UNKEEP: lambda v: Keep(_needs(v), keep=False),
+    ActionId.SWEEP_NOW: lambda v: SweepNow(),
+}
+
+
+def decode(action_id: str, value: str) -> Action:
+    """The action a click asks for; ``ActionError`` for anything this bot never offered."""
+    try:
+        known = ActionId(action_id)
+    except ValueError:
+        raise ActionError(f"clusterbot offers no action {action_id[:40]!r}") from None
+    return DECODERS[known](value)

@@ -1,0 +1,117 @@
+"""The read-only answers: the clusters, one cluster, operations in flight, the audit log and
+the idle report."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from handlers.actions import SweepNow
+from handlers.clusters import ClusterDirectory, list_reply, show_reply
+from handlers.costs import PriceBook
+from handlers.idle_alert import report
+from handlers.ports import Clock, OperationStore, RequestStore
+from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
+from handlers.sweep import Sweeper
+from handlers.words import duration
+
+AUDIT_ROWS = 20
+NO_IDLE = "Idle detection is not configured."
+
+
+class Reports:
+    def __init__(
+        self,
+        directory: ClusterDirectory,
+        requests: RequestStore,
+        operations: OperationStore,
+        prices: PriceBook,
+        clock: Clock,
+        sweeper: Sweeper | None = None,
+    ) -> None:
+        self.directory = directory
+        self.requests = requests
+        self.operations = operations
+        self.prices = prices
+        self.clock = clock
+        self.sweeper = sweeper
+
+    async def clusters(self) -> Reply:
+        listings = await self.directory.listings(self.directory.read_deadline)
+        return list_reply(listings, self.prices)
+
+    async def cluster(self, key: str) -> Reply:
+        return show_reply(await self.directory.resolve(key, "show"), self.prices)
+
+    async def idle(self) -> Reply:
+        """The last sweep's report, at once, saying how old it is, with "Sweep now"."""
+        if self.sweeper is None:
+            return Reply("Idle report").add(Text(NO_IDLE))
+        latest = await self.sweeper.latest()
+        if latest is None:
+            return Reply("Idle report").add(
+                Heading("Idle report"),
+                Text("No sweep has finished yet. Sweep now, or wait for the scheduled sweep."),
+                Buttons((Button(SweepNow(), "Sweep now", style="primary"),)),
+            )
+        return report(
+            latest.entries,
+            latest.failures,
+            self.clock(),
+            swept_at=latest.finished,
+            sweep_button=True,
+        )
+
+    async def sweep_now(self) -> Reply:
+        """Sweep at once (unless another replica is sweeping) and report."""
+        if self.sweeper is None:
+            return Reply("Idle report").add(Text(NO_IDLE))
+        swept = await self.sweeper.sweep(force=True)
+        reply = await self.idle()
+        if swept is None:
+            reply.add(Text("Another replica is sweeping right now; this is the last report."))
+        return reply
+
+    async def ops(self) -> Reply:
+        operations = [o for o in await self.operations.active_operations() if not o.done]
+        reply = Reply(f"{len(operations)} operations in flight")
+        reply.add(Heading(f"Operations in flight ({len(operations)})"))
+        if not operations:
+            return reply.add(Text("None: no change is running right now."))
+        now = self.clock()
+        rows = [
+            (
+                operation.cluster.rsplit("/", 1)[-1],
+                duration(now - operation.started_at),
+                operation.request_id,
+                operation.progress or "starting",
+            )
+            for operation in operations
+        ]
+        return reply.add(
+            Table.of(("CLUSTER", "AGE", "REQUEST", "PROGRESS"), rows, right=frozenset({1}))
+        )
+
+    async def audit(self, cluster: str | None) -> Reply:
+        entries = await self.requests.audit_log(limit=500 if cluster else AUDIT_ROWS)
+        if cluster:
+            entries = [
+                e for e in entries if e.cluster == cluster or e.cluster.endswith(f"/{cluster}")
+            ][:AUDIT_ROWS]
+        title = f"Audit log{f' for {cluster}' if cluster else ''}"
+        reply = Reply(title).add(Heading(title))
+        if not entries:
+            return reply.add(Text("Nothing recorded yet."))
+        rows = [
+            (
+                datetime.fromtimestamp(entry.at, UTC).strftime("%m-%d %H:%M:%S"),
+                entry.cluster.rsplit("/", 1)[-1],
+                entry.action,
+                entry.actor,
+                entry.request_id or "",
+            )
+            for entry in entries
+        ]
+        return reply.add(
+            Table.of(("WHEN", "CLUSTER", "ACTION", "BY", "REQUEST"), rows),
+            Note("Newest first, times in UTC."),
+        )
