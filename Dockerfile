@@ -8,7 +8,9 @@ RUN python -m pip install --no-cache-dir --upgrade pip build
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY handlers ./handlers
-RUN python -m build --wheel --outdir /wheels . \
+# The local stand-ins (demo, sandbox, simulator) are for tests and laptops, not production.
+RUN rm -rf bot/sandbox \
+ && python -m build --wheel --outdir /wheels . \
  && python -m pip wheel --no-cache-dir --wheel-dir /wheels /wheels/clusterbot-*.whl
 
 # --- run ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from benchmarks.process import simulator_process
 from bot.sandbox.controlplane.rules import camelize
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
-from bot.vertex.models import Target
+from bot.vertex.names import Target
 
 CLUSTERS = 1000
 TARGETS = 10

@@ -20,7 +20,7 @@ from benchmarks.listing import _cluster
 from benchmarks.process import simulator_process
 from bot.app import ClusterbotService
 from bot.settings import Settings
-from bot.vertex.models import Target
+from bot.vertex.names import Target
 from handlers.policy import Policy
 
 CLUSTERS = 1000
@@ -48,7 +48,7 @@ async def run() -> None:
             await service.store.migrate()
             try:
                 started = time.perf_counter()
-                report = await service.sweeper.sweep(alerts=False, force=True)
+                report = await service.core.sweeper.sweep(alerts=False, force=True)
                 elapsed = time.perf_counter() - started
                 assert report is not None, "the sweep did not run"
             finally:

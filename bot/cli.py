@@ -1,7 +1,9 @@
-"""The ``clusterbot`` command: serve | demo | sandbox | simulator | sweep | check-config.
+"""The ``clusterbot`` command: serve | demo | sandbox | simulator | sweep | migrate |
+check-config.
 
-Imports are lazy: ``--help`` and argument errors load almost nothing, and ``serve``, ``sweep``
-and ``check-config`` never load the local stand-ins.
+Imports are lazy: ``--help`` and argument errors load almost nothing, and ``serve``, ``sweep``,
+``migrate`` and ``check-config`` never load the local stand-ins (which the production image
+leaves out).
 """
 
 from __future__ import annotations
@@ -23,7 +25,23 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 DEMO_FIXTURES = Path(__file__).parent / "sandbox" / "controlplane" / "demo_clusters.json"
 
 
+def _stand_ins_missing(command: str) -> bool:
+    """The production image leaves the local stand-ins out; say so in one line."""
+    import importlib.util
+
+    if importlib.util.find_spec("bot.sandbox") is not None:
+        return False
+    print(
+        f"clusterbot {command}: the local stand-ins are not installed here (the production "
+        "image leaves them out); run it from a source checkout, e.g. `make demo`",
+        file=sys.stderr,
+    )
+    return True
+
+
 def _simulator(args: argparse.Namespace) -> int:
+    if _stand_ins_missing("simulator"):
+        return 2
     import json
 
     from aiohttp import web
@@ -57,6 +75,8 @@ def _simulator(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if _stand_ins_missing("demo"):
+        return 2
     from bot.demo import run_demo
 
     run_demo(args.host, args.port, Path(args.data_dir) if args.data_dir else None)
@@ -64,6 +84,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _sandbox(args: argparse.Namespace) -> int:
+    if _stand_ins_missing("sandbox"):
+        return 2
     from bot.demo import run_sandbox
 
     run_sandbox(args.host, args.port)
@@ -152,6 +174,39 @@ async def _token_problem(settings: Settings) -> str | None:
     except TimeoutError:
         return "Google Cloud credentials: obtaining a token took more than 20 s"
     return None
+
+
+def _migrate(_args: argparse.Namespace) -> int:
+    from bot.settings import ConfigError, load_settings
+
+    try:
+        settings = load_settings("migrate")
+    except ConfigError as error:
+        print("clusterbot migrate: configuration is invalid:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 2
+    from bot.store import Store, shown
+
+    async def upgrade() -> str:
+        store = Store.from_url(settings.database_url)
+        try:
+            return await store.migrate()
+        finally:
+            await store.close()
+
+    database = shown(settings.database_url)
+    try:
+        revision = asyncio.run(upgrade())
+    except Exception as error:
+        print(
+            f"clusterbot migrate: the database {database} could not be migrated: "
+            f"{type(error).__name__}",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"database {database} is at revision {revision}, the newest")
+    return 0
 
 
 def _check_config(_args: argparse.Namespace) -> int:
@@ -244,6 +299,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--once", action="store_true", help="run one sweep and exit")
     sweep.add_argument("--json", action="store_true", help="print the report as JSON")
     sweep.set_defaults(run=_sweep)
+
+    migrate = commands.add_parser(
+        "migrate",
+        help="bring the database's schema to the newest revision (serve also does on start)",
+        description="Apply the database migrations CLUSTERBOT_DATABASE_URL lacks, one replica "
+        "at a time, and say which revision it is at.",
+    )
+    migrate.set_defaults(run=_migrate)
 
     check = commands.add_parser(
         "check-config",

@@ -21,7 +21,7 @@ from bot.logs import trace_middleware
 from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, mount
 from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings
-from bot.vertex.models import Target
+from bot.vertex.names import Target
 from handlers.execution import LEASE
 from handlers.policy import Policy
 

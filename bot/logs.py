@@ -113,6 +113,8 @@ def configure(
     root.setLevel(level)
     logging.getLogger("apscheduler").setLevel(max(logging.WARNING, root.level))
     logging.getLogger("aiohttp.access").setLevel(max(logging.WARNING, root.level))
+    # Alembic narrates each step at INFO; the store logs the one line that matters.
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))
     return redact
 
 

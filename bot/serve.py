@@ -14,7 +14,8 @@ from urllib.parse import urlparse
 
 from aiohttp import web
 
-from bot.app import ClusterbotService, web_app
+from bot.app import ClusterbotService
+from bot.routes import web_app
 from bot.settings import Settings
 from handlers.policy import Policy
 

@@ -15,9 +15,9 @@ from urllib.parse import urlparse
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.vertex.models import Target
+from bot.vertex.names import Target
 
-Mode = Literal["serve", "demo", "simulator", "sweep"]
+Mode = Literal["serve", "demo", "simulator", "sweep", "migrate"]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
-from urllib.parse import urlparse
 
 from bot.app import ClusterbotService
 from bot.settings import Settings
+from bot.store import shown
 from bot.vertex.errors import CredentialsError
 from handlers.costs import money
 from handlers.policy import Policy
@@ -24,14 +24,6 @@ from handlers.words import duration
 
 class SweepFailedError(Exception):
     """The sweep could not run at all; the message is one line for the person running it."""
-
-
-def database_shown(url: str) -> str:
-    """The database a sweep used, without credentials: a file path, or host and name."""
-    if url.startswith("sqlite"):
-        return url.split(":///", 1)[-1]
-    parsed = urlparse(url)
-    return f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
 
 
 def as_json(report: SweepReport, database: str) -> dict[str, Any]:
@@ -80,7 +72,7 @@ def as_text(report: SweepReport, now: float, database: str) -> str:
 
 async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool) -> str:
     service = ClusterbotService(settings, policy, owner=f"sweep-once-{time.time_ns()}")
-    database = database_shown(settings.database_url)
+    database = shown(settings.database_url)
     try:
         try:
             await service.vertex.check_credentials()
@@ -92,7 +84,7 @@ async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool
             raise SweepFailedError(
                 f"the database {database} cannot be opened: {type(error).__name__}"
             ) from None
-        report = await service.sweeper.sweep(alerts=service.board.enabled, force=True)
+        report = await service.core.sweeper.sweep(alerts=service.core.board.enabled, force=True)
         if report is None:
             raise SweepFailedError("another sweep is running on this database; try again shortly")
     finally:

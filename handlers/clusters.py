@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
-from bot.vertex.models import Cluster, ClusterName, Target
+from bot.vertex.models import Cluster
+from bot.vertex.names import ClusterName, Target
 from handlers.commands import CommandError, Refused
 from handlers.costs import PRICES_AS_OF, PriceBook, money
 from handlers.ports import ControlPlane, Listing

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from bot.vertex.models import Cluster, ClusterName, Operation, SlurmActivity, Target
+from bot.vertex.models import Cluster
+from bot.vertex.names import ClusterName, Target
+from bot.vertex.operations import Operation, SlurmActivity
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 from handlers.idle import IdleRecord
 from handlers.policy import Role

@@ -21,8 +21,7 @@ from handlers.alerts import IdleAlerts
 from handlers.clusters import ClusterDirectory, pools_summary
 from handlers.costs import PriceBook
 from handlers.idle import EXEMPT_LABEL, IdleRecord, IdleRules, Observation, Status, Verdict, assess
-from handlers.idle_alert import IdleEntry, closed_alert
-from handlers.messenger import Messenger, MessengerError
+from handlers.idle_alert import IdleEntry
 from handlers.ports import (
     ActivityReader,
     Clock,
@@ -123,7 +122,6 @@ class Sweeper:
         reports: ReportStore,
         leases: LeaseStore,
         alerts: IdleAlerts | None,
-        messenger: Messenger | None,
         rules: IdleRules,
         prices: PriceBook,
         clock: Clock,
@@ -139,7 +137,6 @@ class Sweeper:
         self.reports = reports
         self.leases = leases
         self.alerts = alerts
-        self.messenger = messenger
         self.rules = rules
         self.prices = prices
         self.clock = clock
@@ -252,17 +249,7 @@ class Sweeper:
             target = "/".join(record.cluster.split("/")[1:4:2])
             if record.cluster in present or target not in listed_targets:
                 continue  # still there, or its target could not be listed this time
-            if record.alert_ts and record.alert_channel and self.messenger is not None:
-                try:
-                    await self.messenger.update(
-                        record.alert_channel,
-                        record.alert_ts,
-                        closed_alert(
-                            record.cluster,
-                            "deleted",
-                            (Strong("Deleted"), ": the cluster no longer exists."),
-                        ),
-                    )
-                except MessengerError as error:
-                    log.warning("could not close the alert of %s: %s", record.cluster, error.code)
+            if self.alerts is not None:
+                gone = (Strong("Deleted"), ": the cluster no longer exists.")
+                await self.alerts.board.edit(record, "deleted", gone)
             await self.records.delete(record.cluster)

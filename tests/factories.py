@@ -53,7 +53,7 @@ def cluster_doc(
         },
     }
     if not snake:
-        from bot.sandbox.controlplane.rules import camelize
+        from bot.sandbox.controlplane.wire import camelize
 
         doc = camelize(doc)
     return doc

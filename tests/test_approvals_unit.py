@@ -10,7 +10,7 @@ import pytest
 
 from bot.store import Store
 from bot.vertex.client import VertexClient
-from bot.vertex.models import Target
+from bot.vertex.names import Target
 from handlers.approvals import Approvals
 from handlers.clusters import ClusterDirectory
 from handlers.commands import CommandError, Resize

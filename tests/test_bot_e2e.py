@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from slack_sdk.signature import SignatureVerifier
 
 from bot.sandbox.controlplane import Durations
-from bot.sandbox.controlplane.rules import LOST_REPLY_STATUSES
+from bot.sandbox.controlplane.rpc import LOST_REPLY_STATUSES
 from handlers.policy import Policy
 from tests.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, pool_of, text_of
 
@@ -371,7 +371,8 @@ async def test_forged_stale_and_unsigned_requests_are_refused(stack: Stack) -> N
         ) as reply:
             assert reply.status == 401, name
     # refused before any listener: nothing was counted, asked or answered
-    assert stack.service.metrics.commands.values == {}
+    commands = stack.service.metrics.commands.collect()
+    assert [sample for metric in commands for sample in metric.samples] == []
     assert not stack.service.background.tasks
     assert await stack.messages() == []
     assert await stack.requests("PATCH") == []
@@ -590,7 +591,7 @@ async def test_ops_lists_operations_in_flight(tmp_path: Path) -> None:
 
 async def test_list_answers_in_time_naming_the_slow_target(tmp_path: Path) -> None:
     async with demo_stack(tmp_path, working_after=0.3) as stack:
-        stack.service.directory.read_deadline = 1.0
+        stack.service.core.directory.read_deadline = 1.0
         await stack.fault(method="GET", path="locations/europe-west4", latency_ms=5000)
         before = len(await stack.messages())
         started = time.monotonic()

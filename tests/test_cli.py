@@ -160,3 +160,41 @@ def test_sweep_once_keeps_its_database_in_the_state_folder(tmp_path: Path) -> No
     assert (state / "clusterbot" / "clusterbot.db").is_file()
     assert list(work.iterdir()) == []
     assert f"database {state / 'clusterbot' / 'clusterbot.db'}" in result.stdout
+
+
+def test_migrate_brings_the_database_to_the_newest_revision(tmp_path: Path) -> None:
+    database = tmp_path / "bot.db"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "CLUSTERBOT_DATABASE_URL": f"sqlite+aiosqlite:///{database}",
+    }
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "bot", "migrate"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == f"database {database} is at revision 0001, the newest\n"
+    # the first run migrated and said so in one log line; the second had nothing to do
+    assert "migrated from revision none to 0001" in runs[0].stderr
+    assert "migrated" not in runs[1].stderr
+    unreachable = {**env, "CLUSTERBOT_DATABASE_URL": "postgresql+asyncpg://u:pw@127.0.0.1:9/x"}
+    failed = subprocess.run(
+        [sys.executable, "-m", "bot", "migrate"],
+        env=unreachable,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert failed.stderr.strip().splitlines() == [
+        "clusterbot migrate: the database postgresql+asyncpg://127.0.0.1/x could not be "
+        "migrated: ConnectionRefusedError"
+    ]

@@ -11,7 +11,8 @@ import pytest
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import NotFoundError, UnauthenticatedError
-from bot.vertex.models import Cluster, Target
+from bot.vertex.models import Cluster
+from bot.vertex.names import Target
 from tests.conftest import Simulator
 from tests.factories import cluster_doc
 

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from bot.sandbox.controlplane.rules import LOST_REPLY_STATUSES
+from bot.sandbox.controlplane.rpc import LOST_REPLY_STATUSES
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import (

@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bot.app import CRASH_EXIT
+from bot.jobs import CRASH_EXIT
 from tests.support.postgres import fresh_database
 from tests.support.processes import replica, sandbox, wait_until
 

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from bot.app import ClusterbotService
 from bot.settings import Settings
-from bot.vertex.models import Target
+from bot.vertex.names import Target
 from handlers.policy import Policy
 from tests.conftest import Simulator
 from tests.demo_stack import text_of
@@ -105,7 +105,7 @@ async def test_readyz_and_replies_say_why_google_cloud_cannot_be_reached(
 ) -> None:
     from aiohttp.test_utils import TestClient, TestServer
 
-    from bot.app import web_app
+    from bot.routes import web_app
 
     settings = Settings(
         targets=[Target("demo-project", "us-central1")],
@@ -125,8 +125,8 @@ async def test_readyz_and_replies_say_why_google_cloud_cannot_be_reached(
         from bot.slack.render import render
         from handlers.clusters import list_reply
 
-        listing = await service.directory.listings(1.0)
-        _text, blocks = render(list_reply(listing, service.changes.prices))
+        listing = await service.core.directory.listings(1.0)
+        _text, blocks = render(list_reply(listing, service.core.approvals.prices))
         shown = text_of({"text": "", "blocks": blocks})
         assert "Could not list demo-project/us-central1: clusterbot cannot authenticate" in shown
         assert "no Application Default Credentials were found" in shown

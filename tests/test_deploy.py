@@ -113,7 +113,7 @@ async def test_dockerfile_healthcheck_command_works(live: Stack) -> None:
     assert await asyncio.wait_for(process.wait(), 30) != 0  # and it fails when nothing answers
 
 
-APP_YAML: dict[str, Any] = yaml.safe_load((ROOT / "deploy/appengine/app.yaml").read_text())
+APP_YAML: dict[str, Any] = yaml.safe_load((ROOT / "app.yaml").read_text())
 
 
 async def test_app_yaml_probes_the_service_routes(live: Stack) -> None:
@@ -134,7 +134,7 @@ def test_app_yaml_sets_only_real_settings_and_no_secrets() -> None:
     assert set(variables) <= known
     for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"):
         assert variables[name] == f"${{{name}}}"  # filled from Secret Manager at deploy time
-    text = (ROOT / "deploy/appengine/app.yaml").read_text()
+    text = (ROOT / "app.yaml").read_text()
     assert not re.search(r"xox[bap]-[0-9A-Za-z]", text)
     script = ROOT / "deploy/appengine/deploy.sh"
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0

@@ -302,7 +302,7 @@ async def test_a_click_cancels_the_auto_action(tmp_path: Path) -> None:
         kept_at = stack.service.clock()
 
         async def swept_past_the_grace() -> bool:
-            latest = await stack.service.sweeper.latest()
+            latest = await stack.service.core.sweeper.latest()
             return latest is not None and latest.started > kept_at + 3.5
 
         await stack.wait_for(swept_past_the_grace, limit=20)  # sweeps ran past the grace
@@ -386,7 +386,10 @@ async def test_a_failing_sweep_is_logged_and_the_next_one_runs(
             await asyncio.sleep(0.05)
         failure = next(r for r in caplog.records if "idle-sweep failed" in r.getMessage())
         assert failure.levelname == "ERROR" and failure.exc_info is not None
-        await stack.service.store.migrate()  # the table is back
+        from bot.store import schema
+
+        async with stack.service.store.engine.begin() as connection:  # the table is back
+            await connection.run_sync(schema.idle_records.create)
         await the_alert(stack)  # later sweeps ran and alerted
 
 

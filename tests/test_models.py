@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.vertex.models import Cluster, ClusterName, Operation, Target
+from bot.vertex.models import Cluster
+from bot.vertex.names import ClusterName, Target
+from bot.vertex.operations import Operation
 from tests.factories import cluster_doc
 
 # An Operation as the reference shows it, with a field this code does not model.

@@ -17,7 +17,9 @@ from bot.app import ClusterbotService
 from bot.settings import Settings
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import MalformedReplyError
-from bot.vertex.models import Cluster, Operation, ProvisioningModel, Target
+from bot.vertex.models import Cluster, ProvisioningModel
+from bot.vertex.names import Target
+from bot.vertex.operations import Operation
 from handlers.idle import Status
 from handlers.policy import Policy
 from tests.conftest import Simulator

@@ -8,7 +8,7 @@ import pytest
 
 from bot.cli import main
 from bot.settings import ConfigError, load_settings
-from bot.vertex.models import Target
+from bot.vertex.names import Target
 
 ALL_VARS = [
     "SLACK_BOT_TOKEN",

@@ -9,7 +9,8 @@ import pytest
 
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import AbortedError, AlreadyExistsError, InvalidArgumentError
-from bot.vertex.models import Cluster, Target
+from bot.vertex.models import Cluster
+from bot.vertex.names import Target
 from tests.conftest import Simulator
 from tests.factories import cluster_doc
 

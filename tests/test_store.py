@@ -6,15 +6,17 @@ import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import sqlalchemy as sa
 
 from bot.store import OpenRequestExistsError, Store
-from bot.store.schema import SCHEMA_VERSION
+from bot.store.migrate import current_revision, differences
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 from handlers.plans import ChangePlan
 from tests.conftest import require
+from tests.fixtures import schema_v2, schema_v3
 
 POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
@@ -67,10 +69,19 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
+HEAD = "0001"
+
+
 async def test_migrate_is_idempotent(store: Store) -> None:
-    assert await store.migrate() == SCHEMA_VERSION
-    assert await store.migrate() == SCHEMA_VERSION
+    assert await store.migrate() == HEAD
+    assert await store.migrate() == HEAD
     assert await store.ping()
+
+
+async def test_the_migrations_build_exactly_the_schema_the_code_uses(store: Store) -> None:
+    async with store.engine.connect() as connection:
+        assert await connection.run_sync(differences) == []
+        assert await connection.run_sync(current_revision) == HEAD
 
 
 async def test_request_round_trip(store: Store) -> None:
@@ -257,39 +268,47 @@ async def test_idle_records_saved_in_bulk_lose_only_the_raced_rows(store: Store)
     assert after["c"][0].snoozed_by == "U2"  # the other writer's change is kept
 
 
-async def test_upgrade_from_the_previous_release(store: Store) -> None:
-    """A database made by the previous release (schema 2, with a request in flight) is
-    brought up to date on start, its rows kept and the new rules in force."""
-    from tests.fixtures import schema_v2
-
+async def _made_by(store: Store, release: ModuleType, row: dict[str, object]) -> None:
+    """Empty the database, then lay it out as an earlier release left it, with one row."""
     async with store.engine.begin() as connection:
-        for table in reversed(schema_v2.metadata.sorted_tables):
-            await connection.execute(
-                sa.text(f"DROP TABLE IF EXISTS {table.name} CASCADE")
-                if store.engine.dialect.name == "postgresql"
-                else sa.text(f"DROP TABLE IF EXISTS {table.name}")
-            )
-        for name in ("leases", "sweep_reports"):
-            await connection.execute(sa.text(f"DROP TABLE IF EXISTS {name}"))
-        await connection.run_sync(schema_v2.metadata.create_all)
-        await connection.execute(schema_v2.meta.insert().values(key="schema_version", value="2"))
-        row = {
-            "id": "r-old",
-            "kind": "resize",
-            "cluster": a_request().cluster,
-            "plan": a_request().plan.model_dump_json(),
-            "requester": "U1",
-            "channel": "C1",
-            "created_at": 1000.0,
-            "expires_at": 2000.0,
-            "state": "running",
-            "origin": "command",
-        }
-        await connection.execute(schema_v2.requests.insert().values(**row))
-    assert await store.migrate() == SCHEMA_VERSION
+        cascade = " CASCADE" if store.engine.dialect.name == "postgresql" else ""
+        names = await connection.run_sync(lambda sync: sa.inspect(sync).get_table_names())
+        for name in names:
+            await connection.execute(sa.text(f"DROP TABLE IF EXISTS {name}{cascade}"))
+        await connection.run_sync(release.metadata.create_all)
+        await connection.execute(
+            release.meta.insert().values(key="schema_version", value=str(release.SCHEMA_VERSION))
+        )
+        await connection.execute(release.requests.insert().values(**row))
+
+
+OLD_ROW = {
+    "id": "r-old",
+    "kind": "resize",
+    "cluster": a_request().cluster,
+    "plan": a_request().plan.model_dump_json(),
+    "requester": "U1",
+    "channel": "C1",
+    "created_at": 1000.0,
+    "expires_at": 2000.0,
+    "state": "running",
+    "origin": "command",
+}
+
+
+@pytest.mark.parametrize("release", [schema_v2, schema_v3], ids=["release-2", "release-3"])
+async def test_upgrade_from_an_earlier_release(store: Store, release: ModuleType) -> None:
+    """A database an earlier release made (with a request in flight) is brought up to date on
+    start: its rows kept, the new rules in force, its old version table gone."""
+    await _made_by(store, release, OLD_ROW)
+    assert await store.migrate() == HEAD
     loaded = await store.get_request("r-old")
     assert loaded is not None and loaded.state == RequestState.RUNNING
     assert loaded.owner is None and loaded.lease_until == 0.0
     with pytest.raises(OpenRequestExistsError):  # the new index applies to old rows too
         await store.add_request(a_request("r-new"))
     assert await store.take_lease("idle-sweep", "a", 1.0, 10.0)  # new tables exist
+    async with store.engine.connect() as connection:
+        assert await connection.run_sync(differences) == []
+        tables = await connection.run_sync(lambda sync: sa.inspect(sync).get_table_names())
+    assert "clusterbot_meta" not in tables and "alembic_version" in tables

@@ -1,4 +1,5 @@
-"""The database schema, and the migrations that bring an older database up to it."""
+"""The database schema as the code uses it; ``bot/store/migrations`` takes a database to it
+(a test checks that the two agree)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,9 @@ import sqlalchemy as sa
 
 from handlers.entities import OPEN_STATES
 
-SCHEMA_VERSION = 3
 OPEN = sorted(str(s) for s in OPEN_STATES)
 
 metadata = sa.MetaData()
-
-meta = sa.Table(
-    "clusterbot_meta",
-    metadata,
-    sa.Column("key", sa.String(64), primary_key=True),
-    sa.Column("value", sa.String(256), nullable=False),
-)
 
 requests = sa.Table(
     "approval_requests",
@@ -117,21 +110,3 @@ sweep_reports = sa.Table(
     sa.Column("at", sa.Float, nullable=False),
     sa.Column("report", sa.Text, nullable=False),
 )
-
-# Statements that take a database at version N-1 to version N, in order. Version 1 is the
-# first schema, created whole by create_all; create_all also adds the tables a later version
-# introduces (idle_records in 2; leases and sweep_reports in 3) to an existing database.
-_OPEN_LIST = ", ".join(f"'{s}'" for s in OPEN)
-MIGRATIONS: dict[int, list[str]] = {
-    2: [],
-    3: [
-        "ALTER TABLE approval_requests ADD COLUMN owner VARCHAR(128)",
-        "ALTER TABLE approval_requests ADD COLUMN lease_until FLOAT NOT NULL DEFAULT 0",
-        "ALTER TABLE approval_requests ADD COLUMN progress_ts VARCHAR(32)",
-        "ALTER TABLE approval_requests ADD COLUMN executing_at FLOAT",
-        "ALTER TABLE tracked_operations ADD COLUMN kind VARCHAR(16) NOT NULL DEFAULT 'operation'",
-        "ALTER TABLE tracked_operations ADD COLUMN done_at FLOAT",
-        f"CREATE UNIQUE INDEX IF NOT EXISTS {OPEN_REQUEST_INDEX} ON approval_requests (cluster) "
-        f"WHERE state IN ({_OPEN_LIST})",
-    ],
-}

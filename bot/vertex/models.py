@@ -1,4 +1,4 @@
-"""Typed views of the modelDevelopmentClusters resource and google.longrunning.Operation.
+"""Typed views of the modelDevelopmentClusters resource (its operations: ``operations.py``).
 
 Every field of ``ModelDevelopmentCluster`` is modelled as the provider schema
 (``mmv1/products/vertexai/ModelDevelopmentCluster.yaml``) and the training-cluster docs
@@ -14,9 +14,7 @@ everything the server returned, including fields newer than this code.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -24,11 +22,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-CLUSTER_NAME_RE = re.compile(
-    r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)"
-    r"/modelDevelopmentClusters/(?P<cluster_id>[^/:]+)$"
-)
-TARGET_RE = re.compile(r"^(?P<project>[a-z][a-z0-9-]{4,61}[a-z0-9])/(?P<region>[a-z]+-[a-z]+\d+)$")
+from bot.vertex.names import ClusterName, Target
+
 # Fields the server sets; a spec kept for re-creation leaves them out (schema: `output: true`).
 OUTPUT_ONLY = ("name", "createTime", "updateTime", "startTime", "clusterStatus", "clusterEvents")
 OUTPUT_ONLY_POOL = ("effectiveFlexStartMaxDuration",)
@@ -307,54 +302,6 @@ class ClusterEvent(ApiModel):
     event_time: datetime | None = None
 
 
-@dataclass(frozen=True, order=True)
-class Target:
-    """A project and region the bot watches, written ``project/region``."""
-
-    project: str
-    region: str
-
-    @classmethod
-    def parse(cls, text: str) -> Target:
-        match = TARGET_RE.match(text.strip())
-        if not match:
-            raise ValueError(
-                f"{text.strip()!r} is not a target; "
-                "write project/region, e.g. my-project/us-central1"
-            )
-        return cls(match["project"], match["region"])
-
-    @property
-    def parent(self) -> str:
-        return f"projects/{self.project}/locations/{self.region}"
-
-    def __str__(self) -> str:
-        return f"{self.project}/{self.region}"
-
-
-@dataclass(frozen=True)
-class ClusterName:
-    """The parts of ``projects/{p}/locations/{r}/modelDevelopmentClusters/{id}``."""
-
-    project: str
-    region: str
-    cluster_id: str
-
-    @classmethod
-    def parse(cls, name: str) -> ClusterName:
-        match = CLUSTER_NAME_RE.match(name)
-        if not match:
-            raise ValueError(f"{name!r} is not a cluster resource name")
-        return cls(match["project"], match["region"], match["cluster_id"])
-
-    @property
-    def target(self) -> Target:
-        return Target(self.project, self.region)
-
-    def __str__(self) -> str:
-        return f"{self.target.parent}/modelDevelopmentClusters/{self.cluster_id}"
-
-
 class Cluster(ApiModel):
     name: str | None = None
     display_name: str | None = None
@@ -429,69 +376,3 @@ class Cluster(ApiModel):
             for field in OUTPUT_ONLY_POOL:
                 pool.pop(field, None)
         return document
-
-
-class Operation(ApiModel):
-    """google.longrunning.Operation. ``done`` is absent, not false, while it runs."""
-
-    name: str
-    metadata: dict[str, Any] | None = None
-    done: bool = False
-    response: dict[str, Any] | None = None
-    error: Status | None = None
-
-    @property
-    def progress_message(self) -> str | None:
-        value = (self.metadata or {}).get("progressMessage")
-        return value if isinstance(value, str) else None
-
-    def _generic_time(self, key: str) -> datetime | None:
-        generic = (self.metadata or {}).get("genericMetadata") or {}
-        value = generic.get(key) if isinstance(generic, dict) else None
-        if not isinstance(value, str):
-            return None
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-
-    @property
-    def create_time(self) -> datetime | None:
-        """When the operation started, from ``metadata.genericMetadata.createTime``."""
-        return self._generic_time("createTime")
-
-    @property
-    def update_time(self) -> datetime | None:
-        """Its last change (its end, once done), from ``genericMetadata.updateTime``."""
-        return self._generic_time("updateTime")
-
-    @property
-    def succeeded(self) -> bool:
-        return self.done and self.error is None
-
-
-class SlurmResponse(ApiModel):
-    """The reply of ``:callSlurmRestApi``: slurmrestd's status and its JSON body as a string."""
-
-    status: int = 0
-    body: str = ""
-
-
-@dataclass(frozen=True)
-class SlurmActivity:
-    """What Slurm says a cluster is doing, read through ``:callSlurmRestApi``.
-
-    Jobs can be hidden from the bot's own Linux account (slurm.conf PrivateData); nodes are
-    not, so an allocated node is activity even when no job is visible.
-    """
-
-    running_jobs: int
-    pending_jobs: int
-    busy_nodes: int | None = None  # ALLOCATED, MIXED or COMPLETING; None when not asked
-    nodes: int | None = None
-    version: str = ""
-
-    @property
-    def jobs_hidden(self) -> bool:
-        """Nodes are working but no running job is visible: jobs are hidden from the bot."""
-        return bool(self.busy_nodes) and self.running_jobs == 0

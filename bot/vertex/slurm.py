@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import InvalidArgumentError, SlurmUnreadableError, VertexError
-from bot.vertex.models import SlurmActivity, SlurmResponse
+from bot.vertex.operations import SlurmActivity, SlurmResponse
 
 # Data parser versions the node images' slurmrestd serves (Slurm 24.05 to 25.05), the docs'
 # own first. Tried in this order when a version is refused, then remembered per cluster.

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic.alias_generators import to_camel, to_snake
+from pydantic.alias_generators import to_snake
 
+from bot.sandbox.controlplane.rpc import invalid
 from bot.sandbox.controlplane.slurm_keys import (
     CLUSTER_KEYS,
     NODE_KEYS,
@@ -22,51 +23,11 @@ from bot.sandbox.controlplane.slurm_keys import (
     REFUSED_KEYS,
     normal,
 )
-
-# The simulator's own table of google.rpc status -> HTTP status (AIP-193), kept apart from
-# the client's so that a wrong mapping on one side is caught by the other.
-HTTP_STATUS = {
-    "INVALID_ARGUMENT": 400,
-    "FAILED_PRECONDITION": 400,
-    "OUT_OF_RANGE": 400,
-    "UNAUTHENTICATED": 401,
-    "PERMISSION_DENIED": 403,
-    "NOT_FOUND": 404,
-    "ALREADY_EXISTS": 409,
-    "ABORTED": 409,
-    "RESOURCE_EXHAUSTED": 429,
-    "CANCELLED": 499,
-    "INTERNAL": 500,
-    "UNKNOWN": 500,
-    "DATA_LOSS": 500,
-    "UNIMPLEMENTED": 501,
-    "UNAVAILABLE": 503,
-    "DEADLINE_EXCEEDED": 504,
-}
-# The statuses a reply can carry after the change was made: the server failed or throttled
-# while answering. Every other error is a deliberate refusal of a change never made.
-LOST_REPLY_STATUSES = frozenset({429, 500, 501, 502, 503, 504})
-STATUS_OF_HTTP = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ABORTED",
-    429: "RESOURCE_EXHAUSTED",
-    499: "CANCELLED",
-    500: "INTERNAL",
-    501: "UNIMPLEMENTED",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
+from bot.sandbox.controlplane.wire import SLURM, get_path, proto3, slurm_spec
 
 # schema: modelDevelopmentClusterId "1-10 characters ... When using slurm_spec, hyphens are
 # not allowed (/^[a-z][a-z0-9]{0,9}$/)".
 CLUSTER_ID_RE = re.compile(r"^[a-z][a-z0-9]{0,9}$")
-# Map fields: their keys are data, not field names (schema type KeyValuePairs/KeyValueLabels).
-MAP_FIELDS = {"labels", "config", "metadata", "endpoints"}
-SLURM = "orchestrator_spec.slurm_spec"
 # Every updateMask path the provider sends (schema update_mask_fields; manage-cluster lists
 # node_pools and the slurm_spec partitions, login pool and scripts).
 ALLOWED_MASK_PATHS = {
@@ -114,84 +75,6 @@ LABEL_KEY_RE = re.compile(r"^[^\W\dA-Z_][\w-]*$")
 LABEL_VALUE_RE = re.compile(r"^[\w-]*$")
 
 
-class SimError(Exception):
-    """An API error the simulator answers with, in AIP-193 shape."""
-
-    def __init__(self, status: str, message: str, *, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.reason = reason
-
-    @property
-    def http_status(self) -> int:
-        return HTTP_STATUS[self.status]
-
-    def body(self) -> dict[str, Any]:
-        error: dict[str, Any] = {
-            "code": self.http_status,
-            "message": self.message,
-            "status": self.status,
-        }
-        if self.reason:
-            error["details"] = [
-                {
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": self.reason,
-                    "domain": "aiplatform.googleapis.com",
-                    "metadata": {},
-                }
-            ]
-        return {"error": error}
-
-
-def invalid(message: str) -> SimError:
-    return SimError("INVALID_ARGUMENT", message)
-
-
-def camelize(value: Any, *, keep_keys: bool = False) -> Any:
-    """Convert a request document's keys to camelCase, leaving map fields' keys as given."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            name = key if keep_keys or key.startswith("@") else to_camel(key)
-            out[name] = camelize(item, keep_keys=name in MAP_FIELDS and not keep_keys)
-        return out
-    if isinstance(value, list):
-        return [camelize(item) for item in value]
-    return value
-
-
-def _zero(value: Any) -> bool:
-    if value is None or value is False or value == "" or value == [] or value == {}:
-        return True
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == 0
-
-
-def proto3(value: Any, *, is_map: bool = False) -> Any:
-    """A document as proto3 JSON emits it: fields holding a zero value (0, "", false, an
-    empty list or message) are left out; a map's entries are kept whatever their value."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            shown = proto3(item, is_map=not is_map and key in MAP_FIELDS)
-            if is_map or not _zero(shown):
-                out[key] = shown
-        return out
-    if isinstance(value, list):
-        return [proto3(item) for item in value]
-    return value
-
-
-def normalize(cluster: dict[str, Any]) -> dict[str, Any]:
-    """Values as the API stores them: a boolean given as text (the Flex Start page writes
-    ``"enable_public_ips": "true"``) is read as the boolean it names."""
-    for pool in cluster.get("nodePools") or []:
-        if isinstance(pool, dict) and isinstance(pool.get("enablePublicIps"), str):
-            pool["enablePublicIps"] = pool["enablePublicIps"].strip().lower() == "true"
-    return cluster
-
-
 def mask_paths(raw: str, body: dict[str, Any]) -> list[str]:
     """Parse an updateMask (camelCase or snake_case paths) and refuse unknown paths. Without
     one (AIP-134), every updatable field the request carries is updated."""
@@ -217,28 +100,6 @@ def check_update_mode(value: str | None) -> None:
             f"Invalid value for update_mode: {value!r}; "
             f"use one of {', '.join(sorted(UPDATE_MODES))}"
         )
-
-
-def get_path(document: dict[str, Any], path: str) -> Any:
-    value: Any = document
-    for segment in path.split("."):
-        value = value.get(to_camel(segment)) if isinstance(value, dict) else None
-    return value
-
-
-def set_path(document: dict[str, Any], path: str, value: Any) -> None:
-    segments = [to_camel(s) for s in path.split(".")]
-    for segment in segments[:-1]:
-        document = document.setdefault(segment, {})
-    if value is None:
-        document.pop(segments[-1], None)
-    else:
-        document[segments[-1]] = value
-
-
-def slurm_spec(cluster: dict[str, Any]) -> dict[str, Any]:
-    spec = get_path(cluster, SLURM)
-    return spec if isinstance(spec, dict) else {}
 
 
 def _int_field(pool_id: str, spec: dict[str, Any], field: str) -> int:

@@ -14,8 +14,11 @@ from typing import Any
 from aiohttp import web
 
 from bot.sandbox.controlplane import slurm
-from bot.sandbox.controlplane.rules import STATUS_OF_HTTP, SimError, check_update_mode, invalid
-from bot.sandbox.controlplane.state import Fault, SimulatorState, present, rfc3339
+from bot.sandbox.controlplane.faults import Fault
+from bot.sandbox.controlplane.rpc import STATUS_OF_HTTP, SimError, invalid
+from bot.sandbox.controlplane.rules import check_update_mode
+from bot.sandbox.controlplane.slurm_state import rfc3339
+from bot.sandbox.controlplane.state import SimulatorState, present
 
 STATE = web.AppKey("simulator_state", SimulatorState)
 PREFIX = web.AppKey("simulator_prefix", str)

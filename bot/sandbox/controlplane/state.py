@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import random
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,21 +21,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.sandbox.controlplane import rules
-from bot.sandbox.controlplane.rules import SimError
-from bot.vertex.models import ClusterName
-
-SLURM_VERSIONS = ("v0.0.40", "v0.0.41", "v0.0.42")  # Slurm 24.05's data parsers
-
-
-@dataclass
-class SlurmSwitches:
-    """How one cluster's Slurm behaves behind the proxy (set through ``/_sim/slurm``)."""
-
-    down: bool = False  # the controller cannot be reached: the proxy answers UNAVAILABLE
-    private_jobs: bool = False  # PrivateData=jobs: other users' jobs are hidden
-    versions: tuple[str, ...] = SLURM_VERSIONS
-
+from bot.sandbox.controlplane import rpc, rules, wire
+from bot.sandbox.controlplane.faults import Fault, FaultLog
+from bot.sandbox.controlplane.rpc import SimError
+from bot.sandbox.controlplane.slurm_state import SlurmQueue, SlurmSwitches, rfc3339
+from bot.vertex.names import ClusterName
 
 METADATA_TYPE = (
     "type.googleapis.com/google.cloud.aiplatform.v1beta1.{}ModelDevelopmentClusterOperationMetadata"
@@ -55,14 +44,10 @@ def present(cluster: dict[str, Any]) -> dict[str, Any]:
     """A cluster as the API answers it: proto3 JSON, which leaves zero and empty values out
     (view-clusters; proto3 JSON mapping), with its node pools in another order than they were
     sent (the provider re-sorts them, as clients must: match pools by id)."""
-    shown = rules.proto3(copy.deepcopy(cluster))
+    shown = wire.proto3(copy.deepcopy(cluster))
     if isinstance(shown.get("nodePools"), list):
         shown["nodePools"] = list(reversed(shown["nodePools"]))
     return dict(shown)
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -119,36 +104,7 @@ class SimOperation:
 
 
 @dataclass
-class Fault:
-    """An injected failure or delay for requests matching a method and a path pattern."""
-
-    id: int
-    method: str | None = None
-    path: str | None = None
-    status: int | None = None
-    message: str | None = None
-    rate: float | None = None
-    count: int | None = None
-    latency_ms: float = 0.0
-    retry_after: int | None = None
-    when: str = "before"
-    operation_error: dict[str, Any] | None = None
-    skip: int = 0  # let this many matching requests through first
-    drop: bool = False  # close the connection with no reply (after: once the change is made)
-    fired: int = 0
-    seen: int = 0
-
-    def matches(self, method: str, path: str) -> bool:
-        if self.method and self.method.upper() != method.upper():
-            return False
-        return not (self.path and not re.search(self.path, path))
-
-    def to_api(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-
-@dataclass
-class SimulatorState:
+class SimulatorState(SlurmQueue, FaultLog):
     clock: Callable[[], float] = time.monotonic
     wall: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     durations: Durations = field(default_factory=Durations)
@@ -174,7 +130,7 @@ class SimulatorState:
         """Load ``{"projects": {id: number}, "clusters": [...], "jobs": {cluster: {...}}}``."""
         self.project_numbers.update({k: str(v) for k, v in document.get("projects", {}).items()})
         for raw in document.get("clusters", []):
-            cluster = rules.camelize(raw)
+            cluster = wire.camelize(raw)
             name = str(cluster.get("name", ""))
             ClusterName.parse(name)  # a fixture without a full resource name is a mistake
             rules.check_cluster(cluster, creating=True)
@@ -305,56 +261,6 @@ class SimulatorState:
             raise SimError("NOT_FOUND", f"Operation {name} not found.")
         return self.operations[name]
 
-    def demand(self, cluster: dict[str, Any], pool_id: str) -> int:
-        """Nodes the Slurm queue asks of a pool: the jobs, running or pending, of the
-        partitions that include it (a job without a partition goes to the default one)."""
-        name = str(cluster.get("name", ""))
-        slurm = rules.slurm_spec(cluster)
-        partitions = slurm.get("partitions") or []
-        default = slurm.get("defaultPartitionId") or (partitions[0]["id"] if partitions else "")
-        pools_of = {p["id"]: p.get("nodePoolIds") or [] for p in partitions}
-        wanted = 0
-        for job in self.jobs.get(name, []):
-            if pool_id in pools_of.get(job.get("partition") or default, []):
-                wanted += int(job.get("node_count", 1))
-        return wanted
-
-    def pool_size(self, cluster: dict[str, Any], pool: dict[str, Any]) -> int:
-        """Nodes a pool has: its minimum, and for a pool that scales with the queue (Flex
-        Start docs: "Dynamic nodes ... scale up only when needed") up to its maximum as jobs
-        ask for them."""
-        scaling = pool.get("scalingSpec") or {}
-        low, high = int(scaling.get("minNodeCount", 0)), int(scaling.get("maxNodeCount", 0))
-        if low >= high:
-            return low
-        return max(low, min(high, self.demand(cluster, str(pool["id"]))))
-
-    def _nodes(self, cluster: dict[str, Any], state: str) -> list[dict[str, Any]]:
-        cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
-        login = rules.slurm_spec(cluster).get("loginNodePoolId")
-        now = rfc3339(self.wall())
-        nodes = []
-        for pool in cluster.get("nodePools", []):
-            count = self.pool_size(cluster, pool)
-            for index in range(count):
-                instance = f"{cluster_id}-{pool['id']}-{index}"
-                nodes.append(
-                    {
-                        "nodePoolId": pool["id"],
-                        "nodePoolType": "NODE_POOL_TYPE_LOGIN"
-                        if pool["id"] == login
-                        else "NODE_POOL_TYPE_COMPUTE",
-                        "nodeState": state,
-                        "instanceId": str(
-                            int(hashlib.sha256(instance.encode()).hexdigest()[:15], 16)
-                        ),
-                        "instanceName": instance,
-                        "createTime": now,
-                        "lastUpdateTime": now,
-                    }
-                )
-        return nodes
-
     def _event(self, cluster: dict[str, Any], event_type: str, message: str) -> None:
         events = cluster.setdefault("clusterEvents", [])
         events.insert(
@@ -375,7 +281,7 @@ class SimulatorState:
         name = f"{parent}/modelDevelopmentClusters/{cluster_id}"
         if name in self.clusters:
             raise SimError("ALREADY_EXISTS", f"ModelDevelopmentCluster {name} already exists.")
-        cluster = rules.normalize(rules.camelize(body))
+        cluster = wire.normalize(wire.camelize(body))
         for output in ("createTime", "updateTime", "startTime", "clusterStatus", "clusterEvents"):
             cluster.pop(output, None)
         rules.check_cluster(cluster, creating=True)
@@ -394,7 +300,7 @@ class SimulatorState:
         self, name: str, mask: str, body: dict[str, Any], fail_with: dict[str, Any] | None
     ) -> SimOperation:
         current = self.cluster(name)
-        request = rules.normalize(rules.camelize(body))
+        request = wire.normalize(wire.camelize(body))
         paths = rules.mask_paths(mask, request)
         if self.running_operation(name):
             raise SimError(
@@ -404,7 +310,7 @@ class SimulatorState:
             )
         proposed = copy.deepcopy(current)
         for path in paths:
-            rules.set_path(proposed, path, copy.deepcopy(rules.get_path(request, path)))
+            wire.set_path(proposed, path, copy.deepcopy(wire.get_path(request, path)))
         rules.check_immutable_pools(current.get("nodePools", []), proposed.get("nodePools", []))
         rules.check_cluster(proposed, creating=False)
         previous = copy.deepcopy(current)
@@ -437,79 +343,6 @@ class SimulatorState:
         cluster["clusterStatus"] = {**(cluster.get("clusterStatus") or {}), "state": "STOPPING"}
         return self.start_operation("Delete", name, previous, fail_with)
 
-    # -- Slurm ----------------------------------------------------------------------------------
-
-    def set_jobs(self, key: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
-        name = self.resolve(key)
-        if "jobs" in spec:
-            jobs = [dict(job) for job in spec["jobs"]]
-        else:
-            jobs = [{"job_state": "RUNNING"} for _ in range(int(spec.get("running", 0)))]
-            jobs += [{"job_state": "PENDING"} for _ in range(int(spec.get("pending", 0)))]
-        self.jobs[name] = jobs
-        self.resettle(name)
-        return jobs
-
-    def resettle(self, name: str) -> None:
-        """Pools that scale with the queue follow the jobs at once (a RUNNING cluster)."""
-        cluster = self.clusters.get(name)
-        status = (cluster or {}).get("clusterStatus") or {}
-        if cluster is not None and status.get("state") == "RUNNING":
-            status["nodesStatus"] = self._nodes(cluster, "RUNNING")
-
-    def switches(self, name: str) -> SlurmSwitches:
-        return self.slurm.setdefault(name, SlurmSwitches())
-
-    def set_slurm(self, key: str, spec: dict[str, Any]) -> SlurmSwitches:
-        name = self.resolve(key)
-        switches = self.switches(name)
-        unknown = set(spec) - {"cluster", "down", "private_jobs", "versions"}
-        if unknown:
-            raise rules.invalid(f"unknown Slurm switches: {', '.join(sorted(unknown))}")
-        if "down" in spec:
-            switches.down = bool(spec["down"])
-        if "private_jobs" in spec:
-            switches.private_jobs = bool(spec["private_jobs"])
-        if "versions" in spec:
-            switches.versions = tuple(str(v) for v in spec["versions"])
-        return switches
-
-    # -- faults and the request log -------------------------------------------------------------
-
-    def add_fault(self, spec: dict[str, Any]) -> Fault:
-        allowed = set(Fault.__dataclass_fields__) - {"id", "fired", "seen"}
-        unknown = set(spec) - allowed
-        if unknown:
-            raise rules.invalid(f"unknown fault fields: {', '.join(sorted(unknown))}")
-        when = spec.get("when", "before")
-        if when not in ("before", "after"):
-            raise rules.invalid("when must be 'before' or 'after'")
-        status = spec.get("status")
-        if when == "after" and status is not None and status not in rules.LOST_REPLY_STATUSES:
-            # A refusal (400, 403, 404, 409...) means the change was not made; only a reply
-            # that can be lost on the way (429, any 5xx) may follow an applied change.
-            statuses = ", ".join(map(str, sorted(rules.LOST_REPLY_STATUSES)))
-            raise rules.invalid(f"a status after the change must be one of {statuses}")
-        fault = Fault(id=next(self._ids), **spec)
-        self.faults.append(fault)
-        return fault
-
-    def pick_fault(self, method: str, path: str, chance: float) -> Fault | None:
-        """The first matching fault that fires for this request, counting it as used."""
-        for fault in self.faults:
-            if not fault.matches(method, path):
-                continue
-            fault.seen += 1
-            if fault.seen <= fault.skip:
-                continue
-            if fault.count is not None and fault.fired >= fault.count:
-                continue
-            if fault.rate is not None and chance >= fault.rate:
-                continue
-            fault.fired += 1
-            return fault
-        return None
-
     # -- paging and configuration ---------------------------------------------------------------
 
     def encode_page_token(self, parent: str, offset: int) -> str:
@@ -530,7 +363,7 @@ class SimulatorState:
                 raise ValueError("parent")
             return int(document["o"])
         except (ValueError, KeyError, TypeError):
-            raise rules.invalid(
+            raise rpc.invalid(
                 "Invalid page_token: it does not come from a previous list call."
             ) from None
 
@@ -538,13 +371,13 @@ class SimulatorState:
         durations = document.get("durations", {})
         for key, value in durations.items():
             if key not in ("create", "update", "delete"):
-                raise rules.invalid(f"unknown duration {key!r}: use create, update or delete")
+                raise rpc.invalid(f"unknown duration {key!r}: use create, update or delete")
             setattr(self.durations, key, float(value))
         if "page_max" in document:
             self.page_max = max(1, int(document["page_max"]))
         if "list_key" in document:
             if document["list_key"] not in ("modelDevelopmentClusters", "clusters"):
-                raise rules.invalid("list_key must be modelDevelopmentClusters or clusters")
+                raise rpc.invalid("list_key must be modelDevelopmentClusters or clusters")
             self.list_key = document["list_key"]
 
     def config(self) -> dict[str, Any]:

@@ -1,0 +1,75 @@
+"""Periodic work and the crash-point hook: process-level machinery the service runs on."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from handlers.ports import CrashPoint, no_crash
+
+log = logging.getLogger(__name__)
+CRASH_EXIT = 86
+
+
+def crash_hook(point: str | None) -> CrashPoint:
+    """A debug hook that ends the process at a named step of a change (crash-point tests)."""
+    if not point:
+        return no_crash
+
+    def crash(step: str) -> None:
+        if step == point:
+            logging.getLogger("clusterbot.crash").warning("exiting at %s", step)
+            os._exit(CRASH_EXIT)
+
+    return crash
+
+
+class Jobs:
+    """Periodic work under APScheduler, each run a task of our own: a failure is logged and
+    the next run goes on, and shutdown waits for runs in flight instead of cancelling them."""
+
+    def __init__(self) -> None:
+        self.scheduler = AsyncIOScheduler(timezone=UTC)
+        self.running: set[asyncio.Task[None]] = set()
+
+    def add(self, name: str, job: Callable[[], Awaitable[Any]], seconds: float) -> None:
+        async def run() -> None:
+            task = asyncio.get_running_loop().create_task(self._guarded(name, job))
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+            await asyncio.shield(task)
+
+        # one run at a time; a run missed while busy is folded into the next
+        self.scheduler.add_job(
+            run,
+            "interval",
+            seconds=seconds,
+            id=name,
+            max_instances=1,
+            coalesce=True,
+            next_run_time=datetime.now(UTC),
+        )
+
+    @staticmethod
+    async def _guarded(name: str, job: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            await job()
+        except Exception:  # a failing run is logged; the next one runs
+            log.exception("%s failed; the next run goes on", name)
+
+    def start(self) -> None:
+        self.scheduler.start()
+
+    async def stop(self, limit: float) -> None:
+        if self.scheduler.running:
+            self.scheduler.pause()
+        if self.running:
+            await asyncio.wait(set(self.running), timeout=limit)
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)

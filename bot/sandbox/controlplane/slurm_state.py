@@ -1,0 +1,122 @@
+"""The simulated Slurm behind ``:callSlurmRestApi``: jobs, how the controller behaves, and
+the nodes pools have as the queue asks for them."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.sandbox.controlplane import rpc, wire
+
+SLURM_VERSIONS = ("v0.0.40", "v0.0.41", "v0.0.42")  # Slurm 24.05's data parsers
+
+
+@dataclass
+class SlurmSwitches:
+    """How one cluster's Slurm behaves behind the proxy (set through ``/_sim/slurm``)."""
+
+    down: bool = False  # the controller cannot be reached: the proxy answers UNAVAILABLE
+    private_jobs: bool = False  # PrivateData=jobs: other users' jobs are hidden
+    versions: tuple[str, ...] = SLURM_VERSIONS
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class SlurmQueue:
+    """The simulator state's Slurm side (a mixin of ``SimulatorState``)."""
+
+    clusters: dict[str, dict[str, Any]]
+    jobs: dict[str, list[dict[str, Any]]]
+    slurm: dict[str, SlurmSwitches]
+    wall: Callable[[], datetime]
+    resolve: Callable[[str], str]  # a cluster's full name from a short id or a name
+
+    def demand(self, cluster: dict[str, Any], pool_id: str) -> int:
+        """Nodes the Slurm queue asks of a pool: the jobs, running or pending, of the
+        partitions that include it (a job without a partition goes to the default one)."""
+        name = str(cluster.get("name", ""))
+        slurm = wire.slurm_spec(cluster)
+        partitions = slurm.get("partitions") or []
+        default = slurm.get("defaultPartitionId") or (partitions[0]["id"] if partitions else "")
+        pools_of = {p["id"]: p.get("nodePoolIds") or [] for p in partitions}
+        wanted = 0
+        for job in self.jobs.get(name, []):
+            if pool_id in pools_of.get(job.get("partition") or default, []):
+                wanted += int(job.get("node_count", 1))
+        return wanted
+
+    def pool_size(self, cluster: dict[str, Any], pool: dict[str, Any]) -> int:
+        """Nodes a pool has: its minimum, and for a pool that scales with the queue (Flex
+        Start docs: "Dynamic nodes ... scale up only when needed") up to its maximum as jobs
+        ask for them."""
+        scaling = pool.get("scalingSpec") or {}
+        low, high = int(scaling.get("minNodeCount", 0)), int(scaling.get("maxNodeCount", 0))
+        if low >= high:
+            return low
+        return max(low, min(high, self.demand(cluster, str(pool["id"]))))
+
+    def _nodes(self, cluster: dict[str, Any], state: str) -> list[dict[str, Any]]:
+        cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
+        login = wire.slurm_spec(cluster).get("loginNodePoolId")
+        now = rfc3339(self.wall())
+        nodes = []
+        for pool in cluster.get("nodePools", []):
+            count = self.pool_size(cluster, pool)
+            for index in range(count):
+                instance = f"{cluster_id}-{pool['id']}-{index}"
+                nodes.append(
+                    {
+                        "nodePoolId": pool["id"],
+                        "nodePoolType": "NODE_POOL_TYPE_LOGIN"
+                        if pool["id"] == login
+                        else "NODE_POOL_TYPE_COMPUTE",
+                        "nodeState": state,
+                        "instanceId": str(
+                            int(hashlib.sha256(instance.encode()).hexdigest()[:15], 16)
+                        ),
+                        "instanceName": instance,
+                        "createTime": now,
+                        "lastUpdateTime": now,
+                    }
+                )
+        return nodes
+
+    def set_jobs(self, key: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
+        name = self.resolve(key)
+        if "jobs" in spec:
+            jobs = [dict(job) for job in spec["jobs"]]
+        else:
+            jobs = [{"job_state": "RUNNING"} for _ in range(int(spec.get("running", 0)))]
+            jobs += [{"job_state": "PENDING"} for _ in range(int(spec.get("pending", 0)))]
+        self.jobs[name] = jobs
+        self.resettle(name)
+        return jobs
+
+    def resettle(self, name: str) -> None:
+        """Pools that scale with the queue follow the jobs at once (a RUNNING cluster)."""
+        cluster = self.clusters.get(name)
+        status = (cluster or {}).get("clusterStatus") or {}
+        if cluster is not None and status.get("state") == "RUNNING":
+            status["nodesStatus"] = self._nodes(cluster, "RUNNING")
+
+    def switches(self, name: str) -> SlurmSwitches:
+        return self.slurm.setdefault(name, SlurmSwitches())
+
+    def set_slurm(self, key: str, spec: dict[str, Any]) -> SlurmSwitches:
+        name = self.resolve(key)
+        switches = self.switches(name)
+        unknown = set(spec) - {"cluster", "down", "private_jobs", "versions"}
+        if unknown:
+            raise rpc.invalid(f"unknown Slurm switches: {', '.join(sorted(unknown))}")
+        if "down" in spec:
+            switches.down = bool(spec["down"])
+        if "private_jobs" in spec:
+            switches.private_jobs = bool(spec["private_jobs"])
+        if "versions" in spec:
+            switches.versions = tuple(str(v) for v in spec["versions"])
+        return switches

@@ -1,0 +1,109 @@
+"""Named leases (work one replica at a time does, such as the idle sweep), the leases on
+requests and operations that a live replica renews, and the last sweep's report."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.store import schema
+
+
+class LeaseRows:
+    engine: AsyncEngine
+
+    async def renew_leases(self, owner: str, now: float, lease: float) -> None:
+        """Keep this replica's work: every request and operation it holds, and named leases."""
+        async with self.engine.begin() as connection:
+            for table in (schema.requests, schema.operations):
+                await connection.execute(
+                    table.update().where(table.c.owner == owner).values(lease_until=now + lease)
+                )
+            await connection.execute(
+                schema.leases.update()
+                .where(schema.leases.c.owner == owner)
+                .values(until=now + lease)
+            )
+
+    async def release_leases(self, owner: str) -> None:
+        """Give up this replica's leases (at shutdown, or at start after a crash) so that any
+        replica, this one included, takes the work up at once."""
+        async with self.engine.begin() as connection:
+            for table in (schema.requests, schema.operations):
+                await connection.execute(
+                    table.update().where(table.c.owner == owner).values(owner=None, lease_until=0.0)
+                )
+            await connection.execute(
+                schema.leases.update()
+                .where(schema.leases.c.owner == owner)
+                .values(owner=None, until=0.0)
+            )
+
+    async def take_lease(
+        self, name: str, owner: str, now: float, ttl: float, min_gap: float = 0.0
+    ) -> bool:
+        """Hold the named lease for ``ttl`` s, unless another replica holds it or the work last
+        finished less than ``min_gap`` s ago. True for exactly one caller."""
+        table = schema.leases
+        async with self.engine.begin() as connection:
+            exists = (
+                await connection.execute(sa.select(table.c.name).where(table.c.name == name))
+            ).first()
+            if exists is None:
+                try:
+                    async with connection.begin_nested():
+                        await connection.execute(table.insert().values(name=name, until=0.0))
+                except sa.exc.IntegrityError:
+                    pass  # another replica inserted it first; the update below decides
+            result = await connection.execute(
+                table.update()
+                .where(
+                    table.c.name == name,
+                    sa.or_(table.c.until < now, table.c.owner == owner),
+                    sa.or_(table.c.last_finished.is_(None), table.c.last_finished <= now - min_gap),
+                )
+                .values(owner=owner, until=now + ttl)
+            )
+        return bool(result.rowcount == 1)
+
+    async def finish_lease(self, name: str, owner: str, now: float) -> None:
+        table = schema.leases
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                table.update()
+                .where(table.c.name == name, table.c.owner == owner)
+                .values(owner=None, until=0.0, last_finished=now)
+            )
+
+    async def save_report(self, at: float, report: dict[str, Any]) -> None:
+        table = schema.sweep_reports
+        text = json.dumps(report, separators=(",", ":"))
+        async with self.engine.begin() as connection:
+            result = await connection.execute(
+                table.update().where(table.c.name == "latest").values(at=at, report=text)
+            )
+            if result.rowcount == 0:
+                try:
+                    async with connection.begin_nested():
+                        await connection.execute(
+                            table.insert().values(name="latest", at=at, report=text)
+                        )
+                except sa.exc.IntegrityError:
+                    await connection.execute(
+                        table.update().where(table.c.name == "latest").values(at=at, report=text)
+                    )
+
+    async def latest_report(self) -> tuple[float, dict[str, Any]] | None:
+        table = schema.sweep_reports
+        async with self.engine.connect() as connection:
+            row = (
+                await connection.execute(
+                    sa.select(table.c.at, table.c.report).where(table.c.name == "latest")
+                )
+            ).first()
+        if row is None:
+            return None
+        return float(row.at), dict(json.loads(row.report))

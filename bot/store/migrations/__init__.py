@@ -1,0 +1,1 @@
+"""Alembic migrations of the store's schema, applied on start and by ``clusterbot migrate``."""

@@ -1,0 +1,60 @@
+"""Where clusters live: a target (``project/region``) and a cluster's resource name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CLUSTER_NAME_RE = re.compile(
+    r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)"
+    r"/modelDevelopmentClusters/(?P<cluster_id>[^/:]+)$"
+)
+TARGET_RE = re.compile(r"^(?P<project>[a-z][a-z0-9-]{4,61}[a-z0-9])/(?P<region>[a-z]+-[a-z]+\d+)$")
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """A project and region the bot watches, written ``project/region``."""
+
+    project: str
+    region: str
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        match = TARGET_RE.match(text.strip())
+        if not match:
+            raise ValueError(
+                f"{text.strip()!r} is not a target; "
+                "write project/region, e.g. my-project/us-central1"
+            )
+        return cls(match["project"], match["region"])
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/{self.region}"
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.region}"
+
+
+@dataclass(frozen=True)
+class ClusterName:
+    """The parts of ``projects/{p}/locations/{r}/modelDevelopmentClusters/{id}``."""
+
+    project: str
+    region: str
+    cluster_id: str
+
+    @classmethod
+    def parse(cls, name: str) -> ClusterName:
+        match = CLUSTER_NAME_RE.match(name)
+        if not match:
+            raise ValueError(f"{name!r} is not a cluster resource name")
+        return cls(match["project"], match["region"], match["cluster_id"])
+
+    @property
+    def target(self) -> Target:
+        return Target(self.project, self.region)
+
+    def __str__(self) -> str:
+        return f"{self.target.parent}/modelDevelopmentClusters/{self.cluster_id}"

@@ -1,0 +1,186 @@
+"""The client's transport: authenticated HTTP to the control plane, retries under AIP-194's
+rules, and the look-up that decides what a change without a reply did."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Self
+
+import aiohttp
+
+from bot.vertex.auth import TokenSource
+from bot.vertex.errors import (
+    AbortedError,
+    AppliedWithoutReplyError,
+    MalformedReplyError,
+    OutcomeUnknownError,
+    TransportError,
+    VertexError,
+    error_from_response,
+)
+from bot.vertex.retry import RetryPolicy, is_retryable, may_have_applied
+
+# (call name, outcome) -> None; outcome is "ok" or a google.rpc status name.
+CallObserver = Callable[[str, str], None]
+
+
+def regional_endpoint(region: str) -> str:
+    return f"https://{region}-aiplatform.googleapis.com"
+
+
+class Transport:
+    """Sends requests with a token, retrying reads and never replaying a change blindly."""
+
+    def __init__(
+        self,
+        tokens: TokenSource,
+        *,
+        base_url: str | None = None,
+        session: aiohttp.ClientSession | None = None,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 8,
+        page_size: int = 100,
+        request_timeout: float = 30.0,
+        observer: CallObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._tokens = tokens
+        self._base_url = base_url.rstrip("/") if base_url else None
+        self._session = session
+        self._owns_session = session is None
+        self._retry = retry or RetryPolicy()
+        self._concurrency = max(1, concurrency)
+        self._page_size = page_size
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout)
+        self._observer = observer
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def check_credentials(self) -> None:
+        """Obtain a token now; raises ``CredentialsError`` saying why it cannot."""
+        await self._tokens.token()
+
+    def endpoint(self, region: str) -> str:
+        return self._base_url or regional_endpoint(region)
+
+    async def _call(
+        self,
+        call: str,
+        method: str,
+        url: str,
+        *,
+        params: dict[str, str] | None = None,
+        json_body: dict[str, Any] | None = None,
+        safe: bool,
+        already_applied: Callable[[], Awaitable[bool]] | None = None,
+        deadline: float | None = None,
+    ) -> dict[str, Any]:
+        started = self._clock()
+        limit = self._retry.deadline if deadline is None else min(deadline, self._retry.deadline)
+        delays = self._retry.delays(self._rng)
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                reply = await self._send(method, url, params, json_body)
+            except VertexError as error:
+                self._observe(call, error.status)
+                ambiguous = may_have_applied(error) or (
+                    attempts > 1 and isinstance(error, AbortedError)
+                )
+                if not safe and ambiguous:
+                    # Another replay may not be sent until a look-up shows it did not apply.
+                    await self._check_not_applied(error, already_applied)
+                if not is_retryable(error, safe=safe or ambiguous):
+                    raise
+                delay = max(next(delays), error.retry_after or 0.0)
+                if self._clock() - started + delay > limit:
+                    raise
+                await self._sleep(delay)
+            else:
+                self._observe(call, "ok")
+                return reply
+
+    async def _check_not_applied(
+        self, error: VertexError, already_applied: Callable[[], Awaitable[bool]] | None
+    ) -> None:
+        """Return only when a look-up shows that a change which may have reached the server
+        did not apply; otherwise raise what the caller must do about it."""
+        if already_applied is None:
+            raise OutcomeUnknownError(
+                "the control plane did not confirm the change, and it may have been applied; "
+                "check the cluster before trying again",
+                cause=error,
+            ) from error
+        try:
+            applied = await already_applied()
+        except VertexError as lookup_error:
+            raise OutcomeUnknownError(
+                "the control plane did not confirm the change and the cluster could not be "
+                f"read to check it ({lookup_error.user_message}); it may have been applied",
+                cause=error,
+            ) from lookup_error
+        if applied:
+            raise AppliedWithoutReplyError(
+                f"the reply was lost ({error.user_message}), but the cluster shows the change "
+                "applied or in progress",
+                cause=error,
+            ) from error
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        params: dict[str, str] | None,
+        json_body: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        headers = {"Authorization": f"Bearer {await self._tokens.token()}"}
+        try:
+            async with self._session.request(
+                method, url, params=params, json=json_body, headers=headers, timeout=self._timeout
+            ) as response:
+                body = await response.read()
+                status = response.status
+                retry_after = response.headers.get("Retry-After")
+        except aiohttp.ClientConnectorError as error:
+            host = error.host
+            raise TransportError(
+                f"could not connect to the control plane at {host}", sent=False
+            ) from error
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise TransportError(
+                "the connection to the control plane broke before it replied", sent=True
+            ) from error
+        if status >= 400:
+            raise error_from_response(status, body, retry_after)
+        try:
+            decoded = json.loads(body) if body else {}
+        except ValueError as error:
+            raise MalformedReplyError("the control plane sent a reply that is not JSON") from error
+        if not isinstance(decoded, dict):
+            raise MalformedReplyError("the control plane sent a reply that is not a JSON object")
+        return decoded
+
+    def _observe(self, call: str, outcome: str) -> None:
+        if self._observer is not None:
+            self._observer(call, outcome)

@@ -1,0 +1,148 @@
+"""The core's object graph, built whole from its ports in one place: the composition root
+(``bot/app.py``) hands it the real adapters, the unit tests hand it in-memory ones."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.vertex.names import Target
+from handlers.alerts import AlertBoard, IdleAlerts
+from handlers.approvals import Approvals
+from handlers.clusters import READ_DEADLINE, ClusterDirectory
+from handlers.costs import PriceBook
+from handlers.dispatch import Core, Dispatcher
+from handlers.execution import LEASE, Executor
+from handlers.idle_clicks import IdleClicks
+from handlers.ledger import RequestLedger
+from handlers.messenger import Messenger
+from handlers.policy import Policy
+from handlers.ports import (
+    ActivityReader,
+    Clock,
+    ControlPlane,
+    CrashPoint,
+    IdleRecordStore,
+    LeaseStore,
+    OperationStore,
+    ReportStore,
+    RequestStore,
+    RoleSource,
+    no_crash,
+)
+from handlers.reports import Reports
+from handlers.sweep import ActivityObserver, Sweeper
+from handlers.tracking import Tracker
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Everything the core needs from the world."""
+
+    requests: RequestStore
+    operations: OperationStore
+    leases: LeaseStore
+    reports: ReportStore
+    records: IdleRecordStore
+    control_plane: ControlPlane
+    activity: ActivityReader
+    messenger: Messenger
+    roles: RoleSource
+    clock: Clock
+
+
+@dataclass(frozen=True)
+class Options:
+    owner: str  # this replica's name in leases
+    targets: Sequence[Target]
+    alert_channel: str | None  # None: no idle alerts are posted
+    sweep_interval: float
+    concurrency: int = 8
+    lease: float = LEASE
+    read_deadline: float = READ_DEADLINE
+    crash: CrashPoint = no_crash
+
+
+@dataclass(frozen=True)
+class Services:
+    directory: ClusterDirectory
+    board: AlertBoard
+    ledger: RequestLedger
+    executor: Executor
+    approvals: Approvals
+    tracker: Tracker
+    alerts: IdleAlerts
+    clicks: IdleClicks
+    sweeper: Sweeper
+    reports: Reports
+    dispatcher: Dispatcher
+
+
+def build(ports: Ports, policy: Policy, options: Options) -> Services:
+    clock, owner, crash, lease = ports.clock, options.owner, options.crash, options.lease
+    prices = PriceBook.with_overrides(policy.prices)
+    directory = ClusterDirectory(ports.control_plane, options.targets, options.read_deadline)
+    board = AlertBoard(
+        ports.records,
+        ports.messenger if options.alert_channel else None,
+        options.alert_channel,
+        policy.idle,
+        clock,
+    )
+    ledger = RequestLedger(ports.requests, ports.messenger, clock, on_ended=[board.remedy_ended])
+    executor = Executor(
+        ports.requests, ports.control_plane, ledger, clock, owner, crash=crash, lease=lease
+    )
+    approvals = Approvals(
+        ports.requests,
+        directory,
+        policy,
+        prices,
+        ports.messenger,
+        ledger,
+        executor,
+        clock,
+        owner,
+        crash=crash,
+    )
+    tracker = Tracker(
+        ports.operations,
+        ports.requests,
+        ports.control_plane,
+        ports.messenger,
+        ledger,
+        clock,
+        owner,
+        crash=crash,
+        lease=lease,
+    )
+    alerts = IdleAlerts(board, approvals, ports.control_plane, prices, clock)
+    clicks = IdleClicks(board, approvals, ports.control_plane, prices, clock)
+    sweeper = Sweeper(
+        directory,
+        ActivityObserver(ports.activity, clock, options.concurrency),
+        ports.records,
+        ports.operations,
+        ports.reports,
+        ports.leases,
+        alerts,
+        policy.idle,
+        prices,
+        clock,
+        owner,
+        interval=options.sweep_interval,
+    )
+    reports = Reports(directory, ports.requests, ports.operations, prices, clock, sweeper)
+    return Services(
+        directory=directory,
+        board=board,
+        ledger=ledger,
+        executor=executor,
+        approvals=approvals,
+        tracker=tracker,
+        alerts=alerts,
+        clicks=clicks,
+        sweeper=sweeper,
+        reports=reports,
+        dispatcher=Dispatcher(Core(reports, approvals), policy, ports.roles, clicks),
+    )

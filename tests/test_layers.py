@@ -1,0 +1,117 @@
+"""The layout the design asks for: a core that loads no adapter, a service that never loads
+the local stand-ins, an image without them, small modules, app.yaml beside the Dockerfile."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ADAPTERS = (
+    "sqlalchemy",
+    "aiohttp",
+    "slack_sdk",
+    "slack_bolt",
+    "google",
+    "apscheduler",
+    "alembic",
+    "prometheus_client",
+    "asyncpg",
+    "aiosqlite",
+)
+MAX_LINES = 400
+
+
+def loaded_after(code: str, cwd: Path = ROOT) -> list[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return list(json.loads(result.stdout.splitlines()[-1]))
+
+
+def test_the_core_loads_no_adapter_library() -> None:
+    modules = sorted(p.stem for p in (ROOT / "handlers").glob("*.py") if p.stem != "__init__")
+    assert len(modules) > 20
+    loaded = loaded_after("\n".join(f"import handlers.{m}" for m in modules))
+    assert [m for m in loaded if m.split(".")[0] in ADAPTERS] == []
+    # from bot/ only the resource models (names, operations) and typed errors
+    assert {m for m in loaded if m.startswith("bot.")} <= {
+        "bot.vertex",
+        "bot.vertex.models",
+        "bot.vertex.names",
+        "bot.vertex.operations",
+        "bot.vertex.errors",
+    }
+
+
+def test_the_service_never_loads_the_stand_ins() -> None:
+    loaded = loaded_after("import bot.serve, bot.app, bot.cli, bot.sweep_once")
+    assert [m for m in loaded if m.startswith("bot.sandbox")] == []
+
+
+def test_no_module_is_over_400_lines() -> None:
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for folder in ("bot", "handlers")
+        for path in (ROOT / folder).rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_app_yaml_and_dockerfile_are_at_the_top_level() -> None:
+    for name in ("app.yaml", "Dockerfile", "pyproject.toml"):
+        assert (ROOT / name).is_file(), name
+    assert "bot/sandbox" in (ROOT / ".dockerignore").read_text().split()
+
+
+def test_the_image_leaves_the_stand_ins_out(tmp_path: Path) -> None:
+    """The wheel built as the Dockerfile builds it: no sandbox, the migrations in; and its
+    command says in one line that the demo is not there."""
+    tree = tmp_path / "src"
+    tree.mkdir()
+    for name in ("bot", "handlers"):
+        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tree / name)
+    shutil.rmtree(tree / "bot" / "sandbox")  # as the Dockerfile's build stage does
+    build = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"),
+            *("-w", str(tmp_path / "out"), str(tree)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert build.returncode == 0, build.stderr
+    [wheel] = (tmp_path / "out").glob("clusterbot-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.startswith("bot/sandbox")]
+    assert "bot/store/migrations/versions/0001_release_3.py" in names
+    assert "bot/store/migrations/script.py.mako" in names
+    # Run the stripped tree as the image would: this checkout's editable install (a finder
+    # that maps bot.* back here) is taken out of the way first.
+    as_in_the_image = (
+        "import sys\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path "
+        "if '__editable__' not in getattr(f, '__module__', '')]\n"
+        f"sys.path.insert(0, {str(tree)!r})\n"
+        "from bot.cli import main\n"
+        "sys.exit(main(['demo']))\n"
+    )
+    demo = subprocess.run(
+        [sys.executable, "-c", as_in_the_image], capture_output=True, text=True, timeout=60
+    )
+    assert demo.returncode == 2
+    assert demo.stderr.strip().startswith(
+        "clusterbot demo: the local stand-ins are not installed here"
+    )
+    assert "Traceback" not in demo.stderr
