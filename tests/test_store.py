@@ -1,24 +1,29 @@
-"""The store on SQLite and on PostgreSQL: migrations, atomic transitions, leases, audit."""
+"""The store on SQLite and on PostgreSQL (migrations), and its contract (atomic transitions,
+leases, audit, idle records) held alike by them and by the in-memory ports."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import sqlalchemy as sa
 
-from bot.store import OpenRequestExistsError, Store
+from bot.store import IdleRecords, OpenRequestExistsError, Store
 from bot.store.migrate import current_revision, differences
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
+from handlers.idle import IdleRecord, Run
 from handlers.plans import ChangePlan
 from tests.conftest import require
 from tests.fixtures import schema_v2, schema_v3
+from tests.support.memory import MemoryIdleRecords, MemoryStore
 
 POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+Rows = Store | MemoryStore
 
 
 async def postgres_available() -> bool:
@@ -30,9 +35,9 @@ async def postgres_available() -> bool:
     return True
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "sqlite":
+@asynccontextmanager
+async def open_store(kind: str, tmp_path: Path) -> AsyncIterator[Store]:
+    if kind == "sqlite":
         store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
         await store.migrate()
         yield store
@@ -50,6 +55,30 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     async with admin.engine.begin() as connection:
         await connection.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
     await admin.close()
+
+
+DATABASES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=DATABASES)
+async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A real database: SQLite, and PostgreSQL."""
+    async with open_store(request.param, tmp_path) as store:
+        yield store
+
+
+@pytest.fixture(params=["memory", *DATABASES])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Rows]:
+    """The store's contract, held by the in-memory ports the unit tests use as well."""
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    async with open_store(request.param, tmp_path) as real:
+        yield real
+
+
+def idle_records(store: Rows) -> MemoryIdleRecords | IdleRecords:
+    return MemoryIdleRecords() if isinstance(store, MemoryStore) else IdleRecords(store)
 
 
 def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalRequest:
@@ -72,26 +101,26 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
 HEAD = "0001"
 
 
-async def test_migrate_is_idempotent(store: Store) -> None:
-    assert await store.migrate() == HEAD
-    assert await store.migrate() == HEAD
-    assert await store.ping()
+async def test_migrate_is_idempotent(database: Store) -> None:
+    assert await database.migrate() == HEAD
+    assert await database.migrate() == HEAD
+    assert await database.ping()
 
 
-async def test_the_migrations_build_exactly_the_schema_the_code_uses(store: Store) -> None:
-    async with store.engine.connect() as connection:
+async def test_the_migrations_build_exactly_the_schema_the_code_uses(database: Store) -> None:
+    async with database.engine.connect() as connection:
         assert await connection.run_sync(differences) == []
         assert await connection.run_sync(current_revision) == HEAD
 
 
-async def test_request_round_trip(store: Store) -> None:
+async def test_request_round_trip(store: Rows) -> None:
     await store.add_request(a_request())
     loaded = await store.get_request("r1")
     assert loaded == a_request()
     assert await store.get_request("nope") is None
 
 
-async def test_exactly_one_of_fifty_concurrent_transitions_wins(store: Store) -> None:
+async def test_exactly_one_of_fifty_concurrent_transitions_wins(store: Rows) -> None:
     await store.add_request(a_request())
     results = await asyncio.gather(
         *(
@@ -107,7 +136,7 @@ async def test_exactly_one_of_fifty_concurrent_transitions_wins(store: Store) ->
     assert loaded.decided_by == f"U{results.index(True)}"
 
 
-async def test_expired_and_open_requests(store: Store) -> None:
+async def test_expired_and_open_requests(store: Rows) -> None:
     await store.add_request(a_request("r1", expires_at=1500.0))
     assert [r.id for r in await store.expired_requests(2000.0)] == ["r1"]
     assert {r.id for r in await store.open_requests(a_request().cluster)} == {"r1"}
@@ -118,7 +147,7 @@ async def test_expired_and_open_requests(store: Store) -> None:
     assert [r.id for r in await store.open_requests(a_request().cluster)] == ["r2"]
 
 
-async def test_one_of_twenty_concurrent_requests_for_a_cluster_is_kept(store: Store) -> None:
+async def test_one_of_twenty_concurrent_requests_for_a_cluster_is_kept(store: Rows) -> None:
     async def ask(n: int) -> bool:
         try:
             await store.add_request(a_request(f"r{n}"))
@@ -131,7 +160,7 @@ async def test_one_of_twenty_concurrent_requests_for_a_cluster_is_kept(store: St
     assert len(await store.open_requests(a_request().cluster)) == 1
 
 
-async def test_request_leases_recover_orphans(store: Store) -> None:
+async def test_request_leases_recover_orphans(store: Rows) -> None:
     await store.add_request(a_request("r1"))
     assert await store.transition(
         "r1", [RequestState.PENDING], RequestState.APPROVED, owner="a", lease_until=115.0
@@ -157,7 +186,7 @@ async def test_request_leases_recover_orphans(store: Store) -> None:
     assert [r.id for r in await store.orphaned_requests(129.0)] == ["r1"]  # handed back at once
 
 
-async def test_start_following_records_the_operation_with_the_transition(store: Store) -> None:
+async def test_start_following_records_the_operation_with_the_transition(store: Rows) -> None:
     await store.add_request(a_request("r1"))
     await store.transition(
         "r1", [RequestState.PENDING], RequestState.EXECUTING, owner="a", lease_until=200.0
@@ -179,7 +208,7 @@ async def test_start_following_records_the_operation_with_the_transition(store: 
     assert loaded.operation == "op-1" and await store.get_operation("op-1") is not None
 
 
-async def test_named_lease_one_sweep_per_interval(store: Store) -> None:
+async def test_named_lease_one_sweep_per_interval(store: Rows) -> None:
     takes = await asyncio.gather(
         *(store.take_lease("idle-sweep", f"r{n}", 100.0, 60.0, 900.0) for n in range(6))
     )
@@ -192,7 +221,7 @@ async def test_named_lease_one_sweep_per_interval(store: Store) -> None:
     assert await store.take_lease("idle-sweep", holder, 561.0, 60.0, 0.0)  # lapsed
 
 
-async def test_operation_leases_and_final_claim(store: Store) -> None:
+async def test_operation_leases_and_final_claim(store: Rows) -> None:
     operation = TrackedOperation(
         name="projects/1/locations/r/operations/9",
         request_id="r1",
@@ -216,7 +245,7 @@ async def test_operation_leases_and_final_claim(store: Store) -> None:
     assert await store.active_operations() == []
 
 
-async def test_audit_log_newest_first(store: Store) -> None:
+async def test_audit_log_newest_first(store: Rows) -> None:
     for n in range(5):
         await store.audit(
             AuditEntry(at=float(n), actor="U1", action=f"a{n}", cluster="c" if n % 2 else "d")
@@ -225,11 +254,8 @@ async def test_audit_log_newest_first(store: Store) -> None:
     assert [e.action for e in await store.audit_log(cluster="c")] == ["a3", "a1"]
 
 
-async def test_idle_records_compare_and_set(store: Store) -> None:
-    from bot.store import IdleRecords
-    from handlers.idle import IdleRecord, Run
-
-    records = IdleRecords(store)
+async def test_idle_records_compare_and_set(store: Rows) -> None:
+    records = idle_records(store)
     record, version = await records.get("c1")
     assert version == 0 and record == IdleRecord(cluster="c1")
     first = IdleRecord(cluster="c1", idle_since=5.0, history=(Run(1.0, 5.0, True),))
@@ -245,11 +271,8 @@ async def test_idle_records_compare_and_set(store: Store) -> None:
     assert await records.all() == []
 
 
-async def test_idle_records_saved_in_bulk_lose_only_the_raced_rows(store: Store) -> None:
-    from bot.store import IdleRecords
-    from handlers.idle import IdleRecord
-
-    records = IdleRecords(store)
+async def test_idle_records_saved_in_bulk_lose_only_the_raced_rows(store: Rows) -> None:
+    records = idle_records(store)
     assert await records.put(IdleRecord(cluster="b", kept_by="U1"), 0, 1.0)
     found = await records.get_many(["a", "b", "c"])
     assert {k: v[1] for k, v in found.items()} == {"a": 0, "b": 1, "c": 0}
@@ -297,7 +320,8 @@ OLD_ROW = {
 
 
 @pytest.mark.parametrize("release", [schema_v2, schema_v3], ids=["release-2", "release-3"])
-async def test_upgrade_from_an_earlier_release(store: Store, release: ModuleType) -> None:
+async def test_upgrade_from_an_earlier_release(database: Store, release: ModuleType) -> None:
+    store = database
     """A database an earlier release made (with a request in flight) is brought up to date on
     start: its rows kept, the new rules in force, its old version table gone."""
     await _made_by(store, release, OLD_ROW)

@@ -1,0 +1,342 @@
+"""In-memory implementations of the core's ports, for unit tests that run in milliseconds.
+
+They keep the real adapters' rules (a conditional update wins once, one open request per
+cluster, compare-and-set idle records, leases that run out), and hand out copies, as a
+database would; ``tests/test_store.py`` runs the same contract against them and against
+SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bot.vertex.errors import NotFoundError, SlurmUnreadableError
+from bot.vertex.models import Cluster, ClusterState
+from bot.vertex.names import ClusterName, Target
+from bot.vertex.operations import Operation, SlurmActivity
+from handlers.entities import (
+    OPEN_STATES,
+    ApprovalRequest,
+    AuditEntry,
+    Final,
+    RequestState,
+    TrackedOperation,
+)
+from handlers.idle import IdleRecord
+from handlers.policy import Policy, Role
+from handlers.ports import OpenRequestExistsError
+
+IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
+
+
+@dataclass
+class MemoryStore:
+    """Requests, tracked operations, the audit log, named leases and the last report."""
+
+    requests: dict[str, ApprovalRequest] = field(default_factory=dict)
+    operations: dict[str, TrackedOperation] = field(default_factory=dict)
+    entries: list[AuditEntry] = field(default_factory=list)
+    leases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    report: tuple[float, dict[str, Any]] | None = None
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    # -- requests ------------------------------------------------------------------------------
+
+    async def add_request(self, request: ApprovalRequest) -> None:
+        cluster = request.plan.cluster
+        if request.state in OPEN_STATES and any(
+            r.plan.cluster == cluster and r.state in OPEN_STATES for r in self.requests.values()
+        ):
+            raise OpenRequestExistsError(cluster)
+        self.requests[request.id] = copy.deepcopy(request)
+
+    async def delete_request(self, request_id: str) -> None:
+        self.requests.pop(request_id, None)
+
+    async def get_request(self, request_id: str) -> ApprovalRequest | None:
+        found = self.requests.get(request_id)
+        return copy.deepcopy(found) if found else None
+
+    async def transition(
+        self,
+        request_id: str,
+        from_states: Sequence[RequestState],
+        to_state: RequestState,
+        *,
+        held_by: str | None = None,
+        **changes: Any,
+    ) -> bool:
+        request = self.requests.get(request_id)
+        if request is None or request.state not in from_states:
+            return False
+        if held_by is not None and request.owner != held_by:
+            return False
+        self.requests[request_id] = replace(request, state=to_state, **changes)
+        return True
+
+    async def update_request(self, request_id: str, **changes: Any) -> None:
+        if request_id in self.requests:
+            self.requests[request_id] = replace(self.requests[request_id], **changes)
+
+    def _where(self, test: Any) -> list[ApprovalRequest]:
+        found = [copy.deepcopy(r) for r in self.requests.values() if test(r)]
+        return sorted(found, key=lambda r: r.created_at)
+
+    async def expired_requests(self, now: float) -> list[ApprovalRequest]:
+        return self._where(lambda r: r.state == RequestState.PENDING and r.expires_at <= now)
+
+    async def stale_drafts(self, before: float) -> list[ApprovalRequest]:
+        return self._where(lambda r: r.state == RequestState.DRAFT and r.created_at <= before)
+
+    async def open_requests(self, cluster: str) -> list[ApprovalRequest]:
+        return self._where(lambda r: r.plan.cluster == cluster and r.state in OPEN_STATES)
+
+    async def requests_in(self, states: Sequence[str]) -> list[ApprovalRequest]:
+        return self._where(lambda r: str(r.state) in {str(s) for s in states})
+
+    async def orphaned_requests(self, now: float) -> list[ApprovalRequest]:
+        return self._where(lambda r: r.state in IN_FLIGHT and r.lease_until < now)
+
+    async def claim_request(self, request_id: str, owner: str, now: float, lease: float) -> bool:
+        request = self.requests.get(request_id)
+        if request is None or request.state not in IN_FLIGHT:
+            return False
+        if not (request.lease_until < now or request.owner == owner):
+            return False
+        self.requests[request_id] = replace(request, owner=owner, lease_until=now + lease)
+        return True
+
+    async def start_following(
+        self, request_id: str, owner: str, operation: TrackedOperation
+    ) -> bool:
+        request = self.requests.get(request_id)
+        if request is None or request.state != RequestState.EXECUTING or request.owner != owner:
+            return False
+        self.requests[request_id] = replace(
+            request, state=RequestState.RUNNING, operation=operation.name
+        )
+        self.operations[operation.name] = copy.deepcopy(operation)
+        return True
+
+    async def audit(self, entry: AuditEntry) -> None:
+        self.entries.append(replace(entry, id=next(self._ids)))
+
+    async def audit_log(self, cluster: str | None = None, limit: int = 20) -> list[AuditEntry]:
+        found = [e for e in self.entries if cluster is None or e.cluster == cluster]
+        return sorted(found, key=lambda e: (e.at, e.id or 0), reverse=True)[:limit]
+
+    # -- tracked operations --------------------------------------------------------------------
+
+    async def add_operation(self, operation: TrackedOperation) -> None:
+        self.operations[operation.name] = copy.deepcopy(operation)
+
+    async def get_operation(self, name: str) -> TrackedOperation | None:
+        found = self.operations.get(name)
+        return copy.deepcopy(found) if found else None
+
+    async def operation_of(self, request_id: str) -> TrackedOperation | None:
+        found = [o for o in self.operations.values() if o.request_id == request_id]
+        return copy.deepcopy(found[0]) if found else None
+
+    def _unposted(self) -> list[TrackedOperation]:
+        found = [o for o in self.operations.values() if o.final != Final.POSTED]
+        return sorted(found, key=lambda o: o.started_at)
+
+    async def active_operations(self) -> list[TrackedOperation]:
+        return [copy.deepcopy(o) for o in self._unposted()]
+
+    async def count_in_flight(self) -> int:
+        return len(self._unposted())
+
+    async def claim_due(self, owner: str, now: float, lease: float) -> list[TrackedOperation]:
+        claimed = []
+        for operation in self._unposted():
+            if operation.next_poll_at > now:
+                continue
+            if operation.owner not in (None, owner) and operation.lease_until >= now:
+                continue
+            operation.owner, operation.lease_until = owner, now + lease
+            claimed.append(copy.deepcopy(operation))
+        return claimed
+
+    async def update_operation(self, name: str, **changes: Any) -> None:
+        if name in self.operations:
+            self.operations[name] = replace(self.operations[name], **changes)
+
+    async def claim_final(self, name: str, **changes: Any) -> bool:
+        operation = self.operations.get(name)
+        if operation is None or operation.final is not None:
+            return False
+        self.operations[name] = replace(operation, final=str(Final.CLAIMED), **changes)
+        return True
+
+    # -- leases and reports --------------------------------------------------------------------
+
+    async def renew_leases(self, owner: str, now: float, lease: float) -> None:
+        for held in [*self.requests.values(), *self.operations.values()]:
+            if held.owner == owner:
+                held.lease_until = now + lease
+        for row in self.leases.values():
+            if row["owner"] == owner:
+                row["until"] = now + lease
+
+    async def release_leases(self, owner: str) -> None:
+        for held in [*self.requests.values(), *self.operations.values()]:
+            if held.owner == owner:
+                held.owner, held.lease_until = None, 0.0
+        for row in self.leases.values():
+            if row["owner"] == owner:
+                row["owner"], row["until"] = None, 0.0
+
+    async def take_lease(
+        self, name: str, owner: str, now: float, ttl: float, min_gap: float = 0.0
+    ) -> bool:
+        row = self.leases.setdefault(name, {"owner": None, "until": 0.0, "last_finished": None})
+        if not (row["until"] < now or row["owner"] == owner):
+            return False
+        if row["last_finished"] is not None and row["last_finished"] > now - min_gap:
+            return False
+        row["owner"], row["until"] = owner, now + ttl
+        return True
+
+    async def finish_lease(self, name: str, owner: str, now: float) -> None:
+        row = self.leases.get(name)
+        if row is not None and row["owner"] == owner:
+            row.update(owner=None, until=0.0, last_finished=now)
+
+    async def save_report(self, at: float, report: dict[str, Any]) -> None:
+        self.report = (at, copy.deepcopy(report))
+
+    async def latest_report(self) -> tuple[float, dict[str, Any]] | None:
+        return copy.deepcopy(self.report)
+
+
+@dataclass
+class MemoryIdleRecords:
+    """Idle records by compare-and-set, as ``bot.store.IdleRecords``."""
+
+    rows: dict[str, tuple[IdleRecord, int]] = field(default_factory=dict)
+
+    async def get(self, cluster: str) -> tuple[IdleRecord, int]:
+        return self.rows.get(cluster, (IdleRecord(cluster=cluster), 0))
+
+    async def all(self) -> list[IdleRecord]:
+        return [record for record, _ in self.rows.values()]
+
+    async def put(self, record: IdleRecord, version: int, now: float) -> bool:
+        current = self.rows.get(record.cluster, (None, 0))[1]
+        if current != version:
+            return False
+        self.rows[record.cluster] = (record, version + 1)
+        return True
+
+    async def get_many(self, clusters: Sequence[str]) -> dict[str, tuple[IdleRecord, int]]:
+        return {c: await self.get(c) for c in clusters}
+
+    async def put_many(self, items: Sequence[tuple[IdleRecord, int]], now: float) -> set[str]:
+        return {r.cluster for r, v in items if not await self.put(r, v, now)}
+
+    async def delete(self, cluster: str) -> None:
+        self.rows.pop(cluster, None)
+
+
+@dataclass
+class Listing:
+    target: Target
+    clusters: list[Cluster] = field(default_factory=list)
+    error: Any = None
+    unreadable: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class FakeControlPlane:
+    """Clusters as models; a change starts an operation that ends when a test says so.
+
+    ``patches`` and ``deletes`` count what was sent, as the simulator's request log does."""
+
+    clusters: dict[str, Cluster] = field(default_factory=dict)
+    operations: dict[str, Operation] = field(default_factory=dict)
+    patches: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def add(self, document: dict[str, Any]) -> Cluster:
+        cluster = Cluster.model_validate(document)
+        self.clusters[cluster.name or ""] = cluster
+        return cluster
+
+    async def get_cluster(self, name: str | ClusterName, deadline: float | None = None) -> Cluster:
+        found = self.clusters.get(str(name))
+        if found is None:
+            raise NotFoundError(f"cluster {name} not found")
+        return found.model_copy(deep=True)
+
+    async def list_targets(
+        self, targets: Iterable[Target], deadline: float | None = None
+    ) -> Sequence[Listing]:
+        return [
+            Listing(t, [c.model_copy(deep=True) for c in self.clusters.values() if c.target == t])
+            for t in targets
+        ]
+
+    def _start(self, cluster: str) -> Operation:
+        target = ClusterName.parse(cluster).target
+        name = f"{target.parent}/operations/{next(self._ids)}"
+        operation = Operation(name=name, metadata={"progressMessage": "starting"})
+        self.operations[name] = operation
+        return operation.model_copy()
+
+    async def update_cluster(self, cluster: Cluster, update_mask: Sequence[str]) -> Operation:
+        name = cluster.name or ""
+        self.patches.append((name, tuple(update_mask)))
+        self.clusters[name] = cluster.model_copy(deep=True)
+        return self._start(name)
+
+    async def delete_cluster(self, name: str | ClusterName) -> Operation:
+        self.deletes.append(str(name))
+        return self._start(str(name))
+
+    async def get_operation(self, name: str) -> Operation:
+        return self.operations[name].model_copy()
+
+    def finish(self, name: str, error: dict[str, Any] | None = None) -> None:
+        """End an operation, with an error (a google.rpc.Status) or without."""
+        ended = (
+            {"name": name, "done": True, "error": error} if error else {"name": name, "done": True}
+        )
+        self.operations[name] = Operation.model_validate(ended)
+        if error is None:
+            for deleted in self.deletes:
+                self.clusters.pop(deleted, None)
+
+    def state(self, name: str) -> ClusterState | str | None:
+        status = self.clusters[name].cluster_status
+        return status.state if status else None
+
+
+@dataclass
+class FakeActivity:
+    """What Slurm says per cluster; a cluster missing from ``jobs`` is unreadable."""
+
+    jobs: dict[str, tuple[int, int]] = field(default_factory=dict)  # running, pending
+    busy_nodes: dict[str, int] = field(default_factory=dict)
+
+    async def activity(self, cluster: str) -> SlurmActivity:
+        if cluster not in self.jobs:
+            raise SlurmUnreadableError("Slurm did not answer")
+        running, pending = self.jobs[cluster]
+        return SlurmActivity(running, pending, busy_nodes=self.busy_nodes.get(cluster, 0))
+
+
+@dataclass
+class PolicyRoles:
+    """Roles straight from the policy (no user groups)."""
+
+    policy: Policy
+
+    async def of(self, user: str) -> Role:
+        return self.policy.role_of(user, frozenset())

@@ -1,0 +1,303 @@
+"""The core's services (approvals, execution and tracking, idle sweeps and alerts) built by
+``handlers.services.build`` on in-memory ports with a manual clock: each test runs in
+milliseconds, with no HTTP, database or Slack."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from bot.slack.render import render
+from bot.vertex.names import Target
+from handlers.entities import RequestState
+from handlers.idle import Status
+from handlers.policy import Policy
+from handlers.replies import Reply
+from handlers.services import Options, Ports, Services, build
+from tests.conftest import ManualClock
+from tests.factories import cluster_doc
+from tests.support.fakes import FakeMessenger
+from tests.support.memory import (
+    FakeActivity,
+    FakeControlPlane,
+    MemoryIdleRecords,
+    MemoryStore,
+    PolicyRoles,
+)
+
+TARGET = "demo-project/us-central1"
+C1 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/c1"
+ALERTS = "C0ALERTS"
+INFRA = "C0INFRA"
+
+
+def text(reply: Reply) -> str:
+    _, blocks = render(reply)
+    out = []
+    for block in blocks:
+        if "text" in block and isinstance(block["text"], dict):
+            out.append(block["text"]["text"])
+        for element in block.get("elements", []) + block.get("fields", []):
+            if isinstance(element, dict) and "text" in element:
+                inner = element["text"]
+                out.append(inner["text"] if isinstance(inner, dict) else inner)
+    return "\n".join(out)
+
+
+def running(doc: dict[str, Any], nodes: int) -> dict[str, Any]:
+    """The cluster as the API shows a RUNNING one: a node status per node that exists."""
+    doc["clusterStatus"] = {
+        "state": "RUNNING",
+        "nodesStatus": [{"nodePoolId": "gpu", "nodeState": "RUNNING"}] * nodes
+        + [{"nodePoolId": "login", "nodeState": "RUNNING"}],
+    }
+    return doc
+
+
+@dataclass
+class Bot:
+    services: Services
+    store: MemoryStore
+    records: MemoryIdleRecords
+    plane: FakeControlPlane
+    activity: FakeActivity
+    messenger: FakeMessenger
+    clock: ManualClock
+
+    async def ask(self, user: str, words: str, channel: str = INFRA) -> Reply | None:
+        answer = await self.services.dispatcher.command(user, channel, words)
+        return answer.reply
+
+    async def click(self, user: str, action: str, value: str) -> Reply | None:
+        return (await self.services.dispatcher.click(user, action, value, None)).reply
+
+    def cards(self) -> list[tuple[str, Reply]]:
+        return [(ts, r) for _, ts, r, thread in self.messenger.posted if thread is None]
+
+    def edits_of(self, ts: str) -> list[Reply]:
+        return [r for _, edited, r in self.messenger.edits if edited == ts]
+
+    async def only_request(self) -> Any:
+        [request] = list(self.store.requests.values())
+        return request
+
+
+POLICY = {
+    "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"]},
+    "idle": {"idle_after_minutes": 10},
+}
+
+
+@pytest.fixture
+def bot(clock: ManualClock) -> Bot:
+    return make_bot(clock, Policy.model_validate(POLICY))
+
+
+def make_bot(clock: ManualClock, policy: Policy) -> Bot:
+    store, records = MemoryStore(), MemoryIdleRecords()
+    plane, activity, messenger = FakeControlPlane(), FakeActivity(), FakeMessenger()
+    plane.add(running(cluster_doc(cluster_id="c1", nodes=2), nodes=2))
+    ports = Ports(
+        requests=store,
+        operations=store,
+        leases=store,
+        reports=store,
+        records=records,
+        control_plane=plane,
+        activity=activity,
+        messenger=messenger,
+        roles=PolicyRoles(policy),
+        clock=clock,
+    )
+    options = Options(owner="me", targets=[_target()], alert_channel=ALERTS, sweep_interval=60.0)
+    return Bot(build(ports, policy, options), store, records, plane, activity, messenger, clock)
+
+
+def _target() -> Target:
+    return Target.parse(TARGET)
+
+
+# -- approvals ---------------------------------------------------------------------------------
+
+
+async def test_a_request_gets_its_card_and_twenty_approvals_send_one_patch(bot: Bot) -> None:
+    assert await bot.ask("U0ALICE", "resize c1 gpu 3") is None  # the card is the answer
+    [(card_ts, card)] = bot.cards()
+    assert "Resize request: c1 / gpu" in text(card) and "2 -&gt; 3" in text(card)
+    request = await bot.only_request()
+    assert request.state == RequestState.PENDING and request.card_ts == card_ts
+    answers = await asyncio.gather(*(bot.click("U0BOB", "approve", request.id) for _ in range(20)))
+    assert len(bot.plane.patches) == 1
+    assert (await bot.only_request()).state == RequestState.RUNNING
+    assert sum(a is None for a in answers) == 1  # the others are told it was decided
+    assert all("already" in text(a) for a in answers if a is not None)
+    scaling = bot.plane.clusters[C1].node_pools[0].scaling_spec
+    assert scaling is not None and (scaling.min_node_count, scaling.max_node_count) == (3, 3)
+
+
+async def test_the_operation_is_followed_to_exactly_one_end(bot: Bot) -> None:
+    await bot.ask("U0ALICE", "resize c1 gpu 3")
+    await bot.click("U0BOB", "approve", (await bot.only_request()).id)
+    tracker = bot.services.tracker
+    [operation] = bot.plane.operations
+    bot.clock.advance(1)
+    assert await tracker.poll_due() == 1  # still running
+    bot.clock.advance(12)
+    bot.plane.finish(operation)
+    bot.clock.advance(30)
+    assert await tracker.poll_due() == 1
+    request = await bot.only_request()
+    assert request.state == RequestState.SUCCEEDED
+    assert "Done" in text(bot.edits_of(request.card_ts)[-1])
+    thread = [r for _, _, r, parent in bot.messenger.posted if parent == request.card_ts]
+    assert len(thread) == 1  # one thread message, edited to the end
+    edits = len(bot.messenger.edits)
+    bot.clock.advance(60)
+    assert await tracker.poll_due() == 0 and len(bot.messenger.edits) == edits  # nothing more
+    assert await bot.store.count_in_flight() == 0
+
+
+async def test_a_failed_operation_says_why(bot: Bot) -> None:
+    await bot.ask("U0ALICE", "resize c1 gpu 3")
+    request = await bot.only_request()
+    await bot.click("U0BOB", "approve", request.id)
+    [operation] = bot.plane.operations
+    bot.plane.finish(operation, {"code": 8, "message": "Quota exceeded for a3-ultragpu-8g"})
+    bot.clock.advance(5)
+    await bot.services.tracker.poll_due()
+    ended = await bot.only_request()
+    assert ended.state == RequestState.FAILED
+    assert "Quota exceeded for a3-ultragpu-8g" in text(bot.edits_of(request.card_ts)[-1])
+
+
+async def test_reject_is_for_approvers_and_withdraw_for_the_requester(
+    clock: ManualClock,
+) -> None:
+    roles = {"operator": ["U0ALICE", "U0CAROL"], "approver": ["U0BOB"]}
+    policy = Policy.model_validate({**POLICY, "roles": roles})
+    bot = make_bot(clock, policy)
+    await bot.ask("U0ALICE", "resize c1 gpu 3")
+    request = await bot.only_request()
+    refused = await bot.click("U0CAROL", "reject", request.id)
+    assert refused is not None and "Rejecting is for approvers" in text(refused)
+    assert (await bot.only_request()).state == RequestState.PENDING
+    not_hers = await bot.click("U0CAROL", "withdraw", request.id)
+    assert not_hers is not None and "who asked for it, can withdraw it" in text(not_hers)
+    assert await bot.click("U0ALICE", "withdraw", request.id) is None
+    assert (await bot.only_request()).state == RequestState.WITHDRAWN
+    assert (await bot.store.audit_log())[0].action == "withdrawn"
+
+
+async def test_nobody_approves_their_own_request_and_an_unanswered_one_expires(
+    bot: Bot,
+) -> None:
+    await bot.ask("U0BOB", "resize c1 gpu 3")  # an approver asks
+    request = await bot.only_request()
+    own = await bot.click("U0BOB", "approve", request.id)
+    assert own is not None and "cannot approve" in text(own).lower()
+    bot.clock.advance(3601)
+    assert await bot.services.approvals.expire_due() == 1
+    assert (await bot.only_request()).state == RequestState.EXPIRED
+    assert "Expired" in text(bot.edits_of(request.card_ts)[-1])
+    assert bot.plane.patches == []
+
+
+async def test_who_may_ask_is_decided_once_in_the_dispatcher(bot: Bot) -> None:
+    refusal = await bot.ask("U0CAROL", "resize c1 gpu 3")  # a viewer
+    assert refusal is not None
+    assert "/cluster resize needs the operator role; you are viewer" in text(refusal)
+    assert bot.store.requests == {} and bot.cards() == []
+    listed = await bot.ask("U0CAROL", "list")
+    assert listed is not None and "c1" in text(listed)
+    typo = await bot.ask("U0CAROL", "lsit")
+    assert typo is not None and "did you mean 'list'?" in text(typo)
+
+
+# -- idle ----------------------------------------------------------------------------------------
+
+
+async def sweep(bot: Bot) -> dict[str, Status]:
+    report = await bot.services.sweeper.sweep(force=True)
+    assert report is not None
+    return {e.cluster_id: e.status for e in report.entries}
+
+
+def alerts(bot: Bot) -> list[tuple[str, Reply]]:
+    return [(ts, r) for channel, ts, r, _ in bot.messenger.posted if channel == ALERTS]
+
+
+async def test_an_idle_paying_cluster_is_alerted_once(bot: Bot) -> None:
+    bot.activity.jobs[C1] = (0, 0)
+    assert await sweep(bot) == {"c1": Status.WAITING}
+    bot.clock.advance(11 * 60)
+    assert await sweep(bot) == {"c1": Status.IDLE}
+    [(_, alert)] = alerts(bot)
+    assert "Idle cluster: c1" in text(alert) and "Scale to zero" in str(render(alert)[1])
+    bot.clock.advance(60)
+    await sweep(bot)
+    assert len(alerts(bot)) == 1  # once per idle period
+
+
+@pytest.mark.parametrize(
+    ("jobs", "busy_nodes", "nodes", "status"),
+    [
+        ((1, 0), 0, 2, Status.BUSY),  # a running job
+        ((0, 0), 2, 2, Status.BUSY),  # allocated nodes, jobs hidden from the bot's account
+        ((0, 0), 0, 0, Status.FREE),  # scaled to zero: nothing to pay for
+        (None, 0, 2, Status.UNKNOWN),  # Slurm could not be read
+    ],
+)
+async def test_what_is_never_alerted(
+    bot: Bot, jobs: tuple[int, int] | None, busy_nodes: int, nodes: int, status: Status
+) -> None:
+    bot.plane.add(running(cluster_doc(cluster_id="c1", nodes=nodes), nodes=nodes))
+    if jobs is not None:
+        bot.activity.jobs[C1] = jobs
+    bot.activity.busy_nodes[C1] = busy_nodes
+    await sweep(bot)
+    bot.clock.advance(3 * 3600)
+    assert await sweep(bot) == {"c1": status}
+    assert alerts(bot) == []
+
+
+async def test_an_operators_remedy_waits_and_a_rejection_gives_the_buttons_back(
+    bot: Bot,
+) -> None:
+    bot.activity.jobs[C1] = (0, 0)
+    await sweep(bot)
+    bot.clock.advance(11 * 60)
+    await sweep(bot)
+    [(alert_ts, _)] = alerts(bot)
+    assert await bot.click("U0ALICE", "idle_scale_to_zero", C1) is None
+    request = await bot.only_request()
+    assert request.state == RequestState.PENDING and bot.plane.patches == []
+    assert "waits for an approver" in text(bot.edits_of(alert_ts)[-1])
+    assert await bot.click("U0BOB", "reject", request.id) is None
+    restored = bot.edits_of(alert_ts)[-1]
+    assert "The remedies are back" in text(restored)
+    assert "idle_scale_to_zero" in str(render(restored)[1])
+
+
+async def test_a_snoozed_cluster_is_alerted_again_only_after_the_snooze(bot: Bot) -> None:
+    bot.activity.jobs[C1] = (0, 0)
+    await sweep(bot)
+    bot.clock.advance(11 * 60)
+    await sweep(bot)
+    assert await bot.click("U0ALICE", "idle_snooze", f"3600|{C1}") is None
+    bot.clock.advance(30 * 60)
+    assert await sweep(bot) == {"c1": Status.SNOOZED}
+    assert len(alerts(bot)) == 1
+    bot.clock.advance(31 * 60)
+    assert await sweep(bot) == {"c1": Status.IDLE}
+    assert len(alerts(bot)) == 2
+
+
+async def test_a_viewer_cannot_act_on_an_alert(bot: Bot) -> None:
+    refusal = await bot.click("U0CAROL", "idle_keep", C1)
+    assert refusal is not None
+    assert "Acting on idle alerts needs the operator role; you are viewer" in text(refusal)
+    unknown = await bot.click("U0BOB", "idle_snooze", "soon|x")
+    assert unknown is not None and "not one clusterbot offers" in text(unknown)
