@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PORT ?= 8080
 
 .PHONY: demo test lint bench simulator screenshots clean
 
@@ -14,7 +15,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/clusterbot demo
+	$(BIN)/clusterbot demo --port $(PORT)
 
 simulator: $(STAMP)
 	$(BIN)/clusterbot simulator
@@ -25,7 +26,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

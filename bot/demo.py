@@ -7,8 +7,10 @@ HTTP on loopback, exactly as they would across the internet.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -97,7 +99,7 @@ def build_demo(
 def run_demo(host: str, port: int, data_dir: Path | None = None) -> None:
     folder = data_dir or Path(tempfile.mkdtemp(prefix="clusterbot-demo-"))
     try:
-        app, _service, _workspace, _simulator = build_demo(host, port, data_dir=folder)
+        app, service, _workspace, _simulator = build_demo(host, port, data_dir=folder)
         url = f"http://{host}:{port}/"
         print(f"clusterbot demo on {url}", flush=True)
         print(
@@ -106,10 +108,29 @@ def run_demo(host: str, port: int, data_dir: Path | None = None) -> None:
         )
         print("  /cluster help   /cluster list   /cluster resize train01 a4 3", flush=True)
         print("  control-plane simulator: " + url + "vertex/_sim/requests", flush=True)
-        web.run_app(app, host=host, port=port, print=None)
+        asyncio.run(_until_stopped(app, service, host, port))
     finally:
         if data_dir is None:  # the demo's own temporary data goes with it
             shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _until_stopped(
+    app: web.Application, service: ClusterbotService, host: str, port: int
+) -> None:
+    """Serve until Ctrl-C or SIGTERM; then stop the bot first, while the stand-ins it talks
+    to over loopback still answer, and only then close the port."""
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, host=host, port=port).start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+        await service.stop()
+    finally:
+        await runner.cleanup()
 
 
 def run_sandbox(host: str, port: int) -> None:

@@ -66,7 +66,7 @@ class Approvals:
     # -- asking --------------------------------------------------------------------------------
 
     async def request_change(
-        self, actor: str, channel: str, command: Resize | Delete, origin: str = Origin.COMMAND
+        self, actor: str, channel: str, command: Resize | Delete, origin: Origin = Origin.COMMAND
     ) -> ApprovalRequest:
         """Plan the change and post its approval card; raise CommandError when it cannot be."""
         subcommand = "resize" if isinstance(command, Resize) else "delete"
@@ -83,7 +83,7 @@ class Approvals:
         return await self.submit(actor, channel, plan, origin)
 
     async def submit(
-        self, actor: str, channel: str, plan: ChangePlan, origin: str = Origin.COMMAND
+        self, actor: str, channel: str, plan: ChangePlan, origin: Origin = Origin.COMMAND
     ) -> ApprovalRequest:
         """Store the change as a draft, post its card, and only then make it pending."""
         now = self.clock()

@@ -6,6 +6,7 @@ over and delivers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from bot.vertex.errors import VertexError
 from handlers.actions import (
@@ -40,13 +41,23 @@ ACTION_ROLES: dict[type, tuple[Role, str]] = {
 }
 
 
+class Outcome(StrEnum):
+    """How a command or click went, for the metrics."""
+
+    OK = "ok"
+    DENIED = "denied"
+    BAD_INPUT = "bad_input"
+    UPSTREAM_ERROR = "upstream_error"
+    INTERNAL_ERROR = "internal_error"
+
+
 @dataclass
 class Answer:
     """What to say, to whom, and how it went (for the metrics)."""
 
     reply: Reply | None  # None: the answer was posted in the channel (an approval card)
     name: str = "unknown"  # the subcommand or action, for metrics
-    outcome: str = "ok"  # ok, denied, bad_input, upstream_error
+    outcome: Outcome = Outcome.OK
     public: bool = False
     replace_original: bool | None = None  # a click's answer replaces the message clicked
 
@@ -87,35 +98,35 @@ class Dispatcher:
                     *allowed,
                     ".",
                 )
-                return Answer(refusal, name, "denied")
+                return Answer(refusal, name, Outcome.DENIED)
             role = await self.roles.of(user)
             if role < entry.role:
                 reason = (
                     f"/cluster {name} needs the {entry.role.label} role; you are {role.label}. "
                     "An admin can grant it in the policy file."
                 )
-                return Answer(error_reply(reason), name, "denied")
+                return Answer(error_reply(reason), name, Outcome.DENIED)
             reply = await entry.run(self.core, command, Caller(user, channel, role))
             return Answer(reply, name, public=reply.public if reply else False)
         except CommandError as error:
             name = error.subcommand or name
-            return Answer(error_reply(error.reason, error.usage), name, "bad_input")
+            return Answer(error_reply(error.reason, error.usage), name, Outcome.BAD_INPUT)
         except VertexError as error:
             reason = error_text(error, f"run /cluster {name}")
-            return Answer(error_reply(reason), name, "upstream_error")
+            return Answer(error_reply(reason), name, Outcome.UPSTREAM_ERROR)
 
     async def click(self, user: str, action_id: str, value: str, card_ts: str | None) -> Answer:
         """The answer to a button or menu click, shown to the clicker alone."""
         try:
             action = decode(action_id, value)
         except ActionError as error:
-            return Answer(notice("Not understood", str(error)), action_id, "bad_input")
+            return Answer(notice("Not understood", str(error)), action_id, Outcome.BAD_INPUT)
         role = await self.roles.of(user)
         needed, doing = ACTION_ROLES[type(action)]
         if role < needed:
             refusal = f"{doing} needs the {needed.label} role; you are {role.label}."
             return Answer(
-                notice("Not allowed", refusal), action_id, "denied", replace_original=False
+                notice("Not allowed", refusal), action_id, Outcome.DENIED, replace_original=False
             )
         reply = await self._act(action, user, role, card_ts)
         return Answer(reply, action_id, replace_original=isinstance(action, SweepNow))

@@ -75,7 +75,7 @@ class ApprovalRequest:
     operation: str | None = None
     outcome: str | None = None
     finished_at: float | None = None
-    origin: str = Origin.COMMAND
+    origin: Origin = Origin.COMMAND
     owner: str | None = None  # the replica acting on it while approved or executing
     lease_until: float = 0.0
     progress_ts: str | None = None  # the thread message that shows progress and the end
@@ -116,10 +116,10 @@ class TrackedOperation:
     last_edit_at: float = 0.0
     done: bool = False
     error: str | None = None
-    final: str | None = None  # None, then Final.CLAIMED, then Final.POSTED
+    final: Final | None = None  # None, then CLAIMED, then POSTED
     owner: str | None = None
     lease_until: float = 0.0
-    kind: str = OperationKind.OPERATION
+    kind: OperationKind = OperationKind.OPERATION
     done_at: float | None = None  # when it ended, by the control plane's clock if it says
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from handlers.idle import IdleRules
+from handlers.plans import PlanKind
 
 
 class Role(IntEnum):
@@ -124,14 +125,14 @@ def load_policy(path: Path | None) -> Policy:
         raise PolicyError(f"policy file {path} is invalid: {problems}") from error
 
 
-def may_approve(policy: Policy, role: Role, kind: str) -> bool:
-    if kind == "delete":
+def may_approve(policy: Policy, role: Role, kind: PlanKind) -> bool:
+    if kind == PlanKind.DELETE:
         return role == Role.ADMIN or role.label in policy.approval.delete_approvers
     return role >= Role.APPROVER
 
 
 def approval_refusal(
-    policy: Policy, approver: str, role: Role, requester: str, kind: str
+    policy: Policy, approver: str, role: Role, requester: str, kind: PlanKind
 ) -> str | None:
     """Why this person may not approve this request, or None when they may."""
     if not may_approve(policy, role, kind):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,15 +18,10 @@ from bot.demo import build_demo
 from bot.sandbox.controlplane import Durations, SimulatorState
 from bot.sandbox.slack import Workspace
 from handlers.policy import Policy
+from tests.support.ports import free_port
 
 TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
 CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -173,4 +167,5 @@ async def demo_stack(
         async with aiohttp.ClientSession() as session:
             yield Stack(f"http://127.0.0.1:{port}", service, workspace, simulator, session)
     finally:
+        await service.stop()  # while the stand-ins it talks to still answer
         await server.close()

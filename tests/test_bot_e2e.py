@@ -452,7 +452,7 @@ async def test_restart_mid_operation_resumes_and_posts_once(tmp_path: Path) -> N
     async with demo_stack(tmp_path, durations=slow) as stack:
         card = await stack.card("alice", "/cluster resize train01 a4 3")
         await stack.click("bob", card["ts"], "approve")
-        await stack.wait(lambda ms: len(thread_of(ms, card)) >= 1)  # progress is showing
+        await stack.wait(lambda ms: any("%" in t for t in thread_of(ms, card)))  # mid-operation
         first = stack.service
         await first.stop()  # SIGTERM: stop taking work, hand the operation back
         assert not [t for t in thread_of(await stack.messages(), card) if "done, finished" in t]
@@ -485,7 +485,7 @@ async def test_crash_mid_operation_resumes_after_the_lease(tmp_path: Path) -> No
     async with demo_stack(tmp_path, durations=slow, lease=2.0) as stack:
         card = await stack.card("alice", "/cluster resize train01 a4 3")
         await stack.click("bob", card["ts"], "approve")
-        await stack.wait(lambda ms: len(thread_of(ms, card)) >= 1)
+        await stack.wait(lambda ms: any("%" in t for t in thread_of(ms, card)))  # mid-operation
         first = stack.service
         await first.jobs.stop(0)  # the process dies: no clean hand-over, leases stay
         first.accepting = False
@@ -574,7 +574,9 @@ async def test_ops_lists_operations_in_flight(tmp_path: Path) -> None:
         )
         card = await stack.card("alice", "/cluster resize train01 a4 3")
         await stack.click("bob", card["ts"], "approve")
-        await stack.wait(lambda ms: len(thread_of(ms, card)) >= 1)
+        # the thread message is posted first, then the change is sent and followed: wait for
+        # the tracker's first progress in it
+        await stack.wait(lambda ms: any("%" in t for t in thread_of(ms, card)))
         text = text_of(await stack.reply_to("carol", "/cluster ops"))
         assert "Operations in flight (1)" in text
         request_id = text_of(card).split("request `", 1)[1].split("`", 1)[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,12 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.factories import cluster_doc
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.support.ports import free_port
 
 
 def wait_for(url: str, deadline: float = 20.0) -> None:

@@ -185,3 +185,11 @@ def test_readme_configuration_table_matches_the_settings_model() -> None:
     documented = set(re.findall(r"^\| `([A-Z_]+)` \|", table, flags=re.MULTILINE))
     settings = {env_name(field) for field in Settings.model_fields}
     assert documented == settings, documented ^ settings
+
+
+def test_make_demo_takes_a_port() -> None:
+    dry = subprocess.run(
+        ["make", "-n", "demo", "PORT=9123"], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert ".venv/bin/clusterbot demo --port 9123" in dry.stdout

@@ -221,7 +221,7 @@ async def test_sweep_over_filestore_lustre_flex_start_and_reserved_pools(
 ) -> None:
     for path in CREATES:
         await create(simulator, IDS[path.stem], fixture(path.name)["body"])
-    report = await sweeping.sweeper.sweep(alerts=False, force=True)
+    report = await sweeping.core.sweeper.sweep(alerts=False, force=True)
     assert report is not None
     by_id = {e.cluster_id: e for e in report.entries}
     assert len(by_id) == 2 + len(CREATES) and not report.failures

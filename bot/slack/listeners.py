@@ -26,7 +26,7 @@ from bot.redact import Redactor
 from bot.slack.render import render
 from handlers.actions import ActionId
 from handlers.commands import USAGE
-from handlers.dispatch import Answer, Dispatcher
+from handlers.dispatch import Answer, Dispatcher, Outcome
 from handlers.policy import Policy, Role
 from handlers.replies import Code, Reply, Text
 
@@ -191,7 +191,7 @@ class SlackEdge:
         if not done:
             await self.responder.send(url, Reply("Working on it…").add(Text("Working on it…")))
         answer = await work
-        self.on_command(answer.name, answer.outcome)
+        self.on_command(answer.name, str(answer.outcome))
         if answer.reply is not None:
             await self.responder.send(
                 url,
@@ -208,7 +208,7 @@ class SlackEdge:
         except Exception:
             name = (text.split() or ["help"])[0].lower()
             reply = internal_error(f"/cluster {text[:200]!r} from {user}")
-            return Answer(reply, name if name in USAGE else "unknown", "internal_error")
+            return Answer(reply, name if name in USAGE else "unknown", Outcome.INTERNAL_ERROR)
 
     async def _click(self, body: dict[str, Any]) -> None:
         user = str(body["user"]["id"])

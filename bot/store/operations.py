@@ -9,13 +9,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
-from handlers.entities import Final, TrackedOperation
+from handlers.entities import Final, OperationKind, TrackedOperation
 
 _OPERATION_FIELDS = [f.name for f in fields(TrackedOperation)]
 
 
 def _operation(row: sa.Row[Any]) -> TrackedOperation:
-    return TrackedOperation(**{k: row._mapping[k] for k in _OPERATION_FIELDS})
+    data = {k: row._mapping[k] for k in _OPERATION_FIELDS}
+    data["kind"] = OperationKind(data["kind"])
+    data["final"] = Final(data["final"]) if data["final"] else None
+    return TrackedOperation(**data)
 
 
 def _not_posted(table: sa.Table) -> sa.ColumnElement[bool]:

@@ -25,6 +25,7 @@ from bot.store.operations import OperationRows
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
+    Origin,
     RequestState,
     TrackedOperation,
 )
@@ -49,6 +50,7 @@ def _request(row: sa.Row[Any]) -> ApprovalRequest:
     data = {name: mapping[name] for name in _REQUEST_FIELDS}
     data["plan"] = ChangePlan.model_validate_json(data["plan"])
     data["state"] = RequestState(data["state"])
+    data["origin"] = Origin(data["origin"])
     data["lease_until"] = float(data["lease_until"] or 0.0)
     return ApprovalRequest(**data)
 

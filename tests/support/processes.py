@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,14 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.demo_stack import text_of
+from tests.support.ports import free_port
 
 POLICY = '[roles]\noperator = ["U0ALICE"]\napprover = ["U0BOB"]\n'
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def call(url: str, body: Any = None, method: str | None = None) -> Any:
