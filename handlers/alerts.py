@@ -124,21 +124,40 @@ class AlertBoard:
             log.warning("could not restore the alert of %s: %s", record.cluster, error.code)
 
 
+class Remedies:
+    """Asks for an alert's remedy: plans it on the cluster as it is now, posts its card, and
+    has the alert's record remember the request while it is open."""
+
+    def __init__(
+        self, board: AlertBoard, approvals: Approvals, vertex: ControlPlane, prices: PriceBook
+    ) -> None:
+        self.board = board
+        self.approvals = approvals
+        self.vertex = vertex
+        self.prices = prices
+
+    async def ask(
+        self, record: IdleRecord, *, delete: bool, actor: str, origin: Origin
+    ) -> ApprovalRequest:
+        """Raises ``PlanError``, ``CommandError`` or ``VertexError`` when it cannot be asked."""
+        cluster = await self.vertex.get_cluster(record.cluster)
+        plan: ChangePlan = (
+            plan_delete(cluster, self.prices)
+            if delete
+            else plan_scale_to_zero(cluster, self.prices)
+        )
+        channel = record.alert_channel or self.board.channel or ""
+        request = await self.approvals.submit(actor, channel, plan, origin=origin)
+        await self.board.update(record.cluster, lambda r: replace(r, remedy=request.id))
+        return request
+
+
 class IdleAlerts:
     """What a sweep does about each cluster's verdict: post, close, or act."""
 
-    def __init__(
-        self,
-        board: AlertBoard,
-        changes: Approvals,
-        vertex: ControlPlane,
-        prices: PriceBook,
-        clock: Clock,
-    ) -> None:
+    def __init__(self, board: AlertBoard, remedies: Remedies, clock: Clock) -> None:
         self.board = board
-        self.changes = changes
-        self.vertex = vertex
-        self.prices = prices
+        self.remedies = remedies
         self.clock = clock
 
     async def announce(self, entry: IdleEntry, verdict: Verdict, record: IdleRecord) -> int:
@@ -175,16 +194,10 @@ class IdleAlerts:
         record = await self.board.update(entry.cluster, lambda r: replace(r, auto_action_at=None))
         kind = self.board.rules.auto_action
         try:
-            cluster = await self.vertex.get_cluster(entry.cluster)
-            plan: ChangePlan = (
-                plan_scale_to_zero(cluster, self.prices)
-                if kind == AutoAction.SCALE_TO_ZERO
-                else plan_delete(cluster, self.prices)
+            request = await self.remedies.ask(
+                record, delete=kind == AutoAction.DELETE, actor="policy", origin=Origin.IDLE_AUTO
             )
-            channel = record.alert_channel or self.board.channel or ""
-            request = await self.changes.submit("policy", channel, plan, origin=Origin.IDLE_AUTO)
-            await self.board.update(entry.cluster, lambda r: replace(r, remedy=request.id))
-            request = await self.changes.approve_as_policy(request)
+            request = await self.remedies.approvals.approve_as_policy(request)
         except (PlanError, CommandError, VertexError) as error:
             log.warning("auto-action on %s not taken: %s", entry.cluster, error)
             return

@@ -13,15 +13,13 @@ from dataclasses import replace
 
 from bot.vertex.errors import VertexError
 from handlers.actions import Keep, Remedy, Snooze
-from handlers.alerts import AlertBoard
-from handlers.approvals import Approvals
+from handlers.alerts import AlertBoard, Remedies
 from handlers.commands import CommandError
-from handlers.costs import PriceBook
 from handlers.entities import Origin
 from handlers.idle_alert import kept_text
-from handlers.plans import ChangePlan, PlanError, PlanKind, plan_delete, plan_scale_to_zero
+from handlers.plans import PlanError, PlanKind
 from handlers.policy import Role, may_approve
-from handlers.ports import Clock, ControlPlane
+from handlers.ports import Clock
 from handlers.replies import Code, Reply, Strong, UserRef, notice
 from handlers.words import duration
 
@@ -30,18 +28,9 @@ class IdleClicks:
     """Each answers one idle-alert click; a reply is shown to the clicker alone. Who may
     click was checked before (``handlers.dispatch``)."""
 
-    def __init__(
-        self,
-        board: AlertBoard,
-        changes: Approvals,
-        vertex: ControlPlane,
-        prices: PriceBook,
-        clock: Clock,
-    ) -> None:
+    def __init__(self, board: AlertBoard, remedies: Remedies, clock: Clock) -> None:
         self.board = board
-        self.changes = changes
-        self.vertex = vertex
-        self.prices = prices
+        self.remedies = remedies
         self.clock = clock
 
     async def snooze(self, actor: str, action: Snooze) -> Reply | None:
@@ -91,22 +80,17 @@ class IdleClicks:
             )
         record = await self.board.update(action.cluster, lambda r: replace(r, auto_action_at=None))
         try:
-            cluster = await self.vertex.get_cluster(action.cluster)
-            plan: ChangePlan = (
-                plan_delete(cluster, self.prices)
-                if kind == PlanKind.DELETE
-                else plan_scale_to_zero(cluster, self.prices)
+            request = await self.remedies.ask(
+                record, delete=action.delete, actor=actor, origin=Origin.IDLE
             )
-            channel = record.alert_channel or self.board.channel or ""
-            request = await self.changes.submit(actor, channel, plan, origin=Origin.IDLE)
         except (PlanError, CommandError) as error:
             return notice("Not possible", str(error))
         except VertexError as error:
             return notice("Control plane error", error.user_message)
-        record = await self.board.update(action.cluster, lambda r: replace(r, remedy=request.id))
+        record, _ = await self.board.records.get(action.cluster)
         what = "Delete" if kind == PlanKind.DELETE else "Scale to zero"
         # A delete always waits for a second person; scaling to zero is undone by a resize.
-        if kind == PlanKind.RESIZE and may_approve(self.changes.policy, role, kind):
+        if kind == PlanKind.RESIZE and may_approve(self.remedies.approvals.policy, role, kind):
             await self.board.edit(
                 record,
                 "answered",
@@ -119,7 +103,7 @@ class IdleClicks:
                     ", under way (progress under its card).",
                 ),
             )
-            await self.changes.approve_now(request, actor)
+            await self.remedies.approvals.approve_now(request, actor)
             return None
         await self.board.edit(
             record,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.vertex.names import Target
-from handlers.alerts import AlertBoard, IdleAlerts
+from handlers.alerts import AlertBoard, IdleAlerts, Remedies
 from handlers.approvals import Approvals
 from handlers.clusters import READ_DEADLINE, ClusterDirectory
 from handlers.costs import PriceBook
@@ -116,8 +116,9 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         crash=crash,
         lease=lease,
     )
-    alerts = IdleAlerts(board, approvals, ports.control_plane, prices, clock)
-    clicks = IdleClicks(board, approvals, ports.control_plane, prices, clock)
+    remedies = Remedies(board, approvals, ports.control_plane, prices)
+    alerts = IdleAlerts(board, remedies, clock)
+    clicks = IdleClicks(board, remedies, clock)
     sweeper = Sweeper(
         directory,
         ActivityObserver(ports.activity, clock, options.concurrency),

@@ -152,7 +152,7 @@ def require(available: bool, what: str) -> None:
 
 @pytest.fixture
 async def stack() -> AsyncIterator[Any]:
-    from tests.slack_stack import slack_stack
+    from tests.support.slack_stack import slack_stack
 
     async with slack_stack() as running:
         yield running

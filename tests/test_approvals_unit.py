@@ -105,7 +105,7 @@ async def test_user_groups_are_read_on_a_freshly_booted_machine() -> None:
     from bot.slack.listeners import Roles
     from bot.slack.messenger import web_client
     from handlers.policy import Role
-    from tests.slack_stack import TOKEN, slack_stack
+    from tests.support.slack_stack import TOKEN, slack_stack
 
     policy = Policy.model_validate({"roles": {"approver": ["S0APPROVERS"]}})
     now = [0.0]

@@ -17,7 +17,7 @@ from slack_sdk.signature import SignatureVerifier
 from bot.sandbox.controlplane import Durations
 from bot.sandbox.controlplane.rpc import LOST_REPLY_STATUSES
 from handlers.policy import Policy
-from tests.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, pool_of, text_of
+from tests.support.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, pool_of, text_of
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import cluster_doc
+from tests.support.factories import cluster_doc
 from tests.support.ports import free_port
 
 

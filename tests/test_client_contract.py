@@ -14,7 +14,7 @@ from bot.vertex.errors import NotFoundError, UnauthenticatedError
 from bot.vertex.models import Cluster
 from bot.vertex.names import Target
 from tests.conftest import Simulator
-from tests.factories import cluster_doc
+from tests.support.factories import cluster_doc
 
 TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
 CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"

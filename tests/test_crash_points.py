@@ -8,18 +8,15 @@ up), except "mid-operation", where the test kills it with SIGKILL while the oper
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.jobs import CRASH_EXIT
-from tests.support.postgres import fresh_database
+from tests.support.postgres import fresh_database, query
 from tests.support.processes import replica, sandbox, wait_until
 
 POINTS = [
@@ -41,18 +38,6 @@ def database(kind: str, tmp_path: Path) -> Iterator[str]:
     else:
         with fresh_database() as url:
             yield url
-
-
-def query(url: str, sql: str) -> list[tuple[object, ...]]:
-    async def run() -> list[tuple[object, ...]]:
-        engine = create_async_engine(url)
-        try:
-            async with engine.connect() as connection:
-                return [tuple(r) for r in await connection.execute(sa.text(sql))]
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(run())
 
 
 def ended(url: str) -> bool:

@@ -20,7 +20,7 @@ from bot.settings import Settings
 from bot.vertex.names import Target
 from handlers.policy import Policy
 from tests.conftest import Simulator
-from tests.demo_stack import text_of
+from tests.support.demo_stack import text_of
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import pytest
 from playwright.async_api import Page, expect
 
 from bot.sandbox.controlplane import Durations
-from tests.browser import ARTIFACTS, chromium, chromium_available
 from tests.conftest import require
-from tests.demo_stack import demo_stack
+from tests.support.browser import ARTIFACTS, chromium, chromium_available
+from tests.support.demo_stack import demo_stack
 
 pytestmark = pytest.mark.browser
 DOCS = Path(__file__).resolve().parent.parent / "docs"

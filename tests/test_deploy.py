@@ -26,7 +26,7 @@ from bot.settings import Settings, env_name
 from bot.slack.listeners import COMMAND
 from handlers.actions import ActionId
 from handlers.commands import USAGE
-from tests.demo_stack import Stack, demo_stack
+from tests.support.demo_stack import Stack, demo_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.demo_stack import text_of
+from tests.support.demo_stack import text_of
 from tests.support.fuzz import Harness, answer_count, commands, harness
 
 EXAMPLES = 150

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from handlers.policy import Policy
-from tests.demo_stack import CPU01, Stack, demo_stack, text_of
+from tests.support.demo_stack import CPU01, Stack, demo_stack, text_of
 
 FAST_IDLE = {"idle_after_minutes": 0.005, "cooldown_hours": 1}  # idle after 0.3 s
 

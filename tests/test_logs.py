@@ -12,7 +12,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.logs import TRACE, configure
-from tests.demo_stack import demo_stack, text_of
+from tests.support.demo_stack import demo_stack, text_of
 
 STATIC_TOKEN = "ya29.static-simulator-token-0123456789"
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from handlers.policy import Policy
-from tests.demo_stack import demo_stack, text_of
+from tests.support.demo_stack import demo_stack, text_of
 
 SERIES = (
     "clusterbot_commands_total",

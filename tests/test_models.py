@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation
-from tests.factories import cluster_doc
+from tests.support.factories import cluster_doc
 
 # An Operation as the reference shows it, with a field this code does not model.
 OPERATION_DONE = {

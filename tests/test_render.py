@@ -56,3 +56,20 @@ def test_truncation_never_cuts_an_entity_or_a_mention() -> None:
                 assert ";" in body[index:], (limit, cut)
             if char == "<":
                 assert ">" in body[index:], (limit, cut)
+
+
+def test_table_columns_are_aligned_whatever_the_width_of_a_cell() -> None:
+    """A long pool id once pushed the show table's columns out of line."""
+    table = Table.of(
+        ("POOL", "NODES", "MACHINE"),
+        [("a4", "2", "a4-highgpu-8g"), ("a-very-long-pool-id-indeed", "12", "n2-standard-8")],
+        right=frozenset({1}),
+    )
+    _, blocks = render(Reply("t").add(table))
+    lines = blocks[0]["text"]["text"].strip("`").splitlines()
+    assert len(lines) == 3
+    machine = lines[0].index("MACHINE")
+    assert [line[machine:] for line in lines] == ["MACHINE", "a4-highgpu-8g", "n2-standard-8"]
+    nodes_end = lines[0].index("NODES") + len("NODES")
+    assert [line[:nodes_end].split()[-1] for line in lines] == ["NODES", "2", "12"]
+    assert lines[2] == "a-very-long-pool-id-indeed     12  n2-standard-8"

@@ -11,28 +11,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import create_async_engine
 
-from tests.demo_stack import text_of
-from tests.support.postgres import fresh_database
+from tests.support.demo_stack import text_of
+from tests.support.postgres import fresh_database, query
 from tests.support.processes import Replica, Sandbox, replica, sandbox, wait_until
 
 pytestmark = pytest.mark.postgres
 
 FAST_IDLE = "\n[idle]\nidle_after_minutes = 0.01\ncooldown_hours = 24\n"
-
-
-def query(url: str, sql: str) -> list[tuple[Any, ...]]:
-    async def run() -> list[tuple[Any, ...]]:
-        engine = create_async_engine(url)
-        try:
-            async with engine.connect() as connection:
-                return [tuple(r) for r in await connection.execute(sa.text(sql))]
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(run())
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from handlers.policy import Policy
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
 from tests.conftest import ManualClock
-from tests.factories import cluster_doc
+from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
 from tests.support.memory import (
     FakeActivity,

@@ -9,9 +9,9 @@ import pytest
 from playwright.async_api import Page, expect
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tests.browser import ARTIFACTS, chromium, chromium_available
 from tests.conftest import require
-from tests.slack_stack import TOKEN, SlackStack
+from tests.support.browser import ARTIFACTS, chromium, chromium_available
+from tests.support.slack_stack import TOKEN, SlackStack
 
 pytestmark = pytest.mark.browser
 

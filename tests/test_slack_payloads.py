@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from slack_sdk.signature import SignatureVerifier
 
-from tests.demo_stack import Stack, demo_stack, text_of
+from tests.support.demo_stack import Stack, demo_stack, text_of
 
 FIXTURES = Path(__file__).with_name("fixtures") / "slack"
 

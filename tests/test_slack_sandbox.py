@@ -16,7 +16,7 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox.slack.workspace import ResponseUrl
-from tests.slack_stack import SECRET, TOKEN, SlackStack, slack_stack
+from tests.support.slack_stack import SECRET, TOKEN, SlackStack, slack_stack
 
 SLASH_FIELDS = {
     "token",
@@ -211,7 +211,7 @@ async def test_block_actions_payload_is_signed_and_complete() -> None:
     server = await recorder_server(recorder)
     async with slack_stack(with_bot=False) as stack:
         client = web_client(stack)
-        from tests.slack_testbot import CARD_BLOCKS
+        from tests.support.slack_testbot import CARD_BLOCKS
 
         posted = await client.chat_postMessage(channel="C0MLINFRA", text="card", blocks=CARD_BLOCKS)
         stack.workspace.bot_url = str(server.make_url("/slack/events"))

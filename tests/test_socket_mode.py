@@ -8,7 +8,7 @@ from pathlib import Path
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.demo import DEMO_TOKEN
-from tests.demo_stack import demo_stack, text_of
+from tests.support.demo_stack import demo_stack, text_of
 from tests.support.processes import call, replica, sandbox, wait_until
 
 APP_TOKEN = "xapp-1-A0CLUSTERBOT-socket-test"

@@ -21,18 +21,10 @@ from handlers.plans import ChangePlan
 from tests.conftest import require
 from tests.fixtures import schema_v2, schema_v3
 from tests.support.memory import MemoryIdleRecords, MemoryStore
+from tests.support.postgres import postgres_available
 
 POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 Rows = Store | MemoryStore
-
-
-async def postgres_available() -> bool:
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", 5432), 2)
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    return True
 
 
 @asynccontextmanager

@@ -24,7 +24,7 @@ from aiohttp.test_utils import TestServer
 from hypothesis import strategies as st
 from slack_sdk.signature import SignatureVerifier
 
-from tests.demo_stack import Stack, demo_stack
+from tests.support.demo_stack import Stack, demo_stack
 
 WORDS = [
     "help",

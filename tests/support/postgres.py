@@ -1,4 +1,5 @@
-"""A fresh PostgreSQL database per test, on the machine's server (trust auth)."""
+"""A fresh PostgreSQL database per test, on the machine's server (trust auth), and a look
+into any test database from outside."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import asyncio
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import asyncpg
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from tests.conftest import require
 
@@ -43,3 +47,18 @@ def fresh_database() -> Iterator[str]:
         yield f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
     finally:
         asyncio.run(_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+def query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` on the database at ``url`` (SQLite or PostgreSQL), from outside
+    the processes under test."""
+
+    async def run() -> list[tuple[Any, ...]]:
+        engine = create_async_engine(url)
+        try:
+            async with engine.connect() as connection:
+                return [tuple(r) for r in await connection.execute(sa.text(sql))]
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(run())

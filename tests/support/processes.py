@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.demo_stack import text_of
+from tests.support.demo_stack import text_of
 from tests.support.ports import free_port
 
 POLICY = '[roles]\noperator = ["U0ALICE"]\napprover = ["U0BOB"]\n'

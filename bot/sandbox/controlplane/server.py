@@ -329,13 +329,17 @@ async def sim_faults(request: web.Request) -> web.Response:
     return web.json_response({"faults": [f.to_api() for f in state.faults]})
 
 
+def _cluster_named(state: SimulatorState, body: dict[str, Any]) -> str:
+    if not body.get("cluster"):
+        raise invalid("cluster is required: a short id or a full resource name")
+    return state.resolve(str(body["cluster"]))
+
+
 async def sim_jobs(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if request.method == "POST":
         body = await _json_body(request)
-        if not body.get("cluster"):
-            raise invalid("cluster is required: a short id or a full resource name")
-        name = state.resolve(str(body["cluster"]))
+        name = _cluster_named(state, body)
         jobs = state.set_jobs(name, body)
         return web.json_response({"cluster": name, "jobs": jobs})
     return web.json_response({"jobs": state.jobs})
@@ -346,9 +350,7 @@ async def sim_slurm(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if request.method == "POST":
         body = await _json_body(request)
-        if not body.get("cluster"):
-            raise invalid("cluster is required: a short id or a full resource name")
-        name = state.resolve(str(body["cluster"]))
+        name = _cluster_named(state, body)
         switches = state.set_slurm(name, body)
         return web.json_response({"cluster": name, **switches.__dict__})
     return web.json_response({name: s.__dict__ for name, s in state.slurm.items()})

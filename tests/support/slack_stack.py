@@ -11,7 +11,7 @@ import aiohttp
 from aiohttp.test_utils import TestServer
 
 from bot.sandbox.slack import Workspace, create_app
-from tests.slack_testbot import build_test_bot
+from tests.support.slack_testbot import build_test_bot
 
 SECRET = "test-signing-secret"
 TOKEN = "xoxb-test-token"

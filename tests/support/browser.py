@@ -10,7 +10,7 @@ from pathlib import Path
 from playwright.async_api import Browser, async_playwright
 
 CHROMIUM = Path(os.environ.get("CLUSTERBOT_CHROMIUM", "/usr/bin/chromium"))
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 # Without these Chromium tries to reach Google's services at start, which this machine refuses.
 FLAGS = [
     "--no-sandbox",
