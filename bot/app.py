@@ -13,6 +13,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Callable
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
@@ -124,6 +125,7 @@ class ClusterbotService:
             crash=crash,
         )
         self.core = build(ports, policy, options)
+        self.http: aiohttp.ClientSession | None = None
         self.background = Background()
         self.responder = Responder(self.redactor)
         self.bolt = self._slack_app(working_after) if bot_token else None
@@ -155,7 +157,16 @@ class ClusterbotService:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    def open_http(self) -> None:
+        """One pooled HTTP session for every call to Slack (Web API and response_url
+        replies), opened in the running loop: a connection is reused, not opened per call."""
+        if self.http is None or self.http.closed:
+            self.http = aiohttp.ClientSession()
+            self.slack.session = self.http
+            self.responder.session = self.http
+
     async def start(self) -> None:
+        self.open_http()
         await self.store.migrate()
         # A replica keeps its id across restarts: whatever it held before is free again now.
         await self.store.release_leases(self.owner)
@@ -180,6 +191,8 @@ class ClusterbotService:
             log.info("handed back %d unfinished tasks to be recovered", cancelled)
         await self.store.release_leases(self.owner)
         await self.responder.close()
+        if self.http is not None:
+            await self.http.close()
         await self.vertex.aclose()
         await self.store.close()
         log.info("clusterbot stopped")

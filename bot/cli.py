@@ -9,7 +9,6 @@ leaves out).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -146,6 +145,8 @@ def _sweep(args: argparse.Namespace) -> int:
     loaded = _configuration("sweep", "sweep")
     if loaded is None:
         return 2
+    import asyncio
+
     from bot.sweep_once import SweepFailedError, sweep_once
 
     try:
@@ -158,6 +159,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 async def _token_problem(settings: Settings) -> str | None:
     """Whether a control-plane token can be obtained; the problem in words if not."""
+    import asyncio
+
     from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
     from bot.vertex.errors import CredentialsError
 
@@ -186,6 +189,8 @@ def _migrate(_args: argparse.Namespace) -> int:
         for problem in error.problems:
             print(f"  - {problem}", file=sys.stderr)
         return 2
+    import asyncio
+
     from bot.store import Store, shown
 
     async def upgrade() -> str:
@@ -214,6 +219,8 @@ def _check_config(_args: argparse.Namespace) -> int:
     if loaded is None:
         return 2
     settings, _policy = loaded
+    import asyncio
+
     problem = asyncio.run(_token_problem(settings))
     width = max(len(name) for name in settings.redacted())
     for name, value in settings.redacted().items():

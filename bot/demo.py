@@ -19,7 +19,7 @@ from aiohttp import web
 from pydantic import SecretStr
 
 from bot.app import ClusterbotService
-from bot.logs import trace_middleware
+from bot.routes import trace_middleware
 from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, mount
 from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings

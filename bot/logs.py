@@ -14,11 +14,9 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, TextIO
-
-from aiohttp import web
 
 from bot.redact import Redactor
 
@@ -116,16 +114,3 @@ def configure(
     # Alembic narrates each step at INFO; the store logs the one line that matters.
     logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))
     return redact
-
-
-@web.middleware
-async def trace_middleware(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    """Tie log lines to the request's Cloud Trace id (``X-Cloud-Trace-Context: ID/SPAN;o=1``)."""
-    header = request.headers.get("X-Cloud-Trace-Context", "")
-    token = TRACE.set(header.split("/", 1)[0] or None)
-    try:
-        return await handler(request)
-    finally:
-        TRACE.reset(token)

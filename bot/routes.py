@@ -8,14 +8,14 @@ import hashlib
 import hmac
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.request.async_request import AsyncBoltRequest
 
-from bot.logs import trace_middleware
+from bot.logs import TRACE
 from bot.vertex.errors import CredentialsError
 
 if TYPE_CHECKING:
@@ -44,6 +44,19 @@ def signature_refusal(
     if not hmac.compare_digest("v0=" + mac.hexdigest(), signature):
         return "the signature does not match"
     return None
+
+
+@web.middleware
+async def trace_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Tie log lines to the request's Cloud Trace id (``X-Cloud-Trace-Context: ID/SPAN;o=1``)."""
+    header = request.headers.get("X-Cloud-Trace-Context", "")
+    token = TRACE.set(header.split("/", 1)[0] or None)
+    try:
+        return await handler(request)
+    finally:
+        TRACE.reset(token)
 
 
 class Routes:

@@ -73,6 +73,7 @@ def as_text(report: SweepReport, now: float, database: str) -> str:
 async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool) -> str:
     service = ClusterbotService(settings, policy, owner=f"sweep-once-{time.time_ns()}")
     database = shown(settings.database_url)
+    service.open_http()
     try:
         try:
             await service.vertex.check_credentials()
@@ -88,6 +89,8 @@ async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool
         if report is None:
             raise SweepFailedError("another sweep is running on this database; try again shortly")
     finally:
+        if service.http is not None:
+            await service.http.close()
         await service.vertex.aclose()
         await service.store.close()
     if as_json_output:

@@ -98,14 +98,40 @@ class Roles:
         return self.policy.role_of(user, await self._groups_of(user))
 
 
-class Responder:
-    """Replies to a ``response_url`` over one pooled HTTP session (Slack allows 5 uses in
-    30 minutes; a command uses at most two: "Working on it…" and the reply)."""
+RESPONSE_URL_USES = 5  # a response_url takes 5 replies in 30 minutes
+RESPONSE_URL_LIFETIME = (
+    30 * 60.0
+)  # (https://api.slack.com/interactivity/handling#message_responses)
 
-    def __init__(self, redactor: Redactor, timeout: float = 10.0) -> None:
+
+class Responder:
+    """Replies to a ``response_url`` over the service's pooled HTTP session, keeping Slack's
+    rules for it: 5 uses in 30 minutes (a command uses at most two: "Working on it…" and
+    the reply)."""
+
+    def __init__(
+        self,
+        redactor: Redactor,
+        timeout: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.redactor = redactor
         self.timeout = aiohttp.ClientTimeout(total=timeout)
-        self._session: aiohttp.ClientSession | None = None
+        self.clock = clock
+        self.session: aiohttp.ClientSession | None = None  # shared; set when the service starts
+        self._own: aiohttp.ClientSession | None = None
+        self._uses: dict[str, tuple[float, int]] = {}
+
+    def _spend(self, url: str) -> bool:
+        """Count a use of ``url``; False once it has had its 5 uses or its 30 minutes."""
+        now = self.clock()
+        if len(self._uses) > 1000:  # forget the expired ones
+            self._uses = {u: v for u, v in self._uses.items() if now - v[0] < RESPONSE_URL_LIFETIME}
+        first, count = self._uses.get(url, (now, 0))
+        if count >= RESPONSE_URL_USES or now - first >= RESPONSE_URL_LIFETIME:
+            return False
+        self._uses[url] = (first, count + 1)
+        return True
 
     async def send(
         self,
@@ -123,19 +149,25 @@ class Responder:
         }
         if replace_original is not None:
             body["replace_original"] = replace_original
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self.timeout)
+        if not self._spend(url):
+            log.warning("a reply was not sent: its response_url has had its 5 uses or 30 minutes")
+            return
+        session = self.session
+        if session is None or session.closed:
+            if self._own is None:
+                self._own = aiohttp.ClientSession()
+            session = self._own
         try:
-            async with self._session.post(url, json=body) as answer:
+            async with session.post(url, json=body, timeout=self.timeout) as answer:
                 if answer.status >= 400:
                     log.warning("response_url refused a reply: HTTP %d", answer.status)
         except (aiohttp.ClientError, TimeoutError) as error:
             log.warning("could not reply through response_url: %s", type(error).__name__)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._own is not None:
+            await self._own.close()
+            self._own = None
 
 
 def _action_value(action: dict[str, Any]) -> str:
