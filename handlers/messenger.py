@@ -38,8 +38,10 @@ class Messenger(Protocol):
         Raises ``MessengerError`` when the platform refuses it."""
         ...
 
-    async def update(self, channel: str, ts: str, reply: Reply) -> None:
-        """Replace a message the bot posted (an edit: repeating it changes nothing)."""
+    async def update(self, channel: str, ts: str, reply: Reply, *, progress: bool = False) -> None:
+        """Replace a message the bot posted (an edit: repeating it changes nothing). A
+        ``progress`` edit may be held back under a rate limit, and dropped for a newer edit
+        of the same message; any other edit always arrives."""
         ...
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:

@@ -192,7 +192,9 @@ class Tracker:
                     operation.request_id, progress_ts=operation.progress_ts
                 )
             else:
-                await self.messenger.update(operation.channel, operation.progress_ts, reply)
+                await self.messenger.update(
+                    operation.channel, operation.progress_ts, reply, progress=True
+                )
         except MessengerError as error:
             log.warning("progress of %s not shown: %s", operation.name, error.code)
 

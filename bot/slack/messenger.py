@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -18,8 +19,10 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncServerErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.redact import Redactor
+from bot.slack.budget import Budget, Pacer
 from bot.slack.render import render
 from handlers.messenger import MessengerError
 from handlers.replies import Reply
@@ -47,32 +50,59 @@ def _refusal(error: SlackClientError) -> MessengerError:
 
 
 class SlackMessenger:
-    def __init__(self, client: AsyncWebClient, redactor: Redactor | None = None) -> None:
+    """Posts and edits within Slack's rate tiers (``bot/slack/budget.py``)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        redactor: Redactor | None = None,
+        pacer: Pacer | None = None,
+    ) -> None:
         self.client = client
         self.redactor = redactor or Redactor()
+        self.pacer = pacer or Pacer(Budget())
 
     def _content(self, reply: Reply) -> dict[str, Any]:
         text, blocks = render(reply, self.redactor)
         return {"text": text, "blocks": blocks}
 
     async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
-        try:
-            response = await self.client.chat_postMessage(
-                channel=channel, thread_ts=thread_ts, **self._content(reply)
-            )
-        except SlackClientError as error:
-            raise _refusal(error) from error
-        return str(response["ts"])
+        posted: list[str] = []
 
-    async def update(self, channel: str, ts: str, reply: Reply) -> None:
-        try:
-            await self.client.chat_update(channel=channel, ts=ts, **self._content(reply))
-        except SlackClientError as error:
-            raise _refusal(error) from error
+        async def send() -> None:
+            response = await self._call(
+                self.client.chat_postMessage(
+                    channel=channel, thread_ts=thread_ts, **self._content(reply)
+                )
+            )
+            posted.append(str(response["ts"]))
+
+        await self.pacer.must(f"chat.postMessage {channel}", send)
+        return posted[0]
+
+    async def update(self, channel: str, ts: str, reply: Reply, *, progress: bool = False) -> None:
+        async def send() -> None:
+            await self._call(
+                self.client.chat_update(channel=channel, ts=ts, **self._content(reply))
+            )
+
+        message = f"{channel} {ts}"
+        if progress:
+            await self.pacer.maybe("chat.update", message, send)
+        else:
+            await self.pacer.must("chat.update", send, message)
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
+        async def send() -> None:
+            await self._call(
+                self.client.chat_postEphemeral(channel=channel, user=user, **self._content(reply))
+            )
+
+        await self.pacer.must("chat.postEphemeral", send)
+
+    async def _call(self, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
         try:
-            await self.client.chat_postEphemeral(channel=channel, user=user, **self._content(reply))
+            return await call
         except SlackClientError as error:
             raise _refusal(error) from error
 
@@ -90,7 +120,7 @@ class LogMessenger:
         self.log.info("message %s to %s: %s", ts, channel, reply.summary)
         return ts
 
-    async def update(self, channel: str, ts: str, reply: Reply) -> None:
+    async def update(self, channel: str, ts: str, reply: Reply, *, progress: bool = False) -> None:
         self.log.info("message %s in %s now: %s", ts, channel, reply.summary)
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:

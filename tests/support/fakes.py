@@ -26,7 +26,7 @@ class FakeMessenger:
         self.posted.append((channel, ts, reply, thread_ts))
         return ts
 
-    async def update(self, channel: str, ts: str, reply: Reply) -> None:
+    async def update(self, channel: str, ts: str, reply: Reply, *, progress: bool = False) -> None:
         self.edits.append((channel, ts, reply))
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:

@@ -1,0 +1,165 @@
+"""Staying inside Slack's rate tiers instead of running into them.
+
+Web API limits are per method and workspace (https://api.slack.com/apis/rate-limits):
+``chat.update`` is Tier 3 (50+ a minute), ``chat.postEphemeral`` Tier 4 (100+), and
+``chat.postMessage`` about one message a second per channel, with short bursts. The bot keeps
+a sliding one-minute window per method (per channel for posts) and spends it in order of
+importance: a message that must arrive (a card, a final state) waits for room and is never
+dropped; a progress edit is sent only when there is room, and otherwise kept aside, where a
+newer edit of the same message replaces it, and sent when room comes back and nothing more
+important is waiting. A 429 that still comes back (another app sharing the workspace's
+budget) pauses the method for its ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+# Calls a minute each method may spend; a little under the tier, for other traffic.
+PER_MINUTE = {
+    "chat.update": 45,  # Tier 3: 50+
+    "chat.postEphemeral": 90,  # Tier 4: 100+
+    "chat.postMessage": 55,  # per channel: about 1 a second, short bursts allowed
+}
+WINDOW = 60.0
+
+
+class Budget:
+    """A sliding one-minute window per key (``method`` or ``method channel``)."""
+
+    def __init__(
+        self,
+        per_minute: dict[str, int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.per_minute = dict(PER_MINUTE if per_minute is None else per_minute)
+        self.clock = clock
+        self.spent: dict[str, deque[float]] = {}
+        self.paused_until: dict[str, float] = {}
+
+    def _limit(self, key: str) -> int | None:
+        return self.per_minute.get(key.split(" ", 1)[0])
+
+    def wait(self, key: str) -> float:
+        """Seconds until ``key`` may be spent (0: now)."""
+        now = self.clock()
+        pause = self.paused_until.get(key.split(" ", 1)[0], 0.0) - now
+        limit = self._limit(key)
+        if limit is None:
+            return max(0.0, pause)
+        window = self.spent.setdefault(key, deque())
+        while window and now - window[0] >= WINDOW:
+            window.popleft()
+        full = WINDOW - (now - window[0]) if len(window) >= limit else 0.0
+        return max(0.0, pause, full)
+
+    def spend(self, key: str) -> None:
+        if self._limit(key) is not None:
+            self.spent.setdefault(key, deque()).append(self.clock())
+
+    def pause(self, method: str, seconds: float) -> None:
+        """Slack answered 429 with ``Retry-After``: nothing more of ``method`` until then."""
+        self.paused_until[method] = max(self.paused_until.get(method, 0.0), self.clock() + seconds)
+
+
+Send = Callable[[], Awaitable[None]]
+
+
+class Pacer:
+    """Sends within a ``Budget``: ``must`` waits for room; ``maybe`` sends when there is room
+    and otherwise keeps the latest version per message for later."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.budget = budget
+        self.sleep = sleep
+        self.waiting = 0  # sends that must happen, waiting for room
+        self.aside: dict[str, tuple[str, Send]] = {}  # message -> (key, its latest send)
+        self.locks: dict[str, asyncio.Lock] = {}  # one send at a time per message
+        # message -> the last send that must arrive, numbered, and when: an edit kept aside
+        # before it is stale once it has gone
+        self.superseded: dict[str, int] = {}
+        self.superseded_at: dict[str, float] = {}
+        self._generations = itertools.count(1)
+        self._flusher: asyncio.Task[None] | None = None
+
+    def _forget_old(self) -> None:
+        """Drop what is remembered of messages nothing has touched for an hour."""
+        now = self.budget.clock()
+        if len(self.superseded_at) < 1000:
+            return
+        for message, at in list(self.superseded_at.items()):
+            lock = self.locks.get(message)
+            if now - at > 3600 and message not in self.aside and not (lock and lock.locked()):
+                self.superseded.pop(message, None)
+                self.superseded_at.pop(message, None)
+                self.locks.pop(message, None)
+
+    def _lock(self, message: str) -> asyncio.Lock:
+        return self.locks.setdefault(message, asyncio.Lock())
+
+    async def must(self, key: str, send: Send, message: str | None = None) -> None:
+        """Send as soon as the budget allows; a progress edit kept aside for the same message
+        is dropped, since this one supersedes it."""
+        if message is not None:
+            self.aside.pop(message, None)
+            self.superseded[message] = next(self._generations)
+            self.superseded_at[message] = self.budget.clock()
+            self._forget_old()
+        self.waiting += 1
+        try:
+            while (delay := self.budget.wait(key)) > 0:
+                await self.sleep(delay)
+            self.budget.spend(key)
+        finally:
+            self.waiting -= 1
+        if message is None:
+            await send()
+            return
+        async with self._lock(message):  # after a progress edit already on its way
+            await send()
+
+    async def maybe(self, key: str, message: str, send: Send) -> bool:
+        """Send now if there is room and nothing more important waits; else keep it aside
+        (replacing an older one for the same message). True when sent now."""
+        if self.waiting == 0 and self.budget.wait(key) == 0 and message not in self.aside:
+            self.budget.spend(key)
+            generation = self.superseded.get(message)
+            async with self._lock(message):
+                if self.superseded.get(message) == generation:
+                    await send()
+            return True
+        self.aside[message] = (key, send)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        return False
+
+    async def _flush(self) -> None:
+        """Send what was kept aside, oldest message first, when there is room."""
+        while self.aside:
+            message, (key, send) = next(iter(self.aside.items()))
+            delay = self.budget.wait(key)
+            if delay > 0 or self.waiting:
+                await self.sleep(max(delay, 0.05))
+                continue
+            del self.aside[message]
+            generation = self.superseded.get(message)
+            self.budget.spend(key)
+            async with self._lock(message):
+                if self.superseded.get(message) != generation:
+                    continue  # a message that must arrive was sent meanwhile: this is stale
+                try:
+                    await send()
+                except Exception:  # a progress edit that fails is superseded by the next one
+                    continue
+
+    async def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()

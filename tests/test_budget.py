@@ -1,0 +1,73 @@
+"""Slack's rate tiers kept by the bot: a window per method, messages that must arrive wait
+for room, progress edits are coalesced and never arrive after a final edit."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.slack.budget import Budget, Pacer
+from tests.conftest import ManualClock
+
+
+def pacer_on(clock: ManualClock, per_minute: dict[str, int]) -> Pacer:
+    async def sleep(seconds: float) -> None:
+        clock.advance(seconds)
+        await asyncio.sleep(0)
+
+    return Pacer(Budget(per_minute, clock=clock), sleep=sleep)
+
+
+async def test_a_window_per_method_and_a_pause_after_429(clock: ManualClock) -> None:
+    budget = Budget({"chat.update": 3}, clock=clock)
+    for _ in range(3):
+        assert budget.wait("chat.update") == 0
+        budget.spend("chat.update")
+    assert budget.wait("chat.update") == 60.0  # the oldest leaves the window in a minute
+    clock.advance(60)
+    assert budget.wait("chat.update") == 0
+    assert budget.wait("chat.postMessage C1") == 0  # not limited here: no entry
+    budget.pause("chat.update", 7)
+    assert budget.wait("chat.update") == 7
+
+
+async def test_sends_that_must_arrive_wait_and_all_arrive(clock: ManualClock) -> None:
+    pacer = pacer_on(clock, {"chat.update": 2})
+    sent: list[tuple[int, float]] = []
+
+    def sender(n: int):  # type: ignore[no-untyped-def]
+        async def send() -> None:
+            sent.append((n, clock.now))
+
+        return send
+
+    for n in range(5):
+        await pacer.must("chat.update", sender(n), f"C m{n}")
+    assert [n for n, _ in sent] == [0, 1, 2, 3, 4]
+    # two a minute: the 3rd and 4th a minute later, the 5th two minutes later
+    assert [at - sent[0][1] for _, at in sent] == [0, 0, 60, 60, 120]
+
+
+async def test_progress_edits_are_coalesced_and_never_overwrite_the_end(
+    clock: ManualClock,
+) -> None:
+    pacer = pacer_on(clock, {"chat.update": 1})
+    shown: dict[str, str] = {}
+
+    def edit(message: str, text: str):  # type: ignore[no-untyped-def]
+        async def send() -> None:
+            shown[message] = text
+
+        return send
+
+    assert await pacer.maybe("chat.update", "m1", edit("m1", "10%"))  # room: sent now
+    # no room for a minute: kept aside, the newest per message wins
+    assert not await pacer.maybe("chat.update", "m1", edit("m1", "40%"))
+    assert not await pacer.maybe("chat.update", "m1", edit("m1", "70%"))
+    assert not await pacer.maybe("chat.update", "m2", edit("m2", "5%"))
+    assert set(pacer.aside) == {"m1", "m2"}
+    # the end of m1 must arrive: it waits for room and drops m1's pending progress
+    await pacer.must("chat.update", edit("m1", "done"), "m1")
+    assert shown["m1"] == "done" and "m1" not in pacer.aside
+    assert pacer._flusher is not None
+    await asyncio.wait_for(pacer._flusher, 5)
+    assert shown == {"m1": "done", "m2": "5%"}  # m1 never went back to 70%
