@@ -190,12 +190,16 @@ class ClusterbotService:
         if cancelled:
             log.info("handed back %d unfinished tasks to be recovered", cancelled)
         await self.store.release_leases(self.owner)
+        await self.close_connections()
+        log.info("clusterbot stopped")
+
+    async def close_connections(self) -> None:
+        """Close the HTTP sessions and the database pool (also after a failed start)."""
         await self.responder.close()
         if self.http is not None:
             await self.http.close()
         await self.vertex.aclose()
         await self.store.close()
-        log.info("clusterbot stopped")
 
     async def _tick(self) -> None:
         if not self.accepting:

@@ -48,6 +48,7 @@ async def serve(settings: Settings, policy: Policy) -> int:
     except Exception as error:
         log.error(describe_start_failure(error, settings))
         await runner.cleanup()
+        await service.close_connections()
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -89,10 +89,7 @@ async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool
         if report is None:
             raise SweepFailedError("another sweep is running on this database; try again shortly")
     finally:
-        if service.http is not None:
-            await service.http.close()
-        await service.vertex.aclose()
-        await service.store.close()
+        await service.close_connections()
     if as_json_output:
         return json.dumps(as_json(report, database), indent=2)
     return as_text(report, time.time(), database)

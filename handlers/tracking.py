@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from bot.vertex.errors import NotFoundError, VertexError, error_from_status
 from bot.vertex.models import ClusterState
@@ -65,12 +66,29 @@ class Tracker:
         self.owner = owner
         self.crash = crash
         self.lease = lease
+        self._deferred: dict[str, dict[str, Any]] | None = None
 
     async def poll_due(self) -> int:
-        """Poll every operation that is due; returns how many were polled."""
+        """Poll every operation that is due; returns how many were polled. What the polls
+        learn (progress, the next poll time) is saved in one transaction at the end."""
         due = await self.store.claim_due(self.owner, self.clock(), self.lease)
-        await asyncio.gather(*(self._poll_safely(op) for op in due))
+        if not due:
+            return 0
+        self._deferred = {}
+        try:
+            await asyncio.gather(*(self._poll_safely(op) for op in due))
+        finally:
+            deferred, self._deferred = self._deferred, None
+            if deferred:
+                await self.store.update_operations(list(deferred.items()))
         return len(due)
+
+    async def _save(self, name: str, **changes: Any) -> None:
+        """Save an operation's changes now, or with the tick's batch when one is open."""
+        if self._deferred is not None:
+            self._deferred.setdefault(name, {}).update(changes)
+        else:
+            await self.store.update_operation(name, **changes)
 
     async def _poll_safely(self, operation: TrackedOperation) -> None:
         try:
@@ -153,7 +171,7 @@ class Tracker:
 
     async def _backoff(self, operation: TrackedOperation) -> None:
         interval = next_interval(operation.interval)
-        await self.store.update_operation(
+        await self._save(
             operation.name, interval=interval, next_poll_at=self.clock() + interval, owner=None
         )
 
@@ -172,7 +190,7 @@ class Tracker:
             else:
                 next_poll = min(next_poll, now + wait)  # show it as soon as edits are allowed
         changes["next_poll_at"] = next_poll
-        await self.store.update_operation(operation.name, **changes)
+        await self._save(operation.name, **changes)
 
     async def _show(self, operation: TrackedOperation, text: str, now: float) -> None:
         what = "operation" if operation.kind == OperationKind.OPERATION else "watching the cluster"
@@ -188,9 +206,11 @@ class Tracker:
                 operation.progress_ts = await self.messenger.post(
                     operation.channel, reply, thread_ts=operation.thread_ts
                 )
+                # kept at once, not with the batch: a restart must edit it, not post another
                 await self.requests.update_request(
                     operation.request_id, progress_ts=operation.progress_ts
                 )
+                await self.store.update_operation(operation.name, progress_ts=operation.progress_ts)
             else:
                 await self.messenger.update(
                     operation.channel, operation.progress_ts, reply, progress=True

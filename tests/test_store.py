@@ -328,3 +328,24 @@ async def test_upgrade_from_an_earlier_release(database: Store, release: ModuleT
         assert await connection.run_sync(differences) == []
         tables = await connection.run_sync(lambda sync: sa.inspect(sync).get_table_names())
     assert "clusterbot_meta" not in tables and "alembic_version" in tables
+
+
+async def test_many_operations_updated_in_one_batch(store: Rows) -> None:
+    for n in range(3):
+        await store.add_operation(
+            TrackedOperation(
+                name=f"op-{n}",
+                request_id=f"r{n}",
+                cluster="c",
+                channel="C",
+                thread_ts=None,
+                started_at=1.0,
+                next_poll_at=2.0,
+            )
+        )
+    await store.update_operations(
+        [("op-0", {"progress": "10%", "next_poll_at": 5.0}), ("op-2", {"interval": 3.0})]
+    )
+    loaded = {o.name: o for o in await store.active_operations()}
+    assert (loaded["op-0"].progress, loaded["op-0"].next_poll_at) == ("10%", 5.0)
+    assert loaded["op-1"].progress is None and loaded["op-2"].interval == 3.0

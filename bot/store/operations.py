@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -100,6 +101,15 @@ class OperationRows:
             await connection.execute(
                 schema.operations.update().where(schema.operations.c.name == name).values(**changes)
             )
+
+    async def update_operations(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Many operations' changes in one transaction (a tracker tick's polls)."""
+        table = schema.operations
+        async with self.engine.begin() as connection:
+            for name, changes in items:
+                await connection.execute(
+                    table.update().where(table.c.name == name).values(**changes)
+                )
 
     async def claim_final(self, name: str, **changes: Any) -> bool:
         """Take the right to post an operation's final message; True for exactly one caller."""

@@ -167,6 +167,10 @@ class MemoryStore:
         if name in self.operations:
             self.operations[name] = replace(self.operations[name], **changes)
 
+    async def update_operations(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        for name, changes in items:
+            await self.update_operation(name, **changes)
+
     async def claim_final(self, name: str, **changes: Any) -> bool:
         operation = self.operations.get(name)
         if operation is None or operation.final is not None:
