@@ -1,160 +1,203 @@
-"""Slash-command ack latency: `clusterbot serve` against a bare Bolt app that only acks.
+"""Slash commands against `clusterbot serve` and a bare Bolt app that only acks, closed loop.
 
-Both run in their own process with the same signature check and the same Slack stand-in;
-50 concurrent senders post signed `/cluster` commands over loopback and time each HTTP answer.
+Each runs in its own process, both verify Slack's signature, both use the sandbox's valid bot
+token; replies go to a sink in a process of its own, which counts them. Rounds are
+interleaved (the order rotates), each after a warm-up and a pause; a round counts only once
+every command it sent was answered (the replies at the sink, or the bare app's own count).
+CPU per request is read from ``/proc`` for each server process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlencode
 
 import aiohttp
-from aiohttp import web
 
-from benchmarks.process import free_port
+from benchmarks.harness import (
+    Results,
+    call,
+    cpu_seconds,
+    free_port,
+    heading,
+    percentile,
+    processes,
+    python,
+    wait_ready,
+)
 from bot.sandbox.slack.delivery import signed_headers
 
 SENDERS = 50
-PER_SENDER = 40
-WARMUP = 100
-SECRET = "bench-signing-secret"
-TOKEN = "xoxb-bench"
+PER_SENDER = 20
+ROUNDS = 6
+WARMUP = 200
+PAUSE = 1.0
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=1).close()
-            return
-        except urllib.error.HTTPError:
-            return  # answering at all is ready
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{url} did not come up") from None
-            time.sleep(0.2)
-
-
-async def sink() -> tuple[web.AppRunner, str]:
-    """Where response_url posts go, so that replies after the ack cost what they cost."""
-
-    async def accept(request: web.Request) -> web.Response:
-        await request.read()
-        return web.json_response({"ok": True})
-
-    app = web.Application()
-    app.router.add_post("/r", accept)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner, f"http://127.0.0.1:{port}/r"
-
-
-async def hammer(url: str, text: str, response_url: str, count: int) -> list[float]:
-    body = urlencode(
+def command_body(text: str, response_url: str) -> str:
+    return urlencode(
         {
             "command": "/cluster",
             "text": text,
-            "user_id": "U0BENCH",
-            "user_name": "bench",
+            "user_id": "U0CAROL",
+            "user_name": "carol",
             "channel_id": "C0MLINFRA",
             "channel_name": "ml-infra",
             "team_id": "T0DEMO",
-            "team_domain": "bench",
-            "api_app_id": "A0",
+            "team_domain": "clusterbot-demo",
+            "api_app_id": "A0CLUSTERBOT",
             "response_url": response_url,
             "trigger_id": "1.2.3",
             "token": "x",
         }
     )
+
+
+async def send(
+    session: aiohttp.ClientSession, url: str, secret: str, text: str, sink: str
+) -> float:
+    body = command_body(text, f"{sink}/r/{uuid.uuid4().hex}")
+    headers = signed_headers(secret, body, "application/x-www-form-urlencoded")
+    started = time.perf_counter()
+    async with session.post(url, data=body, headers=headers) as reply:
+        await reply.read()
+        assert reply.status == 200, reply.status
+    return time.perf_counter() - started
+
+
+async def closed_loop(url: str, secret: str, text: str, sink: str, per_sender: int) -> list[float]:
     timings: list[float] = []
 
-    async def sender(session: aiohttp.ClientSession, n: int) -> None:
-        for _ in range(n):
-            headers = signed_headers(SECRET, body, "application/x-www-form-urlencoded")
-            started = time.perf_counter()
-            async with session.post(url, data=body, headers=headers) as reply:
-                await reply.read()
-                assert reply.status == 200, reply.status
-            timings.append(time.perf_counter() - started)
+    async def sender(session: aiohttp.ClientSession) -> None:
+        for _ in range(per_sender):
+            timings.append(await send(session, url, secret, text, sink))
 
     connector = aiohttp.TCPConnector(limit=SENDERS)
     async with aiohttp.ClientSession(connector=connector) as session:
-        await asyncio.gather(*(sender(session, count) for _ in range(SENDERS)))
+        await asyncio.gather(*(sender(session) for _ in range(SENDERS)))
     return timings
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+async def answered(count: Callable[[], int], wanted: int, limit: float = 120.0) -> None:
+    """Wait until ``wanted`` answers arrived: the proof the listener really ran."""
+    deadline = time.monotonic() + limit
+    while count() < wanted:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {count()} of {wanted} commands were answered")
+        await asyncio.sleep(0.1)
 
 
-def start(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-async def run() -> None:
-    folder = Path(tempfile.mkdtemp(prefix="clusterbot-bench-"))
-    stand_in_port, serve_port, bare_port = free_port(), free_port(), free_port()
-    stand_in = f"http://127.0.0.1:{stand_in_port}"
-    env = {
+def stack_env(box: str, folder: Path) -> dict[str, str]:
+    config = call(f"{box}/sandbox/api/config")
+    return {
         **os.environ,
-        "SLACK_BOT_TOKEN": TOKEN,
-        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_BOT_TOKEN": config["bot_token"],
+        "SLACK_SIGNING_SECRET": config["signing_secret"],
         "CLUSTERBOT_TARGETS": "demo-project/us-central1,demo-project/europe-west4",
-        "CLUSTERBOT_SLACK_API_URL": f"{stand_in}/api/",
-        "CLUSTERBOT_VERTEX_API_URL": f"{stand_in}/vertex",
+        "CLUSTERBOT_SLACK_API_URL": f"{box}/api/",
+        "CLUSTERBOT_VERTEX_API_URL": f"{box}/vertex",
         "CLUSTERBOT_VERTEX_STATIC_TOKEN": "bench",
         "CLUSTERBOT_DATABASE_URL": f"sqlite+aiosqlite:///{folder / 'bench.db'}",
+        "CLUSTERBOT_SWEEP_INTERVAL": "3600",
+        "CLUSTERBOT_LOG_LEVEL": "WARNING",
     }
-    processes = [
-        # the demo hosts the Slack stand-in (/api/) and the simulator (/vertex) for both apps
-        start([sys.executable, "-m", "bot", "demo", "--port", str(stand_in_port)], env),
-        start([sys.executable, "-m", "bot", "serve"], {**env, "PORT": str(serve_port)}),
-        start([sys.executable, "-m", "benchmarks.bare_bolt", str(bare_port)], env),
-    ]
-    runner = None
-    try:
-        wait_ready(f"{stand_in}/healthz", processes[0])
-        wait_ready(f"http://127.0.0.1:{serve_port}/healthz", processes[1])
-        wait_ready(f"http://127.0.0.1:{bare_port}/slack/events", processes[2])
-        runner, response_url = await sink()
-        results = {}
-        for name, port, text in (
-            ("bare Bolt app (ack only)", bare_port, "help"),
-            ("clusterbot serve, /cluster help", serve_port, "help"),
-            ("clusterbot serve, /cluster list", serve_port, "list"),
-        ):
-            url = f"http://127.0.0.1:{port}/slack/events"
-            await hammer(url, text, response_url, WARMUP // SENDERS or 1)
-            results[name] = await hammer(url, text, response_url, PER_SENDER)
-    finally:
-        if runner is not None:
-            await runner.cleanup()
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=15)
-    print(
-        f"\nslash-command ack latency, {SENDERS} concurrent senders x {PER_SENDER} requests, "
-        "loopback"
+
+
+async def run(results: Results) -> None:
+    heading(
+        f"slash commands, closed loop: {SENDERS} senders x {PER_SENDER} each, {ROUNDS} rounds "
+        "interleaved, loopback"
     )
-    baseline = None
-    for name, timings in results.items():
-        p50, p99 = percentile(timings, 0.50) * 1000, percentile(timings, 0.99) * 1000
-        mean = statistics.mean(timings) * 1000
-        baseline = baseline or p99
-        print(
-            f"  {name:<34} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   mean {mean:6.1f} ms   "
-            f"p99 ratio {p99 / baseline:4.2f}x"
+    folder = Path(tempfile.mkdtemp(prefix="clusterbot-ack-bench-"))
+    box_port, sink_port, serve_port, bare_port = (free_port() for _ in range(4))
+    box, sink = f"http://127.0.0.1:{box_port}", f"http://127.0.0.1:{sink_port}"
+    with processes(
+        (python("-m", "bot", "sandbox", "--port", str(box_port)), dict(os.environ)),
+        (python("-m", "benchmarks.sink", str(sink_port)), dict(os.environ)),
+    ) as (box_process, sink_process):
+        wait_ready(f"{box}/sandbox/api/config", box_process)
+        wait_ready(f"{sink}/count", sink_process)
+        env = stack_env(box, folder)
+        with processes(
+            (python("-m", "bot", "serve"), {**env, "PORT": str(serve_port)}),
+            (python("-m", "benchmarks.bare_bolt", str(bare_port)), env),
+        ) as (serve, bare):
+            wait_ready(f"http://127.0.0.1:{serve_port}/healthz", serve)
+            wait_ready(f"http://127.0.0.1:{bare_port}/count", bare)
+            await measure(
+                results,
+                env["SLACK_SIGNING_SECRET"],
+                sink,
+                serve.pid,
+                bare.pid,
+                serve_port,
+                bare_port,
+            )
+
+
+async def measure(
+    results: Results,
+    secret: str,
+    sink: str,
+    serve_pid: int,
+    bare_pid: int,
+    serve_port: int,
+    bare_port: int,
+) -> None:
+    kinds = {
+        "bare Bolt app, ack only": (
+            bare_port,
+            "help",
+            bare_pid,
+            f"http://127.0.0.1:{bare_port}/count",
+        ),
+        "clusterbot serve, /cluster help": (serve_port, "help", serve_pid, f"{sink}/count"),
+        "clusterbot serve, /cluster list": (serve_port, "list", serve_pid, f"{sink}/count"),
+    }
+    timings: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu: dict[str, float] = dict.fromkeys(kinds, 0.0)
+    sent: dict[str, int] = dict.fromkeys(kinds, 0)
+    for name, (port, text, _pid, counter) in kinds.items():  # warm-up
+        before = call(counter)["count"]
+        await closed_loop(
+            f"http://127.0.0.1:{port}/slack/events", secret, text, sink, WARMUP // SENDERS
         )
-    print("  target: p99 of clusterbot serve within 1.25x of the bare app")
+        await answered(lambda c=counter: call(c)["count"], before + WARMUP)
+    order = list(kinds)
+    for round_number in range(ROUNDS):
+        rotated = order[round_number % len(order) :] + order[: round_number % len(order)]
+        for name in rotated:
+            port, text, pid, counter = kinds[name]
+            before = call(counter)["count"]
+            cpu_before = cpu_seconds(pid)
+            taken = await closed_loop(
+                f"http://127.0.0.1:{port}/slack/events", secret, text, sink, PER_SENDER
+            )
+            await answered(lambda c=counter: call(c)["count"], before + len(taken))
+            cpu[name] += cpu_seconds(pid) - cpu_before
+            timings[name] += taken
+            sent[name] += len(taken)
+            await asyncio.sleep(PAUSE)
+    bare = "bare Bolt app, ack only"
+    for name in kinds:
+        results.add("ack", f"{name}: answered", sent[name], "cmds", note="counted at the sink")
+        results.add("ack", f"{name}: p50 ack", percentile(timings[name], 0.5) * 1000, "ms")
+        results.add("ack", f"{name}: p99 ack", percentile(timings[name], 0.99) * 1000, "ms")
+        results.add("ack", f"{name}: server CPU a command", cpu[name] / sent[name] * 1000, "ms")
+    bare_cpu = cpu[bare] / sent[bare]
+    help_cpu = cpu["clusterbot serve, /cluster help"] / sent["clusterbot serve, /cluster help"]
+    results.add("ack", "CPU a /cluster help / bare Bolt", help_cpu / bare_cpu, "x", at_most=2.0)
+    p99_bare = percentile(timings[bare], 0.99)
+    for name in ("clusterbot serve, /cluster help", "clusterbot serve, /cluster list"):
+        results.add(
+            "ack",
+            f"p99 {name.split(', ')[1]} / bare, closed loop",
+            percentile(timings[name], 0.99) / p99_bare,
+            "x",
+        )

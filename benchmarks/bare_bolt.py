@@ -1,9 +1,11 @@
-"""A bare Bolt AsyncApp that only acks /cluster, with the same signature check: the baseline."""
+"""A bare Bolt AsyncApp that only acks /cluster, with the same signature check: the baseline.
+``GET /count`` says how many times its listener ran, so the benchmark can check it did."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
@@ -18,12 +20,19 @@ def main() -> None:
         ),
         signing_secret=os.environ["SLACK_SIGNING_SECRET"],
     )
+    ran = {"count": 0}
 
     @app.command("/cluster")
-    async def cluster(ack):  # type: ignore[no-untyped-def]
+    async def cluster(ack: Any) -> None:
+        ran["count"] += 1
         await ack()
 
-    web.run_app(app.web_app(path="/slack/events"), host="127.0.0.1", port=port, print=None)
+    async def count(request: web.Request) -> web.Response:
+        return web.json_response(ran)
+
+    server = app.web_app(path="/slack/events")
+    server.router.add_get("/count", count)
+    web.run_app(server, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
 main()

@@ -13,7 +13,7 @@ import time
 import aiohttp
 
 from benchmarks.process import simulator_process
-from bot.sandbox.controlplane.rules import camelize
+from bot.sandbox.controlplane.wire import camelize
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
 from bot.vertex.names import Target

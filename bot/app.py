@@ -8,6 +8,7 @@ lease back, so another replica (or this one, restarted) takes the work up at onc
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import time
@@ -126,6 +127,7 @@ class ClusterbotService:
         )
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
+        self._lag_watch: asyncio.Task[None] | None = None
         self.background = Background()
         self.responder = Responder(self.redactor)
         self.bolt = self._slack_app(working_after) if bot_token else None
@@ -141,7 +143,9 @@ class ClusterbotService:
             client=self.slack,
             signing_secret="unused: verified before dispatch",
             request_verification_enabled=False,
-            process_before_response=False,
+            # the listeners ack and hand over at once: Bolt need not run them in a task of
+            # its own and poll for the ack every 10 ms (its default)
+            process_before_response=True,
             logger=bolt_log,
         )
         extra = {} if working_after is None else {"working_after": working_after}
@@ -176,6 +180,7 @@ class ClusterbotService:
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
         self.jobs.start()
+        self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
         in_flight = await self.store.count_in_flight()
         log.info("clusterbot started (%s); %d changes to follow", self.owner, in_flight)
 
@@ -185,6 +190,8 @@ class ClusterbotService:
             return
         self._stopped = True
         self.accepting = False
+        if self._lag_watch is not None:
+            self._lag_watch.cancel()
         await self.jobs.stop(self.settings.drain_seconds)
         cancelled = await self.background.drain(self.settings.drain_seconds)
         if cancelled:
@@ -200,6 +207,15 @@ class ClusterbotService:
             await self.http.close()
         await self.vertex.aclose()
         await self.store.close()
+
+    async def _watch_lag(self, every: float = 0.25) -> None:
+        """How late a timer fires is how long other work held the loop: a measure of how
+        promptly Slack's requests are acked."""
+        loop = asyncio.get_running_loop()
+        while not self._stopped:
+            asked = loop.time()
+            await asyncio.sleep(every)
+            self.metrics.lag(max(0.0, loop.time() - asked - every))
 
     async def _tick(self) -> None:
         if not self.accepting:

@@ -14,6 +14,7 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 ACK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 3.0)
 SWEEP_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
 class BotMetrics:
@@ -58,6 +59,26 @@ class BotMetrics:
             buckets=SWEEP_BUCKETS,
             registry=self.registry,
         )
+
+        self.loop_lag = Histogram(
+            "clusterbot_event_loop_lag_seconds",
+            "How late the event loop ran a timer: work that held the loop meanwhile.",
+            buckets=LAG_BUCKETS,
+            registry=self.registry,
+        )
+        self.loop_lag_max = Gauge(
+            "clusterbot_event_loop_lag_max_seconds",
+            "The longest event-loop lag seen since start.",
+            registry=self.registry,
+        )
+
+        self._lag_max = 0.0
+
+    def lag(self, seconds: float) -> None:
+        self.loop_lag.observe(seconds)
+        if seconds > self._lag_max:
+            self._lag_max = seconds
+            self.loop_lag_max.set(seconds)
 
     def command(self, name: str, outcome: str) -> None:
         self.commands.labels(outcome=outcome, subcommand=name).inc()

@@ -73,3 +73,16 @@ def test_table_columns_are_aligned_whatever_the_width_of_a_cell() -> None:
     nodes_end = lines[0].index("NODES") + len("NODES")
     assert [line[:nodes_end].split()[-1] for line in lines] == ["NODES", "2", "12"]
     assert lines[2] == "a-very-long-pool-id-indeed     12  n2-standard-8"
+
+
+def test_secrets_leave_no_block_whatever_characters_they_hold() -> None:
+    from bot.redact import Redactor
+
+    password = 'pa"ss\\word9'  # a quote and a backslash, escaped in JSON text
+    reply = Reply(f"db {password}").add(
+        Text(f"failed: {password}"), Text("token xoxb-1234-abcd"), Text("nothing here")
+    )
+    text, blocks = render(reply, Redactor([password]))
+    shown = str(blocks) + text
+    assert password not in shown and "xoxb-1234" not in shown
+    assert "nothing here" in shown and shown.count("[redacted]") == 3

@@ -31,6 +31,7 @@ from handlers.policy import Policy, Role
 from handlers.replies import Code, Reply, Text
 
 COMMAND = "/cluster"
+WORKING = Reply("Working on it…").add(Text("Working on it…"))
 WORKING_AFTER = 2.0  # seconds before a slow reply is announced with "Working on it…"
 GROUP_CACHE_SECONDS = 300.0
 
@@ -125,8 +126,13 @@ class Responder:
     def _spend(self, url: str) -> bool:
         """Count a use of ``url``; False once it has had its 5 uses or its 30 minutes."""
         now = self.clock()
-        if len(self._uses) > 1000:  # forget the expired ones
-            self._uses = {u: v for u, v in self._uses.items() if now - v[0] < RESPONSE_URL_LIFETIME}
+        # URLs are kept in the order of their first use, so the oldest are at the front; one
+        # expired a while ago is forgotten (Slack itself refuses it by then)
+        while self._uses:
+            oldest = next(iter(self._uses))
+            if now - self._uses[oldest][0] < 2 * RESPONSE_URL_LIFETIME:
+                break
+            del self._uses[oldest]
         first, count = self._uses.get(url, (now, 0))
         if count >= RESPONSE_URL_USES or now - first >= RESPONSE_URL_LIFETIME:
             return False
@@ -218,18 +224,26 @@ class SlackEdge:
 
     async def _command(self, body: dict[str, Any]) -> None:
         url = str(body.get("response_url") or "")
-        work = asyncio.ensure_future(self._answer(body))
-        done, _ = await asyncio.wait({work}, timeout=self.working_after)
-        if not done:
-            await self.responder.send(url, Reply("Working on it…").add(Text("Working on it…")))
-        answer = await work
+        loop = asyncio.get_running_loop()
+        working: list[asyncio.Task[None]] = []
+
+        def announce() -> None:  # the answer is slow: say so first
+            working.append(loop.create_task(self.responder.send(url, WORKING)))
+
+        timer = loop.call_later(self.working_after, announce)
+        try:
+            answer = await self._answer(body)
+        finally:
+            timer.cancel()
+        if working:
+            await working[0]  # "Working on it…" arrives first; the answer replaces it
         self.on_command(answer.name, str(answer.outcome))
         if answer.reply is not None:
             await self.responder.send(
                 url,
                 answer.reply,
                 public=answer.public,
-                replace_original=True if not done else None,
+                replace_original=True if working else None,
             )
 
     async def _answer(self, body: dict[str, Any]) -> Answer:

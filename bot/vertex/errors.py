@@ -73,11 +73,31 @@ _SECRET_PATTERNS = [
         r"(?i)(access_token|refresh_token|client_secret|private_key)\"?\s*[:=]\s*\"?[^\s\",}]+"
     ),
 ]
+# Every pattern above needs one of these (lowercased) in the text: most text has none, and
+# is let through without running a regular expression.
+_MARKERS = (
+    "ya29.",
+    "bearer",
+    "xox",
+    "private key",
+    "access_token",
+    "refresh_token",
+    "client_secret",
+    "private_key",
+)
 MAX_MESSAGE = 300
+
+
+def has_markers(text: str) -> bool:
+    """Whether ``text`` might hold something credential-shaped."""
+    lowered = text.lower()
+    return any(marker in lowered for marker in _MARKERS)
 
 
 def redact_patterns(text: str) -> str:
     """Replace credential-shaped substrings, keeping the text's layout."""
+    if not has_markers(text):
+        return text
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub("[redacted]", text)
     return text

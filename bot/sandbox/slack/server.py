@@ -182,6 +182,7 @@ def _config(ws: Workspace, limits: webapi.RateLimits) -> dict[str, Any]:
         "app_token": ws.app_token,
         "rate_limits": limits.per_minute,
         "force_ratelimit": limits.forced,
+        "ratelimited": limits.refused,
         "enterprise_id": ws.enterprise_id,
     }
 

@@ -1,0 +1,163 @@
+"""What every benchmark shares: processes on loopback, their CPU and memory read from
+``/proc``, percentiles, and the results table printed beside each goal and kept in
+``bench.json``. A figure is recorded only by a benchmark that first checked its own work."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+TICKS = os.sysconf("SC_CLK_TCK")
+_ports: set[int] = set()
+
+
+def free_port() -> int:
+    """A port below Linux's ephemeral range, so no outgoing connection can hold it."""
+    while True:
+        port = random.randrange(40000 - 8000, 40000 - 2000)
+        if port in _ports:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports.add(port)
+        return port
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used (``/proc/PID/stat`` utime + stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except urllib.error.HTTPError:
+            return  # answering at all is ready
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{url} did not come up") from None
+            time.sleep(0.1)
+
+
+def call(url: str, body: Any = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        text = reply.read()
+    return json.loads(text) if text else None
+
+
+@contextmanager
+def processes(
+    *commands: tuple[list[str], dict[str, str]],
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    started = [
+        subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for cmd, env in commands
+    ]
+    try:
+        yield started
+    finally:
+        for process in started:
+            process.terminate()
+        for process in started:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def python(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+@dataclass
+class Figure:
+    benchmark: str
+    name: str
+    value: float
+    unit: str
+    goal: str = ""
+    met: bool | None = None  # None: shown for context, no goal
+    note: str = ""
+
+
+@dataclass
+class Results:
+    figures: list[Figure] = field(default_factory=list)
+
+    def add(
+        self,
+        benchmark: str,
+        name: str,
+        value: float,
+        unit: str,
+        *,
+        at_most: float | None = None,
+        goal: str = "",
+        note: str = "",
+    ) -> Figure:
+        met = None if at_most is None else value <= at_most
+        if at_most is not None and not goal:
+            goal = f"<= {at_most:g} {unit}".strip()
+        figure = Figure(benchmark, name, value, unit, goal, met, note)
+        self.figures.append(figure)
+        shown = f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+        verdict = "" if met is None else ("  met" if met else "  NOT MET")
+        goal_text = f"  goal {goal}" if goal else ""
+        print(f"  {name:<58} {shown:>10} {unit:<6}{goal_text}{verdict}", flush=True)
+        return figure
+
+    def save(self, path: Path = ROOT / "bench.json") -> None:
+        document = {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+            },
+            "figures": [asdict(f) for f in self.figures],
+        }
+        path.write_text(json.dumps(document, indent=2) + "\n")
+        print(f"\nwrote {path}")
+
+
+def heading(text: str) -> None:
+    print(f"\n{text}", flush=True)
+
+
+Check = Callable[[], None]
