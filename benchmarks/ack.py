@@ -163,7 +163,7 @@ async def measure(
     timings: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, float] = dict.fromkeys(kinds, 0.0)
     sent: dict[str, int] = dict.fromkeys(kinds, 0)
-    for name, (port, text, _pid, counter) in kinds.items():  # warm-up
+    for port, text, _pid, counter in kinds.values():  # warm-up
         before = call(counter)["count"]
         await closed_loop(
             f"http://127.0.0.1:{port}/slack/events", secret, text, sink, WARMUP // SENDERS
