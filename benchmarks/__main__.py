@@ -1,17 +1,39 @@
-"""Run every benchmark and print its figures."""
+"""Run every benchmark, print each figure beside its goal, and write ``bench.json``.
+
+``python -m benchmarks`` runs them all; name some to run only those, e.g.
+``python -m benchmarks ack scale``."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Callable
 
-from benchmarks import ack, fuzz, listing, sweep
+from benchmarks import ack, fuzz, listing, scale, startup, sweep
+from benchmarks.harness import Results
+
+BENCHMARKS: dict[str, Callable[[Results], None]] = {
+    "startup": startup.run,
+    "listing": lambda r: asyncio.run(listing.run(r)),
+    "sweep": lambda r: asyncio.run(sweep.run(r)),
+    "ack": lambda r: asyncio.run(ack.run(r)),
+    "scale": lambda r: asyncio.run(scale.run(r)),
+    "fuzz": fuzz.run,
+}
 
 
-def main() -> None:
-    asyncio.run(listing.run())
-    asyncio.run(sweep.run())
-    asyncio.run(ack.run())
-    fuzz.run()
+def main(names: list[str]) -> int:
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        return 2
+    results = Results()
+    for name in names or list(BENCHMARKS):
+        BENCHMARKS[name](results)
+    results.save()
+    missed = [f for f in results.figures if f.met is False]
+    print(f"{len(results.figures)} figures, {len(missed)} goals not met")
+    return 0
 
 
-main()
+sys.exit(main(sys.argv[1:]))

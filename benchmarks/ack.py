@@ -29,6 +29,7 @@ from benchmarks.harness import (
     percentile,
     processes,
     python,
+    serve_env,
     wait_ready,
 )
 from bot.sandbox.slack.delivery import signed_headers
@@ -94,19 +95,13 @@ async def answered(count: Callable[[], int], wanted: int, limit: float = 120.0) 
 
 
 def stack_env(box: str, folder: Path) -> dict[str, str]:
-    config = call(f"{box}/sandbox/api/config")
-    return {
-        **os.environ,
-        "SLACK_BOT_TOKEN": config["bot_token"],
-        "SLACK_SIGNING_SECRET": config["signing_secret"],
-        "CLUSTERBOT_TARGETS": "demo-project/us-central1,demo-project/europe-west4",
-        "CLUSTERBOT_SLACK_API_URL": f"{box}/api/",
-        "CLUSTERBOT_VERTEX_API_URL": f"{box}/vertex",
-        "CLUSTERBOT_VERTEX_STATIC_TOKEN": "bench",
-        "CLUSTERBOT_DATABASE_URL": f"sqlite+aiosqlite:///{folder / 'bench.db'}",
-        "CLUSTERBOT_SWEEP_INTERVAL": "3600",
-        "CLUSTERBOT_LOG_LEVEL": "WARNING",
-    }
+    return serve_env(
+        box,
+        vertex=f"{box}/vertex",
+        targets=["demo-project/us-central1", "demo-project/europe-west4"],
+        database=f"sqlite+aiosqlite:///{folder / 'bench.db'}",
+        sweep_interval=3600,
+    )
 
 
 async def run(results: Results) -> None:

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
+from benchmarks.harness import Results, heading
 from tests.support.fuzz import Harness, answer_count, commands, harness
 
 CASES = int(os.environ.get("CLUSTERBOT_FUZZ_CASES", "10000"))
 
 
-def run() -> None:
+def run(results: Results) -> None:
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
@@ -51,13 +52,14 @@ def run() -> None:
     elapsed = time.perf_counter() - started
     asyncio.run_coroutine_threadsafe(_close(), loop).result(timeout=60)
     loop.call_soon_threadsafe(loop.stop)
-    print(f"\nfuzzed commands through the bot: {counts['cases']:,} cases in {elapsed:.0f} s")
-    print(
-        f"  answered exactly once: {counts['cases'] - len(wrong):,} "
-        f"({counts['replies']:,} replies, {counts['cards']:,} approval cards)"
-    )
+    heading(f"fuzzed commands through the bot: {counts['cases']:,} cases in {elapsed:.0f} s")
     assert counts["cases"] >= CASES, "hypothesis generated fewer cases than asked"
-    assert not wrong, f"answered other than once: {wrong[:5]}"
+    results.add("fuzz", "commands sent", counts["cases"], "cmds")
+    results.add("fuzz", "replies", counts["replies"], "msgs")
+    results.add("fuzz", "approval cards", counts["cards"], "cards")
+    figure = results.add("fuzz", "answered other than exactly once", len(wrong), "cmds", at_most=0)
+    if wrong:
+        figure.note = f"for example: {wrong[:5]}"
 
 
 _context = None

@@ -101,6 +101,33 @@ def processes(
                 process.kill()
 
 
+def serve_env(
+    box: str,
+    *,
+    vertex: str,
+    targets: Sequence[object],
+    database: str,
+    sweep_interval: int = 86400,
+    **extra: str,
+) -> dict[str, str]:
+    """The environment of a ``clusterbot serve`` against the Slack stand-in at ``box`` (its
+    own token and signing secret) and the control plane at ``vertex``."""
+    config = call(f"{box}/sandbox/api/config")
+    return {
+        **os.environ,
+        "SLACK_BOT_TOKEN": config["bot_token"],
+        "SLACK_SIGNING_SECRET": config["signing_secret"],
+        "CLUSTERBOT_TARGETS": ",".join(str(t) for t in targets),
+        "CLUSTERBOT_SLACK_API_URL": f"{box}/api/",
+        "CLUSTERBOT_VERTEX_API_URL": vertex,
+        "CLUSTERBOT_VERTEX_STATIC_TOKEN": "bench",
+        "CLUSTERBOT_DATABASE_URL": database,
+        "CLUSTERBOT_SWEEP_INTERVAL": str(sweep_interval),
+        "CLUSTERBOT_LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
 def python(*args: str) -> list[str]:
     return [sys.executable, *args]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import tempfile
@@ -14,34 +13,36 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from benchmarks.harness import free_port
 
 
 @contextmanager
-def simulator_process(fixtures: dict[str, Any], page_max: int = 100) -> Iterator[str]:
+def simulator_process(
+    fixtures: dict[str, Any], page_max: int = 100, extra: tuple[str, ...] = ()
+) -> Iterator[tuple[str, int]]:
+    """The simulator's URL and process id (to read its CPU)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "fixtures.json"
         path.write_text(json.dumps(fixtures))
+        log = Path(folder) / "simulator.log"
         port = free_port()
         command = [sys.executable, "-m", "bot", "simulator", "--port", str(port)]
-        command += ["--fixtures", str(path), "--page-max", str(page_max)]
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        command += ["--fixtures", str(path), "--page-max", str(page_max), *extra]
+        with log.open("w") as output:
+            process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 60
             while True:
                 try:
                     urllib.request.urlopen(f"{url}/_sim/config", timeout=1).close()
                     break
                 except OSError:
                     if time.monotonic() > deadline or process.poll() is not None:
-                        raise RuntimeError("the simulator did not start") from None
+                        tail = log.read_text()[-1500:]
+                        raise RuntimeError(f"the simulator did not start:\n{tail}") from None
                     time.sleep(0.1)
-            yield url
+            yield url, process.pid
         finally:
             process.terminate()
             process.wait(timeout=10)

@@ -9,6 +9,7 @@ lease back, so another replica (or this one, restarted) takes the work up at onc
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import socket
 import time
@@ -181,6 +182,9 @@ class ClusterbotService:
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
+        # Everything built so far lives as long as the process: keep it out of the cycle
+        # collector's passes, which otherwise walk it again and again.
+        gc.freeze()
         in_flight = await self.store.count_in_flight()
         log.info("clusterbot started (%s); %d changes to follow", self.owner, in_flight)
 

@@ -7,7 +7,7 @@ field at fault and never hides the others.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
@@ -15,7 +15,7 @@ from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from handlers.commands import CommandError, Refused
 from handlers.costs import PRICES_AS_OF, PriceBook, money
-from handlers.ports import ControlPlane, Listing
+from handlers.ports import ControlPlane, K, KeptListing, Listing
 from handlers.replies import (
     Code,
     Field,
@@ -47,6 +47,13 @@ class ClusterDirectory:
 
     async def listings(self, deadline: float | None = None) -> Sequence[Listing]:
         return await self.vertex.list_targets(self.targets, deadline)
+
+    async def kept(
+        self, keep: Callable[[Cluster], K], deadline: float | None = None
+    ) -> Sequence[KeptListing[K]]:
+        """Every target, keeping only ``keep(cluster)`` of each cluster (for a sweep of
+        thousands, whose whole resources need not be held at once)."""
+        return await self.vertex.list_kept(self.targets, keep, deadline)
 
     async def resolve(self, key: str, subcommand: str) -> Cluster:
         """A cluster by full name, or by short id when exactly one target has it."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from handlers.actions import Keep, Remedy, Snooze, SweepNow
@@ -103,7 +103,7 @@ class IdleEntry:
         return self.cost_hour * (now - self.idle_since) / 3600
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _ENTRY_FIELDS}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IdleEntry:
@@ -114,6 +114,9 @@ class IdleEntry:
             values["recommendation"] = Recommendation(values["recommendation"])
         values["reservations"] = tuple(values.get("reservations") or ())
         return cls(**values)
+
+
+_ENTRY_FIELDS = tuple(f.name for f in fields(IdleEntry))
 
 
 def _reservations(entry: IdleEntry) -> Line:

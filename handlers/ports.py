@@ -8,7 +8,7 @@ these ports, built once in the composition root (``bot/app.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
@@ -43,6 +43,25 @@ class Listing(Protocol):
     def unreadable(self) -> Sequence[Any]: ...
 
 
+K_co = TypeVar("K_co", covariant=True)
+
+
+class KeptListing(Protocol[K_co]):
+    """What was kept of each cluster of one target (``KeptListing`` in the client)."""
+
+    @property
+    def target(self) -> Target: ...
+    @property
+    def kept(self) -> Sequence[K_co]: ...
+    @property
+    def error(self) -> Any: ...
+    @property
+    def unreadable(self) -> Sequence[Any]: ...
+
+
+K = TypeVar("K")
+
+
 class ControlPlane(Protocol):
     async def get_cluster(
         self, name: str | ClusterName, deadline: float | None = None
@@ -51,6 +70,15 @@ class ControlPlane(Protocol):
     async def list_targets(
         self, targets: Iterable[Target], deadline: float | None = None
     ) -> Sequence[Listing]: ...
+
+    async def list_kept(
+        self,
+        targets: Iterable[Target],
+        keep: Callable[[Cluster], K],
+        deadline: float | None = None,
+    ) -> Sequence[KeptListing[K]]:
+        """As ``list_targets``, keeping only ``keep(cluster)`` of each, page by page."""
+        ...
 
     async def update_cluster(self, cluster: Cluster, update_mask: Sequence[str]) -> Operation: ...
 
@@ -116,8 +144,11 @@ class LeaseStore(Protocol):
 
 
 class ReportStore(Protocol):
-    async def save_report(self, at: float, report: dict[str, Any]) -> None: ...
-    async def latest_report(self) -> tuple[float, dict[str, Any]] | None: ...
+    async def save_report(self, at: float, report: str) -> None:
+        """Keep the last sweep's report (JSON text), replacing the one before."""
+        ...
+
+    async def latest_report(self) -> tuple[float, str] | None: ...
 
 
 class IdleRecordStore(Protocol):

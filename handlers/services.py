@@ -57,7 +57,7 @@ class Options:
     targets: Sequence[Target]
     alert_channel: str | None  # None: no idle alerts are posted
     sweep_interval: float
-    concurrency: int = 8
+    concurrency: int = 32  # control-plane calls at once (settings: vertex_concurrency)
     lease: float = LEASE
     read_deadline: float = READ_DEADLINE
     crash: CrashPoint = no_crash

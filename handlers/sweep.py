@@ -11,6 +11,7 @@ the database: `/cluster idle` shows the latest at once on any replica.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -34,9 +35,6 @@ from handlers.replies import Strong
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
-# The API's quota for reads is per project and minute; 32 Slurm queries in flight keep a
-# sweep of 1,000 clusters under a minute at 50 ms a call without nearing it.
-SWEEP_CONCURRENCY = 32
 
 
 @dataclass
@@ -56,6 +54,25 @@ class SweepReport:
             "entries": [e.to_dict() for e in self.entries],
         }
 
+    async def to_json(self) -> str:
+        """The report as JSON text, its entries written a few hundred at a time with the
+        event loop given back in between (a sweep of 10,000 makes megabytes)."""
+        head = json.dumps(
+            {
+                "started": self.started,
+                "finished": self.finished,
+                "alerts": self.alerts,
+                "failures": list(self.failures),
+            },
+            separators=(",", ":"),
+        )
+        parts = []
+        for start in range(0, len(self.entries), YIELD_EVERY):
+            chunk = [e.to_dict() for e in self.entries[start : start + YIELD_EVERY]]
+            parts.append(json.dumps(chunk, separators=(",", ":"))[1:-1])
+            await asyncio.sleep(0)
+        return head[:-1] + ',"entries":[' + ",".join(p for p in parts if p) + "]}"
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepReport:
         return cls(
@@ -67,11 +84,49 @@ class SweepReport:
         )
 
 
+YIELD_EVERY = 200  # clusters handled between giving the event loop back to others
+
+
+@dataclass(frozen=True)
+class Swept:
+    """What a sweep keeps of a cluster, taken from each list page as it arrives: enough to
+    observe, judge and report it (about a kilobyte, where the whole resource is fifteen)."""
+
+    name: str
+    target: str
+    state: str
+    exempt_label: bool
+    paying_nodes: int
+    nodes: str  # e.g. "cpu: 4 x n2-standard-8"
+    cost_hour: float | None
+    freed_hour: float | None
+    reservations: tuple[str, ...]
+
+    @classmethod
+    def of(cls, cluster: Cluster, prices: PriceBook) -> Swept:
+        compute = list(cluster.compute_pools())
+        paying = [p.id for p in compute if cluster.nodes(p)]
+        labels = cluster.labels or {}
+        return cls(
+            name=cluster.name or "",
+            target=str(cluster.target),
+            state=str(cluster.state),
+            exempt_label=labels.get(EXEMPT_LABEL[0]) == EXEMPT_LABEL[1],
+            paying_nodes=sum(cluster.nodes(p) for p in compute),
+            nodes=pools_summary(cluster, paying) or "no compute nodes",
+            cost_hour=prices.pools_hour(cluster, compute),
+            freed_hour=prices.freed_hour(cluster, compute),
+            reservations=tuple(
+                p.reservation_name or p.id for p in compute if p.reserved and cluster.nodes(p)
+            ),
+        )
+
+
 @dataclass
 class Seen:
     """One cluster's observation and what the policy made of it."""
 
-    cluster: Cluster
+    cluster: Swept
     observation: Observation
     verdict: Verdict | None = None
     record: IdleRecord | None = None
@@ -86,15 +141,14 @@ class ActivityObserver:
         self.clock = clock
         self.bound = asyncio.Semaphore(concurrency)
 
-    async def observe(self, cluster: Cluster, busy_clusters: set[str]) -> Observation:
-        name = cluster.name or ""
-        labels = cluster.labels or {}
+    async def observe(self, cluster: Swept, busy_clusters: set[str]) -> Observation:
+        name = cluster.name
         seen = Observation(
             at=self.clock(),
             state=cluster.state,
             tracked_operation=name in busy_clusters,
-            paying_nodes=sum(cluster.nodes(p) for p in cluster.compute_pools()),
-            exempt_label=labels.get(EXEMPT_LABEL[0]) == EXEMPT_LABEL[1],
+            paying_nodes=cluster.paying_nodes,
+            exempt_label=cluster.exempt_label,
         )
         if seen.busy_reason() is not None:
             return seen  # busy already: no need to ask Slurm
@@ -158,16 +212,16 @@ class Sweeper:
                 report = await self._sweep(alerts)
             finally:
                 await self.leases.finish_lease(SWEEP_LEASE, self.owner, self.clock())
-        await self.reports.save_report(report.finished, report.to_dict())
+        await self.reports.save_report(report.finished, await report.to_json())
         return report
 
     async def latest(self) -> SweepReport | None:
         saved = await self.reports.latest_report()
-        return SweepReport.from_dict(saved[1]) if saved else None
+        return SweepReport.from_dict(json.loads(saved[1])) if saved else None
 
     async def _sweep(self, alerts: bool) -> SweepReport:
         started = self.clock()
-        listings = await self.directory.listings()
+        listings = await self.directory.kept(lambda c: Swept.of(c, self.prices))
         failures = [
             f"Could not list {listing.target}: {listing.error.user_message}"
             for listing in listings
@@ -180,15 +234,17 @@ class Sweeper:
         ]
         operations = await self.operations.active_operations()
         busy = {o.cluster for o in operations if not o.done}
-        clusters = [c for listing in listings for c in listing.clusters]
+        clusters = [c for listing in listings for c in listing.kept]
         observations = await asyncio.gather(*(self.observer.observe(c, busy) for c in clusters))
         seen = [Seen(c, o) for c, o in zip(clusters, observations, strict=True)]
         await self._assess_all(seen)
         posted = 0
         if alerts and self.alerts is not None:
-            for item in seen:
+            for index, item in enumerate(seen):
                 assert item.entry and item.verdict and item.record
                 posted += await self.alerts.announce(item.entry, item.verdict, item.record)
+                if index % YIELD_EVERY == YIELD_EVERY - 1:
+                    await asyncio.sleep(0)
         entries = [item.entry for item in seen if item.entry is not None]
         failures += [
             f"{e.cluster_id}: activity unknown ({e.reason}); not alerted"
@@ -196,27 +252,32 @@ class Sweeper:
             if e.status == Status.UNKNOWN
         ]
         listed = {str(listing.target) for listing in listings if listing.error is None}
-        await self._forget_deleted({c.name or "" for c in clusters}, listed)
+        await self._forget_deleted({c.name for c in clusters}, listed)
         return SweepReport(started, self.clock(), entries, failures, posted)
 
     async def _assess_all(self, seen: list[Seen]) -> None:
         """Assess every cluster, saving all records in one transaction; a record that changed
-        meanwhile (a click) is assessed again on its own."""
-        names = [item.cluster.name or "" for item in seen]
+        meanwhile (a click) is assessed again on its own. The event loop is given back every
+        ``YIELD_EVERY`` clusters, so a sweep of thousands never holds up an ack."""
+        names = [item.cluster.name for item in seen]
         records = await self.records.get_many(names)
-        for item, name in zip(seen, names, strict=True):
+        for index, (item, name) in enumerate(zip(seen, names, strict=True)):
             item.record, item.verdict = assess(records[name][0], item.observation, self.rules)
+            if index % YIELD_EVERY == YIELD_EVERY - 1:
+                await asyncio.sleep(0)
         lost = await self.records.put_many(
             [(item.record, records[name][1]) for item, name in zip(seen, names, strict=True)],  # type: ignore[misc]
             self.clock(),
         )
-        for item, name in zip(seen, names, strict=True):
+        for index, (item, name) in enumerate(zip(seen, names, strict=True)):
             if name in lost:
                 await self._assess_again(item)
             item.entry = self._entry(item)
+            if index % YIELD_EVERY == YIELD_EVERY - 1:
+                await asyncio.sleep(0)
 
     async def _assess_again(self, item: Seen) -> None:
-        name = item.cluster.name or ""
+        name = item.cluster.name
         for _ in range(5):
             record, version = await self.records.get(name)
             item.record, item.verdict = assess(record, item.observation, self.rules)
@@ -227,20 +288,15 @@ class Sweeper:
     def _entry(self, item: Seen) -> IdleEntry:
         cluster = item.cluster
         assert item.verdict is not None and item.record is not None
-        compute = list(cluster.compute_pools())
-        paying = [p.id for p in compute if cluster.nodes(p)]
-        reservations = tuple(
-            p.reservation_name or p.id for p in compute if p.reserved and cluster.nodes(p)
-        )
         return IdleEntry.of(
-            cluster.name or "",
-            str(cluster.target),
+            cluster.name,
+            cluster.target,
             item.verdict,
             item.record,
-            nodes=pools_summary(cluster, paying) or "no compute nodes",
-            cost_hour=self.prices.pools_hour(cluster, compute),
-            freed_hour=self.prices.freed_hour(cluster, compute),
-            reservations=reservations,
+            nodes=cluster.nodes,
+            cost_hour=cluster.cost_hour,
+            freed_hour=cluster.freed_hour,
+            reservations=cluster.reservations,
             jobs_hidden=item.observation.jobs_hidden,
         )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from typing import Any
 
 from bot.vertex.errors import NotFoundError, VertexError, error_from_status
@@ -37,6 +38,15 @@ LEASE = 15.0
 
 def next_interval(interval: float) -> float:
     return min(MAX_INTERVAL, interval * BACKOFF)
+
+
+_spread = random.Random()
+
+
+def spread(interval: float) -> float:
+    """The wait before the next poll: the backoff step, shortened by up to a fifth at random,
+    so that operations started together do not stay in step and poll in bursts."""
+    return interval * _spread.uniform(0.8, 1.0)
 
 
 def cluster_id(name: str) -> str:
@@ -172,13 +182,16 @@ class Tracker:
     async def _backoff(self, operation: TrackedOperation) -> None:
         interval = next_interval(operation.interval)
         await self._save(
-            operation.name, interval=interval, next_poll_at=self.clock() + interval, owner=None
+            operation.name,
+            interval=interval,
+            next_poll_at=self.clock() + spread(interval),
+            owner=None,
         )
 
     async def _progress(self, operation: TrackedOperation, text: str) -> None:
         now = self.clock()
         interval = next_interval(operation.interval)
-        next_poll = now + interval
+        next_poll = now + spread(interval)
         changes: dict[str, object] = {"progress": text, "interval": interval, "owner": None}
         if text != operation.shown_progress:
             wait = operation.last_edit_at + EDIT_EVERY - now

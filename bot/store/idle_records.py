@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, fields
+from dataclasses import fields
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -14,14 +14,13 @@ from bot.store import schema
 from bot.store.store import Store
 from handlers.idle import IdleRecord, Run
 
+_RECORD_FIELDS = {f.name for f in fields(IdleRecord)}
+
 
 def _record_json(record: IdleRecord) -> str:
-    document = asdict(record)
+    document = {name: getattr(record, name) for name in _RECORD_FIELDS}
     document["history"] = [[r.start, r.end, r.busy] for r in record.history]
     return json.dumps(document, separators=(",", ":"))
-
-
-_RECORD_FIELDS = {f.name for f in fields(IdleRecord)}
 
 
 def _record(text: str) -> IdleRecord:
@@ -95,32 +94,73 @@ class IdleRecords:
         return found
 
     async def put_many(self, items: Sequence[tuple[IdleRecord, int]], now: float) -> set[str]:
-        """Compare-and-set many records in one transaction; returns the clusters that lost."""
+        """Compare-and-set many records in one transaction, as a few statements (new records
+        inserted together, changed ones updated by one prepared statement); returns the
+        clusters that lost to another writer."""
         table = schema.idle_records
         insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        fresh = [(r, v) for r, v in items if v == 0]
+        changed = [(r, v) for r, v in items if v != 0]
         lost: set[str] = set()
         async with self.engine.begin() as connection:
-            for record, version in items:
-                statement: sa.Executable
-                if version == 0:
-                    statement = (
-                        insert(table)
-                        .values(
-                            cluster=record.cluster,
-                            record=_record_json(record),
-                            version=1,
-                            updated_at=now,
-                        )
-                        .on_conflict_do_nothing(index_elements=["cluster"])
+            for start in range(0, len(fresh), 500):
+                chunk = fresh[start : start + 500]
+                rows = [
+                    {
+                        "cluster": r.cluster,
+                        "record": _record_json(r),
+                        "version": 1,
+                        "updated_at": now,
+                    }
+                    for r, _ in chunk
+                ]
+                statement = (
+                    insert(table)
+                    .values(rows)
+                    .on_conflict_do_nothing(index_elements=["cluster"])
+                    .returning(table.c.cluster)
+                )
+                written = {row.cluster for row in await connection.execute(statement)}
+                lost |= {r.cluster for r, _ in chunk if r.cluster not in written}
+            for start in range(0, len(changed), 500):  # each chunk's awaits free the loop
+                chunk = changed[start : start + 500]
+                texts = {r.cluster: _record_json(r) for r, _ in chunk}
+                update = (
+                    table.update()
+                    .where(table.c.cluster == sa.bindparam("b_cluster"))
+                    .where(table.c.version == sa.bindparam("b_version"))
+                    .values(
+                        record=sa.bindparam("b_record"),
+                        version=sa.bindparam("b_next"),
+                        updated_at=sa.bindparam("b_at"),
                     )
-                else:
-                    statement = (
-                        table.update()
-                        .where(table.c.cluster == record.cluster, table.c.version == version)
-                        .values(record=_record_json(record), version=version + 1, updated_at=now)
+                )
+                await connection.execute(
+                    update,
+                    [
+                        {
+                            "b_cluster": r.cluster,
+                            "b_version": v,
+                            "b_record": texts[r.cluster],
+                            "b_next": v + 1,
+                            "b_at": now,
+                        }
+                        for r, v in chunk
+                    ],
+                )
+                # which updates took: the row holds this write's record at the next version
+                wanted = {r.cluster: v + 1 for r, v in chunk}
+                seen: set[str] = set()
+                stored = await connection.execute(
+                    sa.select(table.c.cluster, table.c.version, table.c.record).where(
+                        table.c.cluster.in_(list(wanted))
                     )
-                if (await connection.execute(statement)).rowcount != 1:
-                    lost.add(record.cluster)
+                )
+                for row in stored:
+                    seen.add(row.cluster)
+                    if row.version != wanted[row.cluster] or row.record != texts[row.cluster]:
+                        lost.add(row.cluster)
+                lost |= set(wanted) - seen  # deleted meanwhile
         return lost
 
     async def delete(self, cluster: str) -> None:

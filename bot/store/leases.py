@@ -3,9 +3,6 @@ requests and operations that a live replica renews, and the last sweep's report.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -78,9 +75,9 @@ class LeaseRows:
                 .values(owner=None, until=0.0, last_finished=now)
             )
 
-    async def save_report(self, at: float, report: dict[str, Any]) -> None:
+    async def save_report(self, at: float, report: str) -> None:
         table = schema.sweep_reports
-        text = json.dumps(report, separators=(",", ":"))
+        text = report
         async with self.engine.begin() as connection:
             result = await connection.execute(
                 table.update().where(table.c.name == "latest").values(at=at, report=text)
@@ -96,7 +93,7 @@ class LeaseRows:
                         table.update().where(table.c.name == "latest").values(at=at, report=text)
                     )
 
-    async def latest_report(self) -> tuple[float, dict[str, Any]] | None:
+    async def latest_report(self) -> tuple[float, str] | None:
         table = schema.sweep_reports
         async with self.engine.connect() as connection:
             row = (
@@ -106,4 +103,4 @@ class LeaseRows:
             ).first()
         if row is None:
             return None
-        return float(row.at), dict(json.loads(row.report))
+        return float(row.at), str(row.report)

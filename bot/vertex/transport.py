@@ -42,7 +42,7 @@ class Transport:
         base_url: str | None = None,
         session: aiohttp.ClientSession | None = None,
         retry: RetryPolicy | None = None,
-        concurrency: int = 8,
+        concurrency: int = 32,
         page_size: int = 100,
         request_timeout: float = 30.0,
         observer: CallObserver | None = None,
@@ -93,6 +93,39 @@ class Transport:
         already_applied: Callable[[], Awaitable[bool]] | None = None,
         deadline: float | None = None,
     ) -> dict[str, Any]:
+        """The reply as a JSON object."""
+        body = await self._call_raw(
+            call,
+            method,
+            url,
+            params=params,
+            json_body=json_body,
+            safe=safe,
+            already_applied=already_applied,
+            deadline=deadline,
+        )
+        try:
+            decoded = json.loads(body) if body else {}
+        except ValueError as error:
+            raise MalformedReplyError("the control plane sent a reply that is not JSON") from error
+        if not isinstance(decoded, dict):
+            raise MalformedReplyError("the control plane sent a reply that is not a JSON object")
+        return decoded
+
+    async def _call_raw(
+        self,
+        call: str,
+        method: str,
+        url: str,
+        *,
+        params: dict[str, str] | None = None,
+        json_body: dict[str, Any] | None = None,
+        safe: bool,
+        already_applied: Callable[[], Awaitable[bool]] | None = None,
+        deadline: float | None = None,
+    ) -> bytes:
+        """The reply's bytes, with retries under AIP-194's rules and the look-up after a lost
+        reply to a change."""
         started = self._clock()
         limit = self._retry.deadline if deadline is None else min(deadline, self._retry.deadline)
         delays = self._retry.delays(self._rng)
@@ -151,7 +184,7 @@ class Transport:
         url: str,
         params: dict[str, str] | None,
         json_body: dict[str, Any] | None,
-    ) -> dict[str, Any]:
+    ) -> bytes:
         if self._session is None:
             self._session = aiohttp.ClientSession()
         headers = {"Authorization": f"Bearer {await self._tokens.token()}"}
@@ -173,13 +206,7 @@ class Transport:
             ) from error
         if status >= 400:
             raise error_from_response(status, body, retry_after)
-        try:
-            decoded = json.loads(body) if body else {}
-        except ValueError as error:
-            raise MalformedReplyError("the control plane sent a reply that is not JSON") from error
-        if not isinstance(decoded, dict):
-            raise MalformedReplyError("the control plane sent a reply that is not a JSON object")
-        return decoded
+        return body
 
     def _observe(self, call: str, outcome: str) -> None:
         if self._observer is not None:

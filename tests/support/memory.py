@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,7 +41,7 @@ class MemoryStore:
     operations: dict[str, TrackedOperation] = field(default_factory=dict)
     entries: list[AuditEntry] = field(default_factory=list)
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
-    report: tuple[float, dict[str, Any]] | None = None
+    report: tuple[float, str] | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     # -- requests ------------------------------------------------------------------------------
@@ -212,11 +212,11 @@ class MemoryStore:
         if row is not None and row["owner"] == owner:
             row.update(owner=None, until=0.0, last_finished=now)
 
-    async def save_report(self, at: float, report: dict[str, Any]) -> None:
-        self.report = (at, copy.deepcopy(report))
+    async def save_report(self, at: float, report: str) -> None:
+        self.report = (at, report)
 
-    async def latest_report(self) -> tuple[float, dict[str, Any]] | None:
-        return copy.deepcopy(self.report)
+    async def latest_report(self) -> tuple[float, str] | None:
+        return self.report
 
 
 @dataclass
@@ -257,6 +257,14 @@ class Listing:
 
 
 @dataclass
+class Kept:
+    target: Target
+    kept: list[Any] = field(default_factory=list)
+    error: Any = None
+    unreadable: list[Any] = field(default_factory=list)
+
+
+@dataclass
 class FakeControlPlane:
     """Clusters as models; a change starts an operation that ends when a test says so.
 
@@ -285,6 +293,17 @@ class FakeControlPlane:
         return [
             Listing(t, [c.model_copy(deep=True) for c in self.clusters.values() if c.target == t])
             for t in targets
+        ]
+
+    async def list_kept(
+        self,
+        targets: Iterable[Target],
+        keep: Callable[[Cluster], Any],
+        deadline: float | None = None,
+    ) -> Sequence[Kept]:
+        return [
+            Kept(listing.target, [keep(c) for c in listing.clusters])
+            for listing in await self.list_targets(targets, deadline)
         ]
 
     def _start(self, cluster: str) -> Operation:

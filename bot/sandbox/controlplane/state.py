@@ -44,7 +44,7 @@ def present(cluster: dict[str, Any]) -> dict[str, Any]:
     """A cluster as the API answers it: proto3 JSON, which leaves zero and empty values out
     (view-clusters; proto3 JSON mapping), with its node pools in another order than they were
     sent (the provider re-sorts them, as clients must: match pools by id)."""
-    shown = wire.proto3(copy.deepcopy(cluster))
+    shown = wire.proto3(cluster)  # a new document: its containers are all built afresh
     if isinstance(shown.get("nodePools"), list):
         shown["nodePools"] = list(reversed(shown["nodePools"]))
     return dict(shown)

@@ -183,6 +183,7 @@ def _config(ws: Workspace, limits: webapi.RateLimits) -> dict[str, Any]:
         "rate_limits": limits.per_minute,
         "force_ratelimit": limits.forced,
         "ratelimited": limits.refused,
+        "ratelimited_by_method": limits.refused_by_method,
         "enterprise_id": ws.enterprise_id,
     }
 

@@ -35,14 +35,19 @@ class RateLimits:
     retry_after: int = 1
     calls: dict[str, deque[float]] = field(default_factory=dict)
     refused: int = 0  # 429s answered, for the benchmarks to check
+    refused_by_method: dict[str, int] = field(default_factory=dict)
 
     PER_CHANNEL = frozenset({"chat.postMessage"})
+
+    def _refuse(self, method: str) -> None:
+        self.refused += 1
+        self.refused_by_method[method] = self.refused_by_method.get(method, 0) + 1
 
     def check(self, method: str, now: float, channel: str | None = None) -> int | None:
         """Seconds to wait when this call is over the limit, else None (and count the call)."""
         if self.forced.get(method, 0) > 0:
             self.forced[method] -= 1
-            self.refused += 1
+            self._refuse(method)
             return self.retry_after
         limit = self.per_minute.get(method)
         if limit is None:
@@ -52,7 +57,7 @@ class RateLimits:
         while window and now - window[0] >= 60:
             window.popleft()
         if len(window) >= limit:
-            self.refused += 1
+            self._refuse(method)
             return max(1, math.ceil(60 - (now - window[0])))
         window.append(now)
         return None

@@ -1,0 +1,412 @@
+"""`clusterbot serve` under real load: 1,000 operations in flight, 10,000 clusters to sweep,
+and slash commands arriving at 20 a second, against Slack's real rate tiers.
+
+Everything runs in processes of its own: the control-plane simulator (10,000 clusters over
+10 targets, every call 50 ms slow), the Slack stand-in enforcing Slack's tiers (chat.update
+50 a minute, chat.postMessage about 1 a second per channel, chat.postEphemeral 100 a
+minute), the reply sink, the bare Bolt baseline, and serve. The 1,000 changes are made
+through the simulator and recorded in serve's database as a running serve leaves them
+(request, card, thread message, operation), then serve is started and takes them over.
+
+Phase one, the tracker alone between sweeps: serve's CPU sampled each second from /proc
+(p90), its memory, how often each operation is polled against its backoff, and the 429s the
+stand-in answered. Then 20 of the operations end, and each must get its final message.
+Phase two, while serve sweeps 10,000 clusters: /cluster help at 20 a second, Poisson
+arrivals (open loop), in blocks interleaved with the bare app at the same rate; p99 ack
+against the bare app's, and serve's event-loop lag from /metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+import secrets
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from benchmarks.ack import command_body
+from benchmarks.harness import (
+    Results,
+    call,
+    cpu_seconds,
+    free_port,
+    heading,
+    percentile,
+    processes,
+    python,
+    rss_mb,
+    serve_env,
+    wait_ready,
+)
+from benchmarks.listing import fixture_cluster
+from benchmarks.process import simulator_process
+from bot.sandbox.slack.delivery import signed_headers
+from bot.store import Store
+from bot.vertex.models import Cluster
+from bot.vertex.names import Target
+from handlers.costs import PriceBook
+from handlers.entities import ApprovalRequest, RequestState, TrackedOperation
+from handlers.plans import plan_resize
+
+TARGETS = 10
+CLUSTERS = 10_000
+OPERATIONS = 1_000
+ENDING = 20  # operations that end during the run, each owed a final message
+LATENCY_MS = 50
+WINDOW = 60.0  # phase one: seconds of steady state
+RATE = 20.0  # phase two: commands a second
+BLOCK = 8.0  # phase two: seconds per block, serve and bare in turn
+BLOCKS = 3
+CHANNEL = "C0MLINFRA"
+TIERS = {"chat.update": 50, "chat.postMessage": 60, "chat.postEphemeral": 100}
+BACKOFF = (1.0, 1.5, 20.0)  # first interval, growth, longest (handlers/tracking.py)
+
+
+def polls_allowed(seconds: float) -> int:
+    """Polls one operation may take in ``seconds``, one per backoff step (each step may be
+    shortened by up to a fifth, handlers/tracking.py ``spread``)."""
+    first, growth, longest = BACKOFF
+    steps, waited, interval = 1, 0.0, first
+    while waited + 0.8 * interval <= seconds:
+        waited += 0.8 * interval
+        steps += 1
+        interval = min(longest, interval * growth)
+    return steps
+
+
+async def post(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> Any:
+    async with session.post(url, json=body) as reply:
+        return await reply.json()
+
+
+async def start_changes(
+    session: aiohttp.ClientSession, vertex: str, names: list[str]
+) -> dict[str, tuple[Cluster, str]]:
+    """Resize each cluster's gpu pool 2 -> 3 through the simulator: its operation runs."""
+    started: dict[str, tuple[Cluster, str]] = {}
+    bound = asyncio.Semaphore(32)
+
+    async def one(name: str) -> None:
+        async with bound:
+            headers = {"Authorization": "Bearer bench"}
+            url = f"{vertex}/v1beta1/{name}"
+            async with session.get(url, headers=headers) as reply:
+                cluster = Cluster.model_validate(await reply.json())
+            body = cluster.to_api()
+            for pool in body["nodePools"]:
+                if pool["id"] == "gpu":
+                    pool["scalingSpec"] = {"minNodeCount": 3, "maxNodeCount": 3}
+            async with session.patch(
+                url, params={"updateMask": "node_pools"}, json=body, headers=headers
+            ) as reply:
+                operation = await reply.json()
+            started[name] = (cluster, operation["name"])
+
+    await asyncio.gather(*(one(n) for n in names))
+    return started
+
+
+async def record_changes(
+    session: aiohttp.ClientSession,
+    box: str,
+    token: str,
+    database: str,
+    started: dict[str, tuple[Cluster, str]],
+) -> list[str]:
+    """As a running serve leaves them: a card and its thread message in Slack, the request
+    running and its operation tracked. Returns the request ids."""
+    store = Store.from_url(database)
+    await store.migrate()
+    prices = PriceBook.with_overrides()
+    headers = {"Authorization": f"Bearer {token}"}
+    ids = []
+    now = time.time()
+    for name, (cluster, operation) in started.items():
+        async with session.post(
+            f"{box}/api/chat.postMessage",
+            json={"channel": CHANNEL, "text": f"Resize request: {name}"},
+            headers=headers,
+        ) as reply:
+            card = (await reply.json())["ts"]
+        async with session.post(
+            f"{box}/api/chat.postMessage",
+            json={"channel": CHANNEL, "text": "approved", "thread_ts": card},
+            headers=headers,
+        ) as reply:
+            thread = (await reply.json())["ts"]
+        request = ApprovalRequest(
+            id="r-" + secrets.token_hex(5),
+            plan=plan_resize(cluster, "gpu", 3, 3, prices),
+            requester="U0ALICE",
+            channel=CHANNEL,
+            created_at=now,
+            expires_at=now + 3600,
+            state=RequestState.RUNNING,
+            card_ts=card,
+            decided_by="U0BOB",
+            decided_at=now,
+            operation=operation,
+            progress_ts=thread,
+        )
+        await store.add_request(request)
+        await store.add_operation(
+            TrackedOperation(
+                name=operation,
+                request_id=request.id,
+                cluster=name,
+                channel=CHANNEL,
+                thread_ts=card,
+                started_at=now,
+                next_poll_at=now,
+                progress_ts=thread,
+            )
+        )
+        ids.append(request.id)
+    await store.close()
+    return ids
+
+
+def metric(text: str, name: str) -> float:
+    found = re.search(rf"^{name} ([0-9.e+-]+)$", text, flags=re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+async def open_loop(
+    session: aiohttp.ClientSession, url: str, secret: str, sink: str, seconds: float
+) -> list[float]:
+    """/cluster help at ``RATE`` a second, Poisson arrivals: each sent when due, whatever
+    the answers before it."""
+    timings: list[float] = []
+    pending: list[asyncio.Task[None]] = []
+
+    async def one() -> None:
+        body = command_body("help", f"{sink}/r/{uuid.uuid4().hex}")
+        headers = signed_headers(secret, body, "application/x-www-form-urlencoded")
+        started = time.perf_counter()
+        async with session.post(url, data=body, headers=headers) as reply:
+            await reply.read()
+            assert reply.status == 200, reply.status
+        timings.append(time.perf_counter() - started)
+
+    end = time.monotonic() + seconds
+    rng = random.Random(7)
+    while time.monotonic() < end:
+        pending.append(asyncio.get_running_loop().create_task(one()))
+        await asyncio.sleep(rng.expovariate(RATE))
+    await asyncio.gather(*pending)
+    return timings
+
+
+async def run(results: Results) -> None:
+    heading(
+        f"serve at scale: {OPERATIONS:,} operations in flight, {CLUSTERS:,} clusters, Slack's "
+        f"tiers enforced, commands at {RATE:g}/s"
+    )
+    targets = [Target(f"bench-project-{n}", "us-central1") for n in range(TARGETS)]
+    per_target = CLUSTERS // TARGETS
+    fixtures = {"clusters": [fixture_cluster(t, i) for t in targets for i in range(per_target)]}
+    folder = Path(tempfile.mkdtemp(prefix="clusterbot-scale-bench-"))
+    database = f"sqlite+aiosqlite:///{folder / 'bench.db'}"
+    box_port, sink_port, serve_port, bare_port = (free_port() for _ in range(4))
+    box, sink = f"http://127.0.0.1:{box_port}", f"http://127.0.0.1:{sink_port}"
+    with (
+        simulator_process(fixtures, extra=("--update-seconds", "3600")) as (vertex, _sim_pid),
+        processes(
+            (python("-m", "bot", "sandbox", "--port", str(box_port)), dict(os.environ)),
+            (python("-m", "benchmarks.sink", str(sink_port)), dict(os.environ)),
+        ) as (box_process, sink_process),
+    ):
+        wait_ready(f"{box}/sandbox/api/config", box_process)
+        wait_ready(f"{sink}/count", sink_process)
+        config = call(f"{box}/sandbox/api/config")
+        names = [
+            f"{t.parent}/modelDevelopmentClusters/c{i:04d}" for t in targets for i in range(100)
+        ]
+        async with aiohttp.ClientSession() as session:
+            # the changes that stay in flight, then the few that end within the run
+            started = await start_changes(session, vertex, names[: OPERATIONS - ENDING])
+            await post(session, f"{vertex}/_sim/config", {"durations": {"update": 120}})
+            ending = await start_changes(session, vertex, names[OPERATIONS - ENDING : OPERATIONS])
+            ids = await record_changes(
+                session, box, config["bot_token"], database, {**started, **ending}
+            )
+            ending_ids = set(ids[-ENDING:])
+            await post(session, f"{vertex}/_sim/faults", {"latency_ms": LATENCY_MS})
+            await post(session, f"{box}/sandbox/api/config", {"rate_limits": TIERS})
+            env = serve_env(
+                box,
+                vertex=vertex,
+                targets=targets,
+                database=database,  # the sweep at start only
+                PORT=str(serve_port),
+                CLUSTERBOT_REPLICA_ID="bench",
+            )
+            serve_url = f"http://127.0.0.1:{serve_port}"
+            with processes((python("-m", "bot", "serve"), env)) as (serve,):
+                wait_ready(f"{serve_url}/healthz", serve)
+                await tracker_alone(results, session, vertex, box, serve_url, serve.pid)
+                await finals(results, box, database, ending_ids)
+            # a new serve takes the operations over, and sweeps 10,000 clusters as it starts
+            with processes(
+                (python("-m", "bot", "serve"), env),
+                (python("-m", "benchmarks.bare_bolt", str(bare_port)), env),
+            ) as (serve, bare):
+                wait_ready(f"{serve_url}/healthz", serve)
+                wait_ready(f"http://127.0.0.1:{bare_port}/count", bare)
+                await commands_while_sweeping(
+                    results, session, sink, serve_url, bare_port, config["signing_secret"]
+                )
+
+
+async def until(count: Callable[[], Awaitable[int]], wanted: int, limit: float = 300) -> None:
+    """Poll ``count`` until it reaches ``wanted`` (lasting state, not a sleep of a guess)."""
+    deadline = time.monotonic() + limit
+    while (have := await count()) < wanted:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"waited {limit:g} s and have {have} of {wanted}")
+        await asyncio.sleep(0.5)
+
+
+async def sweeps_done(session: aiohttp.ClientSession, serve_url: str) -> int:
+    async with session.get(f"{serve_url}/metrics") as reply:
+        return int(metric(await reply.text(), "clusterbot_sweep_seconds_count"))
+
+
+async def tracker_alone(
+    results: Results,
+    session: aiohttp.ClientSession,
+    vertex: str,
+    box: str,
+    serve_url: str,
+    pid: int,
+) -> None:
+    """Phase one: after the sweep at start, only the tracker works."""
+    await until(lambda: sweeps_done(session, serve_url), 1)
+    async with session.delete(f"{vertex}/_sim/requests"):
+        pass
+    samples: list[float] = []
+    rss: list[float] = []
+    began = time.monotonic()
+    last = cpu_seconds(pid)
+    while time.monotonic() - began < WINDOW:
+        await asyncio.sleep(1.0)
+        now = cpu_seconds(pid)
+        samples.append(now - last)
+        last = now
+        rss.append(rss_mb(pid))
+    log = call(f"{vertex}/_sim/requests?method=GET")["requests"]
+    polls: dict[str, int] = {}
+    for entry in log:
+        if "/operations/" in entry["path"]:
+            polls[entry["path"]] = polls.get(entry["path"], 0) + 1
+    assert len(polls) >= OPERATIONS - ENDING, f"only {len(polls)} operations were polled"
+    results.add("scale", "operations polled in the window", len(polls), "ops")
+    results.add(
+        "scale",
+        "most polls of one operation / its backoff steps",
+        max(polls.values()) / polls_allowed(WINDOW),
+        "x",
+        at_most=1.0,
+    )
+    results.add(
+        "scale",
+        "CPU of serve, p90 of 1 s samples",
+        percentile(samples, 0.9) * 100,
+        "%",
+        at_most=5.0,
+    )
+    results.add("scale", "CPU of serve, median of 1 s samples", percentile(samples, 0.5) * 100, "%")
+    if os.environ.get("BENCH_SHOW_SAMPLES"):
+        print("  samples:", " ".join(f"{x * 100:.0f}" for x in samples))
+    results.add("scale", "memory of serve (largest RSS)", max(rss), "MB", at_most=200.0)
+
+
+async def finals(results: Results, box: str, database: str, ending: set[str]) -> None:
+    """The operations that end get their final message, within Slack's tiers."""
+    store = Store.from_url(database)
+    deadline = time.monotonic() + 300
+    try:
+        while True:
+            done = {r.id: r for r in await store.requests_in(["succeeded"]) if r.id in ending}
+            messages = {
+                m["ts"]: m
+                for m in call(f"{box}/sandbox/api/messages?channel={CHANNEL}")["messages"]
+            }
+            shown = [
+                r
+                for r in done.values()
+                if "done, finished in" in str(messages.get(r.progress_ts or "", {}).get("blocks"))
+            ]
+            if len(shown) == len(ending) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(2)
+    finally:
+        await store.close()
+    figure = results.add(
+        "scale",
+        f"ended operations whose final message is shown (of {len(ending)})",
+        len(shown),
+        "msgs",
+        goal=f"= {len(ending)}",
+    )
+    figure.met = len(shown) == len(ending)
+    config = call(f"{box}/sandbox/api/config")
+    results.add(
+        "scale",
+        "429s answered by the Slack stand-in",
+        config["ratelimited"],
+        "",
+        at_most=0,
+        note=str(config["ratelimited_by_method"]),
+    )
+
+
+async def commands_while_sweeping(
+    results: Results,
+    session: aiohttp.ClientSession,
+    sink: str,
+    serve_url: str,
+    bare_port: int,
+    secret: str,
+) -> None:
+    """Phase two: /cluster help at RATE a second while serve sweeps 10,000 clusters and
+    follows the operations, in blocks interleaved with the bare app at the same rate."""
+    serve_timings: list[float] = []
+    bare_timings: list[float] = []
+    overlapped = 0
+    for _ in range(BLOCKS):
+        serve_timings += await open_loop(session, f"{serve_url}/slack/events", secret, sink, BLOCK)
+        overlapped += int(await sweeps_done(session, serve_url) == 0)
+        bare_timings += await open_loop(
+            session, f"http://127.0.0.1:{bare_port}/slack/events", secret, sink, BLOCK
+        )
+    assert overlapped, "the sweep had finished before the commands came"
+    async with session.get(f"{serve_url}/metrics") as reply:
+        text = await reply.text()
+    results.add("scale", f"open loop: serve blocks during the sweep (of {BLOCKS})", overlapped, "")
+    results.add("scale", "open loop: serve p99 ack", percentile(serve_timings, 0.99) * 1000, "ms")
+    results.add(
+        "scale", "open loop: bare Bolt p99 ack", percentile(bare_timings, 0.99) * 1000, "ms"
+    )
+    results.add(
+        "scale",
+        f"open loop p99 at {RATE:g}/s: serve while sweeping / bare",
+        percentile(serve_timings, 0.99) / percentile(bare_timings, 0.99),
+        "x",
+        at_most=1.5,
+    )
+    results.add(
+        "scale",
+        "event-loop lag of serve, largest",
+        metric(text, "clusterbot_event_loop_lag_max_seconds") * 1000,
+        "ms",
+        at_most=50.0,
+    )
