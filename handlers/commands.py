@@ -216,6 +216,9 @@ class Subcommand(Generic[C]):
     role: Role
     parse: Callable[[list[str]], C]
     run: Callable[[Services, C, Caller], Awaitable[Reply | None]]
+    # answered from what is at hand (no control plane, no store, no Slack): the answer can
+    # go back in the command's own HTTP response
+    instant: bool = False
 
 
 async def _run_help(services: Services, command: Help, caller: Caller) -> Reply:
@@ -235,6 +238,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.VIEWER,
         _help,
         _run_help,
+        instant=True,
     ),
     Subcommand(
         "list",

@@ -85,6 +85,17 @@ class Dispatcher:
 
     async def command(self, user: str, channel: str, text: str) -> Answer:
         """The one answer to ``/cluster TEXT``."""
+        answer = await self._command(user, channel, text, instant=False)
+        assert answer is not None
+        return answer
+
+    async def instant(self, user: str, channel: str, text: str) -> Answer | None:
+        """The answer when it needs nothing but what is at hand (help, a usage error, a
+        refusal by channel or role), so it can go back with the ack; None when it needs
+        the control plane, the store or Slack, and ``command`` must give it."""
+        return await self._command(user, channel, text, instant=True)
+
+    async def _command(self, user: str, channel: str, text: str, *, instant: bool) -> Answer | None:
         name = (text.split() or ["help"])[0].lower()
         name = name if name in USAGE else "unknown"
         try:
@@ -99,13 +110,17 @@ class Dispatcher:
                     ".",
                 )
                 return Answer(refusal, name, Outcome.DENIED)
-            role = await self.roles.of(user)
+            role = self.roles.known(user) if instant else await self.roles.of(user)
+            if role is None:
+                return None
             if role < entry.role:
                 reason = (
                     f"/cluster {name} needs the {entry.role.label} role; you are {role.label}. "
                     "An admin can grant it in the policy file."
                 )
                 return Answer(error_reply(reason), name, Outcome.DENIED)
+            if instant and not entry.instant:
+                return None
             reply = await entry.run(self.core, command, Caller(user, channel, role))
             return Answer(reply, name, public=reply.public if reply else False)
         except CommandError as error:

@@ -92,6 +92,11 @@ class RoleSource(Protocol):
         """The user's role from the policy, with the groups they belong to resolved."""
         ...
 
+    def known(self, user: str) -> Role | None:
+        """The role when it is known without asking anyone (no groups in the policy, or
+        their members still fresh); None when only ``of`` can tell."""
+        ...
+
 
 class ActivityReader(Protocol):
     async def activity(self, cluster: str) -> SlurmActivity:

@@ -35,6 +35,21 @@ async def test_every_command_gets_exactly_one_answer(run: Harness, text: str) ->
 async def test_a_long_command_is_answered_briefly(run: Harness) -> None:
     command_id = await run.send("show " + "x" * 5000)
     await run.settled()
-    [reply] = run.replies[command_id]
-    shown = text_of(reply)
+    assert not run.hooked[command_id]  # a usage error is at hand: it comes back in the ack
+    shown = text_of(run.acked[command_id])
     assert len(shown) < 1000 and "Usage: /cluster show CLUSTER" in shown
+
+
+async def test_an_answer_at_hand_comes_in_the_ack_and_one_that_needs_work_after_it(
+    run: Harness,
+) -> None:
+    helped = await run.send("help")
+    listed = await run.send("list")
+    await run.settled()
+    # help: in the ack's body, as the user's own reply, and nothing through the response_url
+    assert run.acked[helped]["response_type"] == "ephemeral"
+    assert "/cluster resize" in text_of(run.acked[helped]) and not run.hooked[helped]
+    # list asks the control plane: an empty ack, then the reply through the response_url
+    assert listed not in run.acked
+    [reply] = run.hooked[listed]
+    assert "train01" in text_of(reply)

@@ -301,3 +301,37 @@ async def test_a_viewer_cannot_act_on_an_alert(bot: Bot) -> None:
     assert "Acting on idle alerts needs the operator role; you are viewer" in text(refusal)
     unknown = await bot.click("U0BOB", "idle_snooze", "soon|x")
     assert unknown is not None and "not one clusterbot offers" in text(unknown)
+
+
+# -- answers at hand ---------------------------------------------------------------------------
+
+
+class GroupRoles(PolicyRoles):
+    """Roles that need Slack's user groups, whose members are not known yet."""
+
+    def known(self, user: str) -> None:
+        return None
+
+
+async def test_answers_at_hand_are_given_at_once_and_others_are_left_to_the_command(
+    bot: Bot,
+) -> None:
+    dispatcher = bot.services.dispatcher
+    helped = await dispatcher.instant("U0CAROL", INFRA, "help resize")
+    assert helped is not None and helped.reply is not None
+    assert "/cluster resize CLUSTER" in text(helped.reply)
+    wrong = await dispatcher.instant("U0CAROL", INFRA, "resize c1")
+    assert wrong is not None and wrong.outcome == "bad_input"
+    denied = await dispatcher.instant("U0CAROL", INFRA, "resize c1 gpu 3")  # a viewer
+    assert denied is not None and denied.outcome == "denied"
+    assert await dispatcher.instant("U0ALICE", INFRA, "resize c1 gpu 3") is None  # needs a card
+    assert await dispatcher.instant("U0CAROL", INFRA, "list") is None  # needs the control plane
+    assert not bot.cards() and not bot.plane.patches
+
+
+async def test_help_waits_for_the_role_when_only_slack_can_tell_it(clock: ManualClock) -> None:
+    bot = make_bot(clock, Policy.model_validate(POLICY))
+    bot.services.dispatcher.roles = GroupRoles(Policy.model_validate(POLICY))
+    assert await bot.services.dispatcher.instant("U0CAROL", INFRA, "help") is None
+    answer = await bot.services.dispatcher.command("U0CAROL", INFRA, "help")
+    assert answer.reply is not None and "/cluster list" in text(answer.reply)

@@ -98,6 +98,14 @@ class Roles:
     async def of(self, user: str) -> Role:
         return self.policy.role_of(user, await self._groups_of(user))
 
+    def known(self, user: str) -> Role | None:
+        if not self.policy.group_ids():
+            return self.policy.role_of(user, frozenset())
+        if self._fetched is None or self.clock() - self._fetched > GROUP_CACHE_SECONDS:
+            return None
+        member_of = frozenset(g for g, users in self._members.items() if user in users)
+        return self.policy.role_of(user, member_of)
+
 
 RESPONSE_URL_USES = 5  # a response_url takes 5 replies in 30 minutes
 RESPONSE_URL_LIFETIME = (
@@ -139,6 +147,15 @@ class Responder:
         self._uses[url] = (first, count + 1)
         return True
 
+    def message(self, reply: Reply, *, public: bool = False) -> dict[str, Any]:
+        """A reply as Slack takes it in a ``response_url`` post or in an ack's body."""
+        text, blocks = render(reply, self.redactor)
+        return {
+            "text": text,
+            "blocks": blocks,
+            "response_type": "in_channel" if public else "ephemeral",
+        }
+
     async def send(
         self,
         url: str,
@@ -147,12 +164,7 @@ class Responder:
         public: bool = False,
         replace_original: bool | None = None,
     ) -> None:
-        text, blocks = render(reply, self.redactor)
-        body: dict[str, Any] = {
-            "text": text,
-            "blocks": blocks,
-            "response_type": "in_channel" if public else "ephemeral",
-        }
+        body = self.message(reply, public=public)
         if replace_original is not None:
             body["replace_original"] = replace_original
         if not self._spend(url):
@@ -215,8 +227,16 @@ class SlackEdge:
 
     # Bolt passes arguments by parameter name.
     async def command(self, ack: Any, body: dict[str, Any]) -> None:
-        await ack()
-        self.background.spawn(self._command(body))
+        """An answer at hand goes back in the ack's own body (Slack shows it as the
+        command's reply: https://api.slack.com/interactivity/slash-commands#responding_to_commands);
+        any other is worked out after the ack and sent to the response_url."""
+        answer = await self._answer(body, instant=True)
+        if answer is None or answer.reply is None:
+            await ack()
+            self.background.spawn(self._command(body))
+            return
+        self.on_command(answer.name, str(answer.outcome))
+        await ack(**self.responder.message(answer.reply, public=answer.public))
 
     async def action(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
@@ -232,9 +252,10 @@ class SlackEdge:
 
         timer = loop.call_later(self.working_after, announce)
         try:
-            answer = await self._answer(body)
+            answer = await self._answer(body, instant=False)
         finally:
             timer.cancel()
+        assert answer is not None  # only the instant path declines
         if working:
             await working[0]  # "Working on it…" arrives first; the answer replaces it
         self.on_command(answer.name, str(answer.outcome))
@@ -246,10 +267,12 @@ class SlackEdge:
                 replace_original=True if working else None,
             )
 
-    async def _answer(self, body: dict[str, Any]) -> Answer:
+    async def _answer(self, body: dict[str, Any], *, instant: bool) -> Answer | None:
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
         text = str(body.get("text", ""))
         try:
+            if instant:
+                return await self.dispatcher.instant(user, channel, text)
             return await self.dispatcher.command(user, channel, text)
         except Exception:
             name = (text.split() or ["help"])[0].lower()

@@ -1,14 +1,15 @@
 """Commands of every shape, signed and sent to the bot, and the count of what came back.
 
 Shared by the fuzz test in `make test` (a few hundred cases) and the stress run in
-`make bench` (10,000). A command's answer is its one message: a reply through its
-response_url ("Working on it…" and the reply that replaces it count as one), or the approval
-card it posts in the channel.
+`make bench` (10,000). A command's answer is its one message: the body of its ack, a reply
+through its response_url ("Working on it…" and the reply that replaces it count as one), or
+the approval card it posts in the channel.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from collections import defaultdict
@@ -77,7 +78,9 @@ def commands() -> st.SearchStrategy[str]:
 class Harness:
     stack: Stack
     hooks: TestServer
-    replies: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    # what reached each command's response_url, and what came back in each one's ack
+    hooked: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    acked: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     async def send(self, text: str, user: str = "U0ALICE") -> str:
         """Send one signed command; returns its id (where its response_url points)."""
@@ -110,7 +113,12 @@ class Harness:
                 "X-Slack-Signature": signature or "",
             },
         ) as reply:
-            assert reply.status == 200, await reply.text()
+            answered = await reply.text()
+            assert reply.status == 200, answered
+        if answered.strip():  # answered in the ack's own body: Slack shows that as the reply
+            message = json.loads(answered)
+            assert message.get("text") or message.get("blocks"), answered
+            self.acked[command_id] = message
         return command_id
 
     async def settled(self) -> None:
@@ -121,7 +129,8 @@ class Harness:
 
     def messages_of(self, command_id: str) -> int:
         """The messages a command left: posts that were not replacements of an earlier one."""
-        return sum(1 for r in self.replies[command_id] if r.get("replace_original") is not True)
+        posts = [r for r in self.hooked[command_id] if r.get("replace_original") is not True]
+        return len(posts) + (command_id in self.acked)
 
 
 @asynccontextmanager
@@ -138,7 +147,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
     await hooks.start_server()
     try:
         async with demo_stack(tmp_path, working_after=2.0) as stack:
-            yield Harness(stack, hooks, recorded)
+            yield Harness(stack, hooks, hooked=recorded)
     finally:
         await hooks.close()
 
@@ -153,7 +162,7 @@ async def cards(stack: Stack) -> int:
 
 
 async def answer_count(run: Harness, text: str) -> tuple[int, int]:
-    """(messages through the response_url, cards posted) for one command."""
+    """(messages in the ack or through the response_url, cards posted) for one command."""
     before = await cards(run.stack)
     command_id = await run.send(text)
     await run.settled()

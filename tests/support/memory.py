@@ -363,3 +363,6 @@ class PolicyRoles:
 
     async def of(self, user: str) -> Role:
         return self.policy.role_of(user, frozenset())
+
+    def known(self, user: str) -> Role | None:
+        return self.policy.role_of(user, frozenset())
