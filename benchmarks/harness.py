@@ -128,6 +128,24 @@ def serve_env(
     }
 
 
+def _spin() -> float:
+    started = time.process_time()
+    sum(i * i for i in range(20_000))
+    return time.process_time() - started
+
+
+def cold_cost_ratio(rounds: int = 8) -> float:
+    """What the same pure-Python work costs after a second asleep against back to back (the
+    median of each). Work that wakes once a second, as a tracker tick does, is charged this
+    much more CPU on this machine (caches, clock speed) than a busy loop's figures suggest."""
+    warm = [_spin() for _ in range(rounds * 4)]
+    cold = []
+    for _ in range(rounds):
+        time.sleep(1.0)
+        cold.append(_spin())
+    return percentile(cold, 0.5) / percentile(warm, 0.5)
+
+
 def python(*args: str) -> list[str]:
     return [sys.executable, *args]
 

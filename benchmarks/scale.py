@@ -36,6 +36,7 @@ from benchmarks.ack import command_body
 from benchmarks.harness import (
     Results,
     call,
+    cold_cost_ratio,
     cpu_seconds,
     free_port,
     heading,
@@ -327,6 +328,13 @@ async def tracker_alone(
     if os.environ.get("BENCH_SHOW_SAMPLES"):
         print("  samples:", " ".join(f"{x * 100:.0f}" for x in samples))
     results.add("scale", "memory of serve (largest RSS)", max(rss), "MB", at_most=200.0)
+    results.add(
+        "scale",
+        "this machine: CPU of work done once a second / back to back",
+        cold_cost_ratio(),
+        "x",
+        note="the same work is charged this much more when it runs once a second",
+    )
 
 
 async def finals(results: Results, box: str, database: str, ending: set[str]) -> None:

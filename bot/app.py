@@ -39,6 +39,8 @@ from handlers.sweep import SweepReport
 
 log = logging.getLogger(__name__)
 EXPIRY_SECONDS = 15.0
+GAUGE_EVERY = 5  # ticks between counts of the operations in flight when nothing was polled
+RECOVER_EVERY = 3  # ticks between looks for changes whose replica died
 
 
 def secret_values(settings: Settings) -> list[str]:
@@ -79,6 +81,7 @@ class ClusterbotService:
         self.expiry_seconds = expiry_seconds
         self.lease = lease
         self._stopped = False
+        self._ticks = 0
         self.accepting = True
         crash = crash_hook(settings.debug_crash_at)
         self.redactor = Redactor(secret_values(settings))
@@ -176,7 +179,9 @@ class ClusterbotService:
         # A replica keeps its id across restarts: whatever it held before is free again now.
         await self.store.release_leases(self.owner)
         self.jobs.add("tracker", self._tick, self.tick_seconds)
-        self.jobs.add("recovery", self._recover, self.tick_seconds)
+        # an orphan is found only once its owner's lease ran out (15 s): looking every few
+        # ticks adds little to that, and saves a query a second
+        self.jobs.add("recovery", self._recover, self.tick_seconds * RECOVER_EVERY)
         self.jobs.add("heartbeat", self._heartbeat, max(0.5, self.lease / 3))
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
@@ -224,8 +229,12 @@ class ClusterbotService:
     async def _tick(self) -> None:
         if not self.accepting:
             return
-        await self.core.tracker.poll_due()
-        self.metrics.operations_in_flight.set(await self.store.count_in_flight())
+        polled = await self.core.tracker.poll_due()
+        self._ticks += 1
+        # the count changes when a poll ends an operation or a change starts one: counted
+        # after a tick that polled, and every few ticks for the rest
+        if polled or self._ticks % GAUGE_EVERY == 0:
+            self.metrics.operations_in_flight.set(await self.store.count_in_flight())
 
     async def _recover(self) -> None:
         if self.accepting:

@@ -34,6 +34,11 @@ BACKOFF = 1.5
 MAX_INTERVAL = 20.0
 EDIT_EVERY = 5.0
 LEASE = 15.0
+# Polls a tick may start. With the 20 s longest step this follows 1,000 operations at their
+# pace, and it spreads a crowd that falls due together (a takeover, a fleet-wide change) over
+# the ticks that follow instead of polling it in one burst: at most 3,000 operations.get
+# calls a minute against the control plane's per-minute read quota.
+POLLS_PER_TICK = 50
 
 
 def next_interval(interval: float) -> float:
@@ -66,6 +71,7 @@ class Tracker:
         *,
         crash: CrashPoint = no_crash,
         lease: float = LEASE,
+        per_tick: int = POLLS_PER_TICK,
     ) -> None:
         self.store = store
         self.requests = requests
@@ -76,12 +82,13 @@ class Tracker:
         self.owner = owner
         self.crash = crash
         self.lease = lease
+        self.per_tick = per_tick
         self._deferred: dict[str, dict[str, Any]] | None = None
 
     async def poll_due(self) -> int:
         """Poll every operation that is due; returns how many were polled. What the polls
         learn (progress, the next poll time) is saved in one transaction at the end."""
-        due = await self.store.claim_due(self.owner, self.clock(), self.lease)
+        due = await self.store.claim_due(self.owner, self.clock(), self.lease, self.per_tick)
         if not due:
             return 0
         self._deferred = {}

@@ -224,17 +224,38 @@ async def test_operation_leases_and_final_claim(store: Rows) -> None:
         next_poll_at=101.0,
     )
     await store.add_operation(operation)
-    assert await store.claim_due("replica-a", 100.5, lease=30) == []  # not due yet
-    [claimed] = await store.claim_due("replica-a", 101.0, lease=30)
+    assert await store.claim_due("replica-a", 100.5, 30, 50) == []  # not due yet
+    [claimed] = await store.claim_due("replica-a", 101.0, 30, 50)
     assert claimed.owner == "replica-a"
-    assert await store.claim_due("replica-b", 110.0, lease=30) == []  # leased elsewhere
-    assert len(await store.claim_due("replica-b", 132.0, lease=30)) == 1  # lease ran out
+    assert await store.claim_due("replica-b", 110.0, 30, 50) == []  # leased elsewhere
+    assert len(await store.claim_due("replica-b", 132.0, 30, 50)) == 1  # lease ran out
     await store.release_leases("replica-b")
-    assert len(await store.claim_due("replica-a", 133.0, lease=30)) == 1
+    assert len(await store.claim_due("replica-a", 133.0, 30, 50)) == 1
     claims = await asyncio.gather(*(store.claim_final(operation.name) for _ in range(10)))
     assert claims.count(True) == 1
     await store.update_operation(operation.name, final="posted")
     assert await store.active_operations() == []
+
+
+async def test_a_crowd_of_due_operations_is_claimed_a_tick_at_a_time(store: Rows) -> None:
+    for n in range(7):
+        await store.add_operation(
+            TrackedOperation(
+                name=f"projects/1/locations/r/operations/{n}",
+                request_id=f"r{n}",
+                cluster="c",
+                channel="C1",
+                thread_ts="1.0",
+                started_at=100.0,
+                next_poll_at=110.0 - n,  # the last added has been due longest
+            )
+        )
+    first = await store.claim_due("replica-a", 120.0, 30, 3)
+    assert [o.name[-1] for o in first] == ["6", "5", "4"]
+    second = await store.claim_due("replica-b", 120.0, 30, 3)  # the next three, not the same
+    assert [o.name[-1] for o in second] == ["3", "2", "1"]
+    rest = await store.claim_due("replica-c", 120.0, 30, 3)
+    assert [o.name[-1] for o in rest] == ["0"]
 
 
 async def test_audit_log_newest_first(store: Rows) -> None:

@@ -152,13 +152,16 @@ class MemoryStore:
     async def count_in_flight(self) -> int:
         return len(self._unposted())
 
-    async def claim_due(self, owner: str, now: float, lease: float) -> list[TrackedOperation]:
+    async def claim_due(
+        self, owner: str, now: float, lease: float, limit: int
+    ) -> list[TrackedOperation]:
+        due = [
+            o
+            for o in self._unposted()
+            if o.next_poll_at <= now and (o.owner in (None, owner) or o.lease_until < now)
+        ]
         claimed = []
-        for operation in self._unposted():
-            if operation.next_poll_at > now:
-                continue
-            if operation.owner not in (None, owner) and operation.lease_until >= now:
-                continue
+        for operation in sorted(due, key=lambda o: o.next_poll_at)[:limit]:
             operation.owner, operation.lease_until = owner, now + lease
             claimed.append(copy.deepcopy(operation))
         return claimed
