@@ -85,10 +85,14 @@ def call(url: str, body: Any = None) -> Any:
 def processes(
     *commands: tuple[list[str], dict[str, str]],
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
-    started = [
-        subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for cmd, env in commands
-    ]
+    logs = os.environ.get("BENCH_LOGS")  # a folder: each process's stderr kept there
+    started = []
+    for cmd, env in commands:
+        err: Any = subprocess.DEVNULL
+        if logs:
+            Path(logs).mkdir(parents=True, exist_ok=True)
+            err = open(Path(logs) / f"{len(_ports)}-{'-'.join(cmd[2:4])}.log", "ab")  # noqa: SIM115
+        started.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err))
     try:
         yield started
     finally:

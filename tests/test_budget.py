@@ -71,3 +71,25 @@ async def test_progress_edits_are_coalesced_and_never_overwrite_the_end(
     assert pacer._flusher is not None
     await asyncio.wait_for(pacer._flusher, 5)
     assert shown == {"m1": "done", "m2": "5%"}  # m1 never went back to 70%
+
+
+async def test_a_call_held_up_on_the_way_counts_from_its_answer(clock: ManualClock) -> None:
+    """Slack counts a call when it arrives: one allowed at 0 s that only got there at 10 s
+    is in Slack's window until 70 s, so it is counted here until then too."""
+    pacer = pacer_on(clock, {"chat.update": 2})
+    arrived: list[float] = []
+
+    async def slow() -> None:
+        clock.advance(10)  # held up: a busy connection, a lock, a slow network
+        arrived.append(clock.now)
+
+    async def quick() -> None:
+        arrived.append(clock.now)
+
+    start = clock.now
+    await pacer.must("chat.update", slow, "C m1")
+    await pacer.must("chat.update", quick, "C m2")
+    await pacer.must("chat.update", quick, "C m3")  # waits for the slow one to leave
+    assert [at - start for at in arrived] == [10, 10, 70]
+    # Slack's own window (arrival times) never holds more than two
+    assert all(sum(1 for b in arrived if a - 60 < b <= a) <= 2 for a in arrived)

@@ -14,9 +14,9 @@ budget) pauses the method for its ``Retry-After``.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import itertools
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 
 # Calls a minute each method may spend; a little under the tier, for other traffic.
@@ -29,7 +29,12 @@ WINDOW = 60.0
 
 
 class Budget:
-    """A sliding one-minute window per key (``method`` or ``method channel``)."""
+    """A sliding one-minute window per key (``method`` or ``method channel``).
+
+    Slack counts a call when it arrives, which is after it was allowed here and before its
+    answer came back. So a call holds its place in the window from the moment it is allowed,
+    and once answered it is counted at the time of the answer: the window here always holds
+    at least the calls Slack's window holds, even when sends are held up on the way."""
 
     def __init__(
         self,
@@ -38,7 +43,7 @@ class Budget:
     ) -> None:
         self.per_minute = dict(PER_MINUTE if per_minute is None else per_minute)
         self.clock = clock
-        self.spent: dict[str, deque[float]] = {}
+        self.spent: dict[str, list[float]] = {}  # each key's times, in order
         self.paused_until: dict[str, float] = {}
 
     def _limit(self, key: str) -> int | None:
@@ -51,15 +56,29 @@ class Budget:
         limit = self._limit(key)
         if limit is None:
             return max(0.0, pause)
-        window = self.spent.setdefault(key, deque())
-        while window and now - window[0] >= WINDOW:
-            window.popleft()
-        full = WINDOW - (now - window[0]) if len(window) >= limit else 0.0
+        window = self.spent.setdefault(key, [])
+        gone = bisect.bisect_right(window, now - WINDOW)
+        if gone:
+            del window[:gone]
+        full = WINDOW - (now - window[len(window) - limit]) if len(window) >= limit else 0.0
         return max(0.0, pause, full)
 
-    def spend(self, key: str) -> None:
+    def spend(self, key: str) -> float:
+        """Take a place in ``key``'s window now; returns it, for ``answered``."""
+        now = self.clock()
         if self._limit(key) is not None:
-            self.spent.setdefault(key, deque()).append(self.clock())
+            bisect.insort(self.spent.setdefault(key, []), now)
+        return now
+
+    def answered(self, key: str, place: float) -> None:
+        """The call taken at ``place`` was answered: count it from now on instead."""
+        window = self.spent.get(key)
+        if not window:
+            return
+        at = bisect.bisect_left(window, place)
+        if at < len(window) and window[at] == place:
+            del window[at]
+            bisect.insort(window, self.clock())
 
     def pause(self, method: str, seconds: float) -> None:
         """Slack answered 429 with ``Retry-After``: nothing more of ``method`` until then."""
@@ -117,24 +136,30 @@ class Pacer:
         try:
             while (delay := self.budget.wait(key)) > 0:
                 await self.sleep(delay)
-            self.budget.spend(key)
+            place = self.budget.spend(key)
         finally:
             self.waiting -= 1
-        if message is None:
-            await send()
-            return
-        async with self._lock(message):  # after a progress edit already on its way
-            await send()
+        try:
+            if message is None:
+                await send()
+                return
+            async with self._lock(message):  # after a progress edit already on its way
+                await send()
+        finally:
+            self.budget.answered(key, place)
 
     async def maybe(self, key: str, message: str, send: Send) -> bool:
         """Send now if there is room and nothing more important waits; else keep it aside
         (replacing an older one for the same message). True when sent now."""
         if self.waiting == 0 and self.budget.wait(key) == 0 and message not in self.aside:
-            self.budget.spend(key)
+            place = self.budget.spend(key)
             generation = self.superseded.get(message)
-            async with self._lock(message):
-                if self.superseded.get(message) == generation:
-                    await send()
+            try:
+                async with self._lock(message):
+                    if self.superseded.get(message) == generation:
+                        await send()
+            finally:
+                self.budget.answered(key, place)
             return True
         self.aside[message] = (key, send)
         if self._flusher is None or self._flusher.done():
@@ -151,14 +176,16 @@ class Pacer:
                 continue
             del self.aside[message]
             generation = self.superseded.get(message)
-            self.budget.spend(key)
-            async with self._lock(message):
-                if self.superseded.get(message) != generation:
-                    continue  # a message that must arrive was sent meanwhile: this is stale
-                try:
+            place = self.budget.spend(key)
+            try:
+                async with self._lock(message):
+                    if self.superseded.get(message) != generation:
+                        continue  # a message that must arrive was sent meanwhile: stale
                     await send()
-                except Exception:  # a progress edit that fails is superseded by the next one
-                    continue
+            except Exception:  # a progress edit that fails is superseded by the next one
+                continue
+            finally:
+                self.budget.answered(key, place)
 
     async def close(self) -> None:
         if self._flusher is not None:
