@@ -37,13 +37,20 @@ class Jobs:
     def __init__(self) -> None:
         self.scheduler = AsyncIOScheduler(timezone=UTC)
         self.running: set[asyncio.Task[None]] = set()
+        self.busy: set[str] = set()  # jobs with a run in flight
 
     def add(self, name: str, job: Callable[[], Awaitable[Any]], seconds: float) -> None:
         async def run() -> None:
+            if name in self.busy:
+                # still at the previous run (a tick during a big sweep): this one is folded
+                # into the next, quietly; a run that is late is what the lag metric shows
+                log.debug("%s is still running; this run is skipped", name)
+                return
             task = asyncio.get_running_loop().create_task(self._guarded(name, job))
             self.running.add(task)
+            self.busy.add(name)
             task.add_done_callback(self.running.discard)
-            await asyncio.shield(task)
+            task.add_done_callback(lambda _: self.busy.discard(name))
 
         # one run at a time; a run missed while busy is folded into the next
         self.scheduler.add_job(

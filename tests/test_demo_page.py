@@ -35,6 +35,8 @@ async def test_resize_approved_in_the_browser(tmp_path: Path) -> None:
         await expect(page.locator("#connection")).to_have_text("live")
 
         await page.select_option("#user-picker", "U0ALICE")
+        await run(page, "/cluster help")  # answered in the ack's own body
+        await expect(page.locator(".message.ephemeral").last).to_contain_text("/cluster resize")
         await run(page, "/cluster list")
         await expect(page.locator(".message.ephemeral").last).to_contain_text("train01")
 
