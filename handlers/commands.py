@@ -111,7 +111,12 @@ class Audit:
     cluster: str | None = None
 
 
-Command = Help | ListClusters | Show | Resize | Delete | Ops | Idle | Audit
+@dataclass(frozen=True)
+class Slurm:
+    cluster: str
+
+
+Command = Help | ListClusters | Show | Slurm | Resize | Delete | Ops | Idle | Audit
 
 
 # -- words ---------------------------------------------------------------------------------------
@@ -255,6 +260,14 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.VIEWER,
         _one_cluster("show", Show),
         lambda s, c, who: s.reports.cluster(c.cluster),
+    ),
+    Subcommand(
+        "slurm",
+        "/cluster slurm CLUSTER",
+        "the Slurm settings in full: partitions, login pool, slurm.conf, prolog and epilog",
+        Role.VIEWER,
+        _one_cluster("slurm", Slurm),
+        lambda s, c, who: s.reports.slurm(c.cluster),
     ),
     Subcommand(
         "resize",

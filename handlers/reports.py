@@ -11,6 +11,7 @@ from handlers.costs import PriceBook
 from handlers.idle_alert import report
 from handlers.ports import Clock, OperationStore, RequestStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
+from handlers.slurm_view import slurm_reply
 from handlers.sweep import Sweeper
 from handlers.words import duration
 
@@ -41,6 +42,9 @@ class Reports:
 
     async def cluster(self, key: str) -> Reply:
         return show_reply(await self.directory.resolve(key, "show"), self.prices)
+
+    async def slurm(self, key: str) -> Reply:
+        return slurm_reply(await self.directory.resolve(key, "slurm"))
 
     async def idle(self) -> Reply:
         """The last sweep's report, at once, saying how old it is, with "Sweep now"."""

@@ -1,4 +1,5 @@
-"""Golden files pin the Block Kit of every approval-card state and the tracker's messages.
+"""Golden files pin the Block Kit of every approval-card state, the tracker's messages and
+the Slurm settings view.
 
 Regenerate after an intended change with: UPDATE_GOLDEN=1 make test, then review the diff.
 """
@@ -21,6 +22,7 @@ from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.plans import plan_delete, plan_resize
 from handlers.replies import Code, Reply
+from handlers.slurm_view import slurm_reply
 
 GOLDEN = Path(__file__).with_name("golden")
 CREATED = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
@@ -123,6 +125,7 @@ CASES: dict[str, Reply] = {
     "resize_withdrawn": request_card(resize_request(state=RequestState.WITHDRAWN)),
     "resize_queue_scaled_made_fixed": request_card(queue_scaled_request()),
     "delete_pending": request_card(delete_request()),
+    "slurm_train01": slurm_reply(demo_cluster("train01")),
     "progress": thread_reply(
         "train01",
         "reconfiguring node pools (45%)",
