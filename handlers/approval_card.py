@@ -19,6 +19,7 @@ from handlers.replies import (
     Heading,
     Line,
     Note,
+    Part,
     Reply,
     Rule,
     Strong,
@@ -27,6 +28,7 @@ from handlers.replies import (
     Time,
     UserRef,
 )
+from handlers.slurm_settings import meaning
 
 
 def _diff(plan: ChangePlan) -> Table:
@@ -49,6 +51,20 @@ def _diff(plan: ChangePlan) -> Table:
         )
     titles = ("POOL", "MACHINE", "NODES", "$/H BEFORE", "$/H AFTER")
     return Table.of(titles, rows, right=frozenset({2, 3, 4}))
+
+
+def _settings(plan: ChangePlan) -> list[Part]:
+    """slurm.conf keys before and after, and what each known key does."""
+    rows = [(c.key, c.before or "(not set)", c.after or "(unset)") for c in plan.settings]
+    parts: list[Part] = [Table.of(("KEY", "BEFORE", "AFTER"), rows)]
+    for change in plan.settings:
+        known = meaning(change.key)
+        if known:
+            parts.append(Note(Code(change.key), f": {known}"))
+    parts.append(
+        Note("The whole slurm.conf map is sent (updateMask replaces it); other keys are kept.")
+    )
+    return parts
 
 
 def _delta(plan: ChangePlan) -> str:
@@ -118,6 +134,16 @@ def request_card(request: ApprovalRequest) -> Reply:
             Code(target),
             ").",
         )
+    elif plan.kind == PlanKind.SLURM_CONFIG:
+        title = f"Slurm settings request: {plan.cluster_id}"
+        ask = (
+            asker,
+            " asks to change the slurm.conf settings of ",
+            Strong(plan.cluster_id),
+            " (",
+            Code(target),
+            ").",
+        )
     else:
         changed = ", ".join(c.pool_id for c in plan.changed_pools)
         title = f"Resize request: {plan.cluster_id} / {changed}"
@@ -129,6 +155,8 @@ def request_card(request: ApprovalRequest) -> Reply:
         reply.add(Text(Strong("This will remove"), "\n" + _bullets(plan.losses)))
         if plan.kept:
             reply.add(Text(Strong("Kept"), "\n" + _bullets(plan.kept)))
+    elif plan.kind == PlanKind.SLURM_CONFIG:
+        reply.add(Text(_bullets([c.words for c in plan.settings])), *_settings(plan))
     else:
         reply.add(Text(_bullets([c.words for c in plan.changed_pools])), _diff(plan))
     for warning in plan.warnings:

@@ -14,13 +14,13 @@ import secrets
 
 from handlers.approval_card import request_card
 from handlers.clusters import ClusterDirectory
-from handlers.commands import CommandError, Delete, Refused, Resize
+from handlers.commands import CommandError, Delete, Refused, Resize, SlurmConfig
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.execution import Executor
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
-from handlers.plans import ChangePlan, PlanError, plan_delete, plan_resize
+from handlers.plans import ChangePlan, PlanError, plan_delete, plan_resize, plan_slurm_config
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
 from handlers.replies import Code, Reply, UserRef, notice
@@ -66,15 +66,23 @@ class Approvals:
     # -- asking --------------------------------------------------------------------------------
 
     async def request_change(
-        self, actor: str, channel: str, command: Resize | Delete, origin: Origin = Origin.COMMAND
+        self,
+        actor: str,
+        channel: str,
+        command: Resize | Delete | SlurmConfig,
+        origin: Origin = Origin.COMMAND,
     ) -> ApprovalRequest:
         """Plan the change and post its approval card; raise CommandError when it cannot be."""
-        subcommand = "resize" if isinstance(command, Resize) else "delete"
+        subcommand = {Resize: "resize", Delete: "delete", SlurmConfig: "slurm"}[type(command)]
         cluster = await self.directory.resolve(command.cluster, subcommand)
         try:
             if isinstance(command, Resize):
                 plan = plan_resize(
                     cluster, command.pool, command.min_nodes, command.max_nodes, self.prices
+                )
+            elif isinstance(command, SlurmConfig):
+                plan = plan_slurm_config(
+                    cluster, dict(command.sets), list(command.unsets), self.prices
                 )
             else:
                 plan = plan_delete(cluster, self.prices)

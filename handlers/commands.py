@@ -116,7 +116,16 @@ class Slurm:
     cluster: str
 
 
-Command = Help | ListClusters | Show | Slurm | Resize | Delete | Ops | Idle | Audit
+@dataclass(frozen=True)
+class SlurmConfig:
+    """Set and unset slurm.conf keys, through approval."""
+
+    cluster: str
+    sets: tuple[tuple[str, str], ...] = ()
+    unsets: tuple[str, ...] = ()
+
+
+Command = Help | ListClusters | Show | Slurm | SlurmConfig | Resize | Delete | Ops | Idle | Audit
 
 
 # -- words ---------------------------------------------------------------------------------------
@@ -187,6 +196,29 @@ def _one_cluster(name: str, made: Callable[[str], C]) -> Callable[[list[str]], C
     return parse_words
 
 
+def _slurm(args: list[str]) -> Slurm | SlurmConfig:
+    _arity(args, "slurm", 1, len(args) or 1)
+    cluster = _cluster(args[0], "slurm")
+    if len(args) == 1:
+        return Slurm(cluster)
+    verb, words = args[1].lower(), args[2:]
+    if verb not in ("set", "unset"):
+        raise CommandError(f"slurm does not take {echo(args[1])}: use set or unset", "slurm")
+    if not words:
+        raise CommandError(f"slurm {verb} needs {'KEY=VALUE' if verb == 'set' else 'KEY'}", "slurm")
+    if verb == "unset":
+        return SlurmConfig(cluster, unsets=tuple(dict.fromkeys(words)))
+    sets: dict[str, str] = {}
+    for word in words:
+        key, equals, value = word.partition("=")
+        if not equals or not key or not value:
+            raise CommandError(f"{echo(word)} is not KEY=VALUE", "slurm")
+        if key.lower() in (k.lower() for k in sets):
+            raise CommandError(f"{echo(key)} is given twice", "slurm")
+        sets[key] = value
+    return SlurmConfig(cluster, sets=tuple(sets.items()))
+
+
 def _audit(args: list[str]) -> Audit:
     _arity(args, "audit", 0, 1)
     return Audit(_cluster(args[0], "audit") if args else None)
@@ -221,13 +253,28 @@ class Subcommand(Generic[C]):
     role: Role
     parse: Callable[[list[str]], C]
     run: Callable[[Services, C, Caller], Awaitable[Reply | None]]
+    # the role a parsed command needs, when it depends on the command (reading the Slurm
+    # settings is a viewer's, changing them an operator's)
+    role_for: Callable[[C], Role] | None = None
     # answered from what is at hand (no control plane, no store, no Slack): the answer can
     # go back in the command's own HTTP response
     instant: bool = False
 
+    def needed(self, command: C) -> Role:
+        return self.role if self.role_for is None else self.role_for(command)
+
 
 async def _run_help(services: Services, command: Help, caller: Caller) -> Reply:
     return help_reply(command.topic)
+
+
+async def _run_slurm(
+    services: Services, command: Slurm | SlurmConfig, caller: Caller
+) -> Reply | None:
+    if isinstance(command, Slurm):
+        return await services.reports.slurm(command.cluster)
+    await services.approvals.request_change(caller.user, caller.channel, command)
+    return None  # the approval card is the answer
 
 
 async def _run_change(services: Services, command: Resize | Delete, caller: Caller) -> None:
@@ -263,11 +310,12 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "slurm",
-        "/cluster slurm CLUSTER",
-        "the Slurm settings in full: partitions, login pool, slurm.conf, prolog and epilog",
+        "/cluster slurm CLUSTER [set KEY=VALUE… | unset KEY…]",
+        "the Slurm settings in full; set or unset slurm.conf keys (a second person approves)",
         Role.VIEWER,
-        _one_cluster("slurm", Slurm),
-        lambda s, c, who: s.reports.slurm(c.cluster),
+        _slurm,
+        _run_slurm,
+        role_for=lambda c: Role.OPERATOR if isinstance(c, SlurmConfig) else Role.VIEWER,
     ),
     Subcommand(
         "resize",

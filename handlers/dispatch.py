@@ -113,9 +113,10 @@ class Dispatcher:
             role = self.roles.known(user) if instant else await self.roles.of(user)
             if role is None:
                 return None
-            if role < entry.role:
+            needed = entry.needed(command)
+            if role < needed:
                 reason = (
-                    f"/cluster {name} needs the {entry.role.label} role; you are {role.label}. "
+                    f"/cluster {name} needs the {needed.label} role; you are {role.label}. "
                     "An admin can grant it in the policy file."
                 )
                 return Answer(error_reply(reason), name, Outcome.DENIED)

@@ -40,6 +40,11 @@ LOOK_RETRY = 30.0  # a look-up that failed is tried again this much later
 GIVE_UP = 15 * 60.0  # a change that cannot be looked up for this long: outcome unknown
 FIRST_POLL = 1.0
 RECOVERIES_AT_ONCE = 8
+DOING = {  # what a plan does, for "Could not …"
+    PlanKind.RESIZE: "resize",
+    PlanKind.DELETE: "delete",
+    PlanKind.SLURM_CONFIG: "change the Slurm settings of",
+}
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 
 
@@ -129,7 +134,9 @@ class Executor:
         except VertexError as error:
             # Refused by the control plane, or visibly not applied once the retries ran out.
             await self._end(
-                request, RequestState.REFUSED, error_text(error, f"{plan.kind} {plan.cluster_id}")
+                request,
+                RequestState.REFUSED,
+                error_text(error, f"{DOING[plan.kind]} {plan.cluster_id}"),
             )
             return
         self.crash("after-patch")
@@ -251,7 +258,7 @@ class Executor:
             ClusterState.STOPPING if plan.kind == PlanKind.DELETE else ClusterState.UPDATING
         )
         if current.state == in_progress or (
-            plan.kind == PlanKind.RESIZE
+            plan.kind != PlanKind.DELETE
             and current.state == ClusterState.RUNNING
             and applied(plan, current)
         ):

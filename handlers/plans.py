@@ -1,4 +1,5 @@
-"""Change plans: what a resize or delete will do, exactly, before anyone approves it.
+"""Change plans: what a resize, a delete or a slurm.conf change will do, exactly, before
+anyone approves it.
 
 A plan records the ``updateMask``, each pool's bounds before and after in numbers and in
 words, the estimated cost per hour before and after (a range when a pool scales with the
@@ -16,8 +17,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, NodePool, ScalingSpec
+from bot.vertex.models import Cluster, NodePool, OrchestratorSpec, ScalingSpec, SlurmSpec
 from handlers.costs import PriceBook, Range
+from handlers.slurm_settings import (
+    SettingChange,
+    SettingError,
+    config_after,
+    same_config,
+    setting_changes,
+)
 
 # The parts of a cluster a change depends on; output fields (status, events) are left out.
 FINGERPRINT_FIELDS = ("nodePools", "orchestratorSpec", "labels", "displayName")
@@ -26,6 +34,10 @@ FINGERPRINT_FIELDS = ("nodePools", "orchestratorSpec", "labels", "displayName")
 class PlanKind(StrEnum):
     RESIZE = "resize"
     DELETE = "delete"
+    SLURM_CONFIG = "slurm_config"
+
+
+SLURM_CONFIG_MASK = "orchestrator_spec.slurm_spec.config"  # the REST document's mask path
 
 
 class PlanError(Exception):
@@ -87,6 +99,7 @@ class ChangePlan(BaseModel):
     cluster: str
     update_mask: tuple[str, ...] = ()
     pools: tuple[PoolChange, ...] = ()
+    settings: tuple[SettingChange, ...] = ()
     cost_before: float | None = None
     cost_after: float | None = None  # with every changed pool at its new minimum
     cost_after_high: float | None = None  # at the new maxima; None: same as cost_after
@@ -259,8 +272,49 @@ def apply_sizes(cluster: Cluster, sizes: dict[str, tuple[int, int]]) -> Cluster:
 
 
 def apply_plan(cluster: Cluster, plan: ChangePlan) -> Cluster:
-    """The full resource to PATCH for a resize plan, built on the freshly read cluster."""
+    """The full resource to PATCH, built on the freshly read cluster: every field the plan
+    does not change is kept as read, known or not."""
+    if plan.kind == PlanKind.SLURM_CONFIG:
+        changed = cluster.model_copy(deep=True)
+        if changed.orchestrator_spec is None:
+            changed.orchestrator_spec = OrchestratorSpec()
+        if changed.orchestrator_spec.slurm_spec is None:
+            changed.orchestrator_spec.slurm_spec = SlurmSpec()
+        # a map field is replaced whole by its mask: send every key, changed or not
+        changed.orchestrator_spec.slurm_spec.config = config_after(
+            cluster.slurm.config or {}, plan.settings
+        )
+        return changed
     return apply_sizes(cluster, plan_sizes(plan))
+
+
+def plan_slurm_config(
+    cluster: Cluster, sets: dict[str, str], unsets: list[str], prices: PriceBook
+) -> ChangePlan:
+    """Set and unset slurm.conf keys; refused before any card when a key is managed by the
+    service, a known key's value is malformed, or nothing would change."""
+    _require_running(cluster)
+    try:
+        changes = setting_changes(cluster.slurm.config or {}, sets, unsets)
+    except SettingError as error:
+        raise PlanError(f"{error} on {cluster.cluster_id}") from None
+    cost = prices.cluster_hour(cluster)
+    return ChangePlan(
+        kind=PlanKind.SLURM_CONFIG,
+        cluster=cluster.name or "",
+        update_mask=(SLURM_CONFIG_MASK,),
+        settings=tuple(changes),
+        cost_before=cost,
+        cost_after=cost,
+        fingerprint=fingerprint(cluster),
+    )
+
+
+def wanted(plan: ChangePlan) -> str:
+    """What the plan asks for, in a few words (for a change that did not happen)."""
+    if plan.kind == PlanKind.SLURM_CONFIG:
+        return ", ".join(c.words for c in plan.settings)
+    return ", ".join(f"{p} {lo}:{hi}" for p, (lo, hi) in plan_sizes(plan).items())
 
 
 def plan_sizes(plan: ChangePlan) -> dict[str, tuple[int, int]]:
@@ -316,7 +370,7 @@ def plan_delete(cluster: Cluster, prices: PriceBook) -> ChangePlan:
 
 def drift(plan: ChangePlan, current: Cluster) -> str | None:
     """Why the plan no longer fits the cluster as it is now, or None when it still does."""
-    if plan.kind == PlanKind.RESIZE and current.state != "RUNNING":
+    if plan.kind != PlanKind.DELETE and current.state != "RUNNING":
         return f"{current.cluster_id} is now {current.state}"
     if fingerprint(current) == plan.fingerprint:
         return None
@@ -333,7 +387,11 @@ def drift(plan: ChangePlan, current: Cluster) -> str | None:
 
 
 def applied(plan: ChangePlan, current: Cluster) -> bool:
-    """Whether the cluster shows the plan's change (its changed pools at the new bounds)."""
+    """Whether the cluster shows the plan's change (its changed pools at the new bounds, its
+    slurm.conf keys set and unset)."""
+    if plan.kind == PlanKind.SLURM_CONFIG:
+        now = current.slurm.config or {}
+        return same_config(config_after(now, plan.settings), now)
     for pool_id, (low, high) in plan_sizes(plan).items():
         pool = current.pool(pool_id)
         if pool is None or (pool.min_nodes, pool.max_nodes) != (low, high):

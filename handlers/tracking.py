@@ -23,7 +23,7 @@ from handlers.approval_card import thread_reply
 from handlers.entities import Final, OperationKind, RequestState, TrackedOperation
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
-from handlers.plans import PlanKind, applied, plan_sizes
+from handlers.plans import PlanKind, applied, wanted
 from handlers.ports import Clock, ControlPlane, CrashPoint, OperationStore, RequestStore, no_crash
 from handlers.replies import Code, Line
 from handlers.words import duration
@@ -179,10 +179,10 @@ class Tracker:
         if cluster.state == ClusterState.RUNNING and applied(plan, cluster):
             await self._done(operation, None, settled_at)
             return
-        wanted = ", ".join(f"{p} {lo}:{hi}" for p, (lo, hi) in plan_sizes(plan).items())
+        asked = wanted(plan)
         await self._done(
             operation,
-            f"the cluster settled {cluster.state} without the change (wanted {wanted})",
+            f"the cluster settled {cluster.state} without the change (wanted {asked})",
             settled_at,
         )
 

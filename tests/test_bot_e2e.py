@@ -17,17 +17,22 @@ from slack_sdk.signature import SignatureVerifier
 from bot.sandbox.controlplane import Durations
 from bot.sandbox.controlplane.rpc import LOST_REPLY_STATUSES
 from handlers.policy import Policy
-from tests.support.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, pool_of, text_of
+from tests.support.demo_stack import (
+    CPU01,
+    TRAIN01,
+    Stack,
+    demo_stack,
+    is_card,
+    pool_of,
+    text_of,
+    thread_of,
+)
 
 
 @pytest.fixture
 async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
     async with demo_stack(tmp_path) as running:
         yield running
-
-
-def thread_of(messages: list[dict[str, object]], card: dict[str, object]) -> list[str]:
-    return [text_of(m) for m in messages if m["thread_ts"] == card["ts"]]
 
 
 # -- reads ---------------------------------------------------------------------------------------

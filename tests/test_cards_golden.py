@@ -20,7 +20,7 @@ from bot.vertex.models import Cluster
 from handlers.approval_card import request_card, thread_reply
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
-from handlers.plans import plan_delete, plan_resize
+from handlers.plans import ChangePlan, plan_delete, plan_resize, plan_slurm_config
 from handlers.replies import Code, Reply
 from handlers.slurm_view import slurm_reply
 
@@ -35,32 +35,29 @@ def demo_cluster(cluster_id: str) -> Cluster:
     return Cluster.model_validate(document)
 
 
-def resize_request(**changes: Any) -> ApprovalRequest:
-    plan = plan_resize(demo_cluster("train01"), "a4", 3, 3, PriceBook.with_overrides())
-    request = ApprovalRequest(
-        id="r-0123456789",
+def asked(request_id: str, plan: ChangePlan) -> ApprovalRequest:
+    """A pending request of alice's in #ml-infra, made at ``CREATED``."""
+    return ApprovalRequest(
+        id=request_id,
         plan=plan,
         requester="U0ALICE",
         channel="C0MLINFRA",
         created_at=CREATED,
         expires_at=CREATED + 3600,
-        card_ts="1796000000.000100",
     )
+
+
+def resize_request(**changes: Any) -> ApprovalRequest:
+    plan = plan_resize(demo_cluster("train01"), "a4", 3, 3, PriceBook.with_overrides())
+    request = asked("r-0123456789", plan)
+    request.card_ts = "1796000000.000100"
     for key, value in changes.items():
         setattr(request, key, value)
     return request
 
 
 def delete_request() -> ApprovalRequest:
-    plan = plan_delete(demo_cluster("cpu01"), PriceBook.with_overrides())
-    return ApprovalRequest(
-        id="r-abcdef0123",
-        plan=plan,
-        requester="U0ALICE",
-        channel="C0MLINFRA",
-        created_at=CREATED,
-        expires_at=CREATED + 3600,
-    )
+    return asked("r-abcdef0123", plan_delete(demo_cluster("cpu01"), PriceBook.with_overrides()))
 
 
 OPERATION = "projects/123456789012/locations/us-central1/operations/1000"
@@ -73,14 +70,17 @@ def queue_scaled_request() -> ApprovalRequest:
     pool = document["nodePools"][0]
     pool.update(provisioningModel="FLEX_START", scalingSpec={"minNodeCount": 0, "maxNodeCount": 2})
     plan = plan_resize(Cluster.model_validate(document), "h100", 3, 3, PriceBook.with_overrides())
-    return ApprovalRequest(
-        id="r-5555555555",
-        plan=plan,
-        requester="U0ALICE",
-        channel="C0MLINFRA",
-        created_at=CREATED,
-        expires_at=CREATED + 3600,
+    return asked("r-5555555555", plan)
+
+
+def slurm_config_request() -> ApprovalRequest:
+    plan = plan_slurm_config(
+        demo_cluster("train01"),
+        {"PreemptMode": "REQUEUE", "PreemptExemptTime": "00:10:00"},
+        ["PriorityWeightFairshare"],
+        PriceBook.with_overrides(),
     )
+    return asked("r-6666666666", plan)
 
 
 CASES: dict[str, Reply] = {
@@ -126,6 +126,7 @@ CASES: dict[str, Reply] = {
     "resize_queue_scaled_made_fixed": request_card(queue_scaled_request()),
     "delete_pending": request_card(delete_request()),
     "slurm_train01": slurm_reply(demo_cluster("train01")),
+    "slurm_config_pending": request_card(slurm_config_request()),
     "progress": thread_reply(
         "train01",
         "reconfiguring node pools (45%)",

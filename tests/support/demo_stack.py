@@ -169,3 +169,8 @@ async def demo_stack(
     finally:
         await service.stop()  # while the stand-ins it talks to still answer
         await server.close()
+
+
+def thread_of(messages: list[dict[str, object]], card: dict[str, object]) -> list[str]:
+    """The texts of the messages in a card's thread."""
+    return [text_of(m) for m in messages if m["thread_ts"] == card["ts"]]
