@@ -143,6 +143,11 @@ async def test_a_button_without_a_value_is_read_from_its_block(stack: Stack, hoo
     body["actions"][0].update(action_id="reject", block_id=block["block_id"])
     body["user"] = {"id": "U0BOB", "username": "bob", "team_id": "T0DEMO"}
     body["response_url"] = hooks.url("reject")
+    # the click was on this card: Slack names its message and channel (the bot may read the
+    # card's ts from here before it has saved it)
+    body["container"].update(message_ts=card["ts"], channel_id=card["channel"])
+    body["channel"]["id"] = card["channel"]
+    body["message"]["ts"] = card["ts"]
     assert await deliver(stack, urlencode({"payload": json.dumps(body)})) == 200
     await stack.wait(
         lambda ms: any(m["ts"] == card["ts"] and "*Rejected* by <@U0BOB>" in text_of(m) for m in ms)
