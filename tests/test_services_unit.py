@@ -14,7 +14,8 @@ from bot.slack.render import render
 from bot.vertex.names import Target
 from handlers.entities import RequestState
 from handlers.idle import Status
-from handlers.policy import Policy
+from handlers.policy import Policy, Role
+from handlers.ports import CrashPoint, no_crash
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
 from tests.conftest import ManualClock
@@ -96,10 +97,22 @@ def bot(clock: ManualClock) -> Bot:
     return make_bot(clock, Policy.model_validate(POLICY))
 
 
-def make_bot(clock: ManualClock, policy: Policy) -> Bot:
-    store, records = MemoryStore(), MemoryIdleRecords()
-    plane, activity, messenger = FakeControlPlane(), FakeActivity(), FakeMessenger()
-    plane.add(running(cluster_doc(cluster_id="c1", nodes=2), nodes=2))
+def make_bot(
+    clock: ManualClock,
+    policy: Policy,
+    crash: CrashPoint = no_crash,
+    same_world_as: Bot | None = None,
+) -> Bot:
+    """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
+    replica) on the first one's store, control plane and Slack."""
+    if same_world_as is None:
+        store, records = MemoryStore(), MemoryIdleRecords()
+        plane, activity, messenger = FakeControlPlane(), FakeActivity(), FakeMessenger()
+        plane.add(running(cluster_doc(cluster_id="c1", nodes=2), nodes=2))
+    else:
+        world = same_world_as
+        store, records, plane = world.store, world.records, world.plane
+        activity, messenger = world.activity, world.messenger
     ports = Ports(
         requests=store,
         operations=store,
@@ -112,7 +125,13 @@ def make_bot(clock: ManualClock, policy: Policy) -> Bot:
         roles=PolicyRoles(policy),
         clock=clock,
     )
-    options = Options(owner="me", targets=[_target()], alert_channel=ALERTS, sweep_interval=60.0)
+    options = Options(
+        owner="me" if same_world_as is None else "restarted",
+        targets=[_target()],
+        alert_channel=ALERTS,
+        sweep_interval=60.0,
+        crash=crash,
+    )
     return Bot(build(ports, policy, options), store, records, plane, activity, messenger, clock)
 
 
@@ -335,3 +354,42 @@ async def test_help_waits_for_the_role_when_only_slack_can_tell_it(clock: Manual
     assert await bot.services.dispatcher.instant("U0CAROL", INFRA, "help") is None
     answer = await bot.services.dispatcher.command("U0CAROL", INFRA, "help")
     assert answer.reply is not None and "/cluster list" in text(answer.reply)
+
+
+# -- a change cut off by a crash ---------------------------------------------------------------
+
+
+class Died(Exception):
+    """The process ended here."""
+
+
+def dies_at(point: str) -> CrashPoint:
+    def crash(step: str) -> None:
+        if step == point:
+            raise Died(step)
+
+    return crash
+
+
+async def test_a_slurm_change_cut_off_after_its_patch_is_found_applied_and_finished(
+    clock: ManualClock,
+) -> None:
+    policy = Policy.model_validate(POLICY)
+    first = make_bot(clock, policy, crash=dies_at("after-patch"))
+    assert await first.ask("U0ALICE", "slurm c1 set PreemptMode=REQUEUE") is None  # a card
+    request = await first.only_request()
+    with pytest.raises(Died):
+        await first.services.approvals.decide("U0BOB", Role.APPROVER, request.id, approve=True)
+    assert len(first.plane.patches) == 1 and await first.store.count_in_flight() == 0
+    # the PATCH went out; nothing recorded its operation. Another process takes over once
+    # the dead one's lease has run out, looks at the cluster, and finds the change there.
+    second = make_bot(clock, policy, same_world_as=first)
+    clock.advance(60)
+    assert await second.services.executor.recover_orphans() == 1
+    clock.advance(5)
+    await second.services.tracker.poll_due()
+    ended = await second.only_request()
+    assert ended.state == RequestState.SUCCEEDED, ended.state
+    assert len(second.plane.patches) == 1  # never sent twice
+    config = second.plane.clusters[C1].slurm.config
+    assert config is not None and config["PreemptMode"] == "REQUEUE"
