@@ -214,7 +214,7 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
         for m in [*(pool.filestores or []), *(pool.lustres or [])]
     ]
     partitions = slurm.partitions or []
-    default = slurm.default_partition_id or (partitions[0].id if partitions else None)
+    default = slurm.default_partition
     partition_text: Line = joined(
         [
             (

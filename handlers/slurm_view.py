@@ -48,8 +48,7 @@ def slurm_reply(cluster: Cluster) -> Reply:
     reply = Reply(summary=f"{cluster.cluster_id}: Slurm settings")
     reply.add(Heading(f"{cluster.cluster_id}: Slurm settings"))
     partitions = slurm.partitions or []
-    # an empty defaultPartitionId means the first partition is the default (REST reference)
-    default = slurm.default_partition_id or (partitions[0].id if partitions else None)
+    default = slurm.default_partition  # an empty defaultPartitionId: the first partition
     default_text = (
         "none"
         if default is None

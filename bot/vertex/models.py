@@ -233,6 +233,12 @@ class SlurmSpec(ApiModel):
     scheduling: dict[str, Any] | None = None
     accounting: dict[str, Any] | None = None
 
+    @property
+    def default_partition(self) -> str | None:
+        """The default partition's id: the one named, else the first partition."""
+        partitions = self.partitions or []
+        return self.default_partition_id or (partitions[0].id if partitions else None)
+
 
 class OrchestratorSpec(ApiModel):
     slurm_spec: SlurmSpec | None = None
