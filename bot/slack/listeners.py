@@ -93,6 +93,9 @@ class Roles:
                     log.warning("cannot read user group %s: %s", group, error.response.get("error"))
                     members[group] = frozenset()
             self._members, self._fetched = members, self.clock()
+        return self._member_of(user)
+
+    def _member_of(self, user: str) -> frozenset[str]:
         return frozenset(g for g, users in self._members.items() if user in users)
 
     async def of(self, user: str) -> Role:
@@ -103,8 +106,7 @@ class Roles:
             return self.policy.role_of(user, frozenset())
         if self._fetched is None or self.clock() - self._fetched > GROUP_CACHE_SECONDS:
             return None
-        member_of = frozenset(g for g, users in self._members.items() if user in users)
-        return self.policy.role_of(user, member_of)
+        return self.policy.role_of(user, self._member_of(user))
 
 
 RESPONSE_URL_USES = 5  # a response_url takes 5 replies in 30 minutes
