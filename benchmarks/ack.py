@@ -25,7 +25,6 @@ from benchmarks.harness import (
     Results,
     call,
     cpu_seconds,
-    free_port,
     heading,
     percentile,
     processes,
@@ -34,6 +33,7 @@ from benchmarks.harness import (
     wait_ready,
 )
 from bot.sandbox.slack.delivery import signed_headers
+from tests.support.ports import free_port
 
 SENDERS = 50
 PER_SENDER = 20

@@ -4,11 +4,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import platform
-import random
-import socket
 import subprocess
 import sys
 import time
@@ -23,22 +22,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKS = os.sysconf("SC_CLK_TCK")
-_ports: set[int] = set()
-
-
-def free_port() -> int:
-    """A port below Linux's ephemeral range, so no outgoing connection can hold it."""
-    while True:
-        port = random.randrange(40000 - 8000, 40000 - 2000)
-        if port in _ports:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _ports.add(port)
-        return port
+_logs = itertools.count(1)  # numbers the processes' log files
 
 
 def cpu_seconds(pid: int) -> float:
@@ -91,7 +75,7 @@ def processes(
         err: Any = subprocess.DEVNULL
         if logs:
             Path(logs).mkdir(parents=True, exist_ok=True)
-            err = open(Path(logs) / f"{len(_ports)}-{'-'.join(cmd[2:4])}.log", "ab")  # noqa: SIM115
+            err = open(Path(logs) / f"{next(_logs)}-{'-'.join(cmd[2:4])}.log", "ab")  # noqa: SIM115
         started.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err))
     try:
         yield started

@@ -26,7 +26,6 @@ from benchmarks.ack import command_body
 from benchmarks.harness import (
     Results,
     call,
-    free_port,
     heading,
     processes,
     python,
@@ -37,6 +36,7 @@ from benchmarks.process import simulator_process
 from bot.sandbox.controlplane.wire import camelize
 from bot.sandbox.slack.delivery import signed_headers
 from bot.vertex.names import Target
+from tests.support.ports import free_port
 
 CLUSTERS = 1000
 TARGETS = 10
@@ -69,14 +69,21 @@ def fixture_cluster(target: Target, index: int) -> dict[str, object]:
     )
 
 
+def fleet(targets: int, clusters: int) -> tuple[list[Target], dict[str, list[dict[str, object]]]]:
+    """``targets`` simulated targets, and the simulator's fixtures: ``clusters`` clusters
+    spread evenly over them."""
+    where = [Target(f"bench-project-{n}", "us-central1") for n in range(targets)]
+    per_target = clusters // targets
+    return where, {"clusters": [fixture_cluster(t, i) for t in where for i in range(per_target)]}
+
+
 async def run(results: Results) -> None:
     heading(
         f"/cluster list of {CLUSTERS:,} clusters over {TARGETS} targets through clusterbot "
         f"serve, {LATENCY_MS} ms a call, default settings, {RUNS} commands one after another"
     )
-    targets = [Target(f"bench-project-{n}", "us-central1") for n in range(TARGETS)]
+    targets, fixtures = fleet(TARGETS, CLUSTERS)
     per_target = CLUSTERS // TARGETS
-    fixtures = {"clusters": [fixture_cluster(t, i) for t in targets for i in range(per_target)]}
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-list-bench-"))
     box_port, sink_port, serve_port = free_port(), free_port(), free_port()
     box, sink = f"http://127.0.0.1:{box_port}", f"http://127.0.0.1:{sink_port}"

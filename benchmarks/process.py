@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import free_port
+from tests.support.ports import free_port
 
 
 @contextmanager

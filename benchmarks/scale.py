@@ -38,7 +38,6 @@ from benchmarks.harness import (
     call,
     cold_cost_ratio,
     cpu_seconds,
-    free_port,
     heading,
     percentile,
     processes,
@@ -47,15 +46,15 @@ from benchmarks.harness import (
     serve_env,
     wait_ready,
 )
-from benchmarks.listing import fixture_cluster
+from benchmarks.listing import fleet
 from benchmarks.process import simulator_process
 from bot.sandbox.slack.delivery import signed_headers
 from bot.store import Store
 from bot.vertex.models import Cluster
-from bot.vertex.names import Target
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState, TrackedOperation
 from handlers.plans import plan_resize
+from tests.support.ports import free_port
 
 TARGETS = 10
 CLUSTERS = 10_000
@@ -211,9 +210,7 @@ async def run(results: Results) -> None:
         f"serve at scale: {OPERATIONS:,} operations in flight, {CLUSTERS:,} clusters, Slack's "
         f"tiers enforced, commands at {RATE:g}/s"
     )
-    targets = [Target(f"bench-project-{n}", "us-central1") for n in range(TARGETS)]
-    per_target = CLUSTERS // TARGETS
-    fixtures = {"clusters": [fixture_cluster(t, i) for t in targets for i in range(per_target)]}
+    targets, fixtures = fleet(TARGETS, CLUSTERS)
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-scale-bench-"))
     database = f"sqlite+aiosqlite:///{folder / 'bench.db'}"
     box_port, sink_port, serve_port, bare_port = (free_port() for _ in range(4))

@@ -19,11 +19,10 @@ import aiohttp
 from pydantic import SecretStr
 
 from benchmarks.harness import Results, cpu_seconds, heading
-from benchmarks.listing import fixture_cluster
+from benchmarks.listing import fleet
 from benchmarks.process import simulator_process
 from bot.app import ClusterbotService
 from bot.settings import Settings
-from bot.vertex.names import Target
 from handlers.policy import Policy
 
 TARGETS = 10
@@ -32,9 +31,8 @@ PAGE = 100
 
 
 async def one(results: Results, clusters: int) -> None:
-    targets = [Target(f"bench-project-{n}", "us-central1") for n in range(TARGETS)]
+    targets, fixtures = fleet(TARGETS, clusters)
     per_target = clusters // TARGETS
-    fixtures = {"clusters": [fixture_cluster(t, i) for t in targets for i in range(per_target)]}
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-sweep-bench-"))
     with simulator_process(fixtures, page_max=PAGE) as (url, simulator_pid):
         async with aiohttp.ClientSession() as session:
