@@ -52,6 +52,21 @@ async def open_store(kind: str, tmp_path: Path) -> AsyncIterator[Store]:
 DATABASES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
+def tracked(
+    name: str, request_id: str, *, started_at: float, next_poll_at: float
+) -> TrackedOperation:
+    """An operation followed in channel C of cluster c, as the tracker records one."""
+    return TrackedOperation(
+        name=name,
+        request_id=request_id,
+        cluster="c",
+        channel="C",
+        thread_ts=None,
+        started_at=started_at,
+        next_poll_at=next_poll_at,
+    )
+
+
 @pytest.fixture(params=DATABASES)
 async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """A real database: SQLite, and PostgreSQL."""
@@ -183,15 +198,7 @@ async def test_start_following_records_the_operation_with_the_transition(store: 
     await store.transition(
         "r1", [RequestState.PENDING], RequestState.EXECUTING, owner="a", lease_until=200.0
     )
-    operation = TrackedOperation(
-        name="op-1",
-        request_id="r1",
-        cluster="c",
-        channel="C",
-        thread_ts=None,
-        started_at=1.0,
-        next_poll_at=2.0,
-    )
+    operation = tracked("op-1", "r1", started_at=1.0, next_poll_at=2.0)
     assert not await store.start_following("r1", "b", operation)  # not b's to follow
     assert await store.get_operation("op-1") is None
     assert await store.start_following("r1", "a", operation)
@@ -214,14 +221,8 @@ async def test_named_lease_one_sweep_per_interval(store: Rows) -> None:
 
 
 async def test_operation_leases_and_final_claim(store: Rows) -> None:
-    operation = TrackedOperation(
-        name="projects/1/locations/r/operations/9",
-        request_id="r1",
-        cluster="c",
-        channel="C1",
-        thread_ts="1.0",
-        started_at=100.0,
-        next_poll_at=101.0,
+    operation = tracked(
+        "projects/1/locations/r/operations/9", "r1", started_at=100.0, next_poll_at=101.0
     )
     await store.add_operation(operation)
     assert await store.claim_due("replica-a", 100.5, 30, 50) == []  # not due yet
@@ -240,12 +241,9 @@ async def test_operation_leases_and_final_claim(store: Rows) -> None:
 async def test_a_crowd_of_due_operations_is_claimed_a_tick_at_a_time(store: Rows) -> None:
     for n in range(7):
         await store.add_operation(
-            TrackedOperation(
-                name=f"projects/1/locations/r/operations/{n}",
-                request_id=f"r{n}",
-                cluster="c",
-                channel="C1",
-                thread_ts="1.0",
+            tracked(
+                f"projects/1/locations/r/operations/{n}",
+                f"r{n}",
                 started_at=100.0,
                 next_poll_at=110.0 - n,  # the last added has been due longest
             )
@@ -353,17 +351,7 @@ async def test_upgrade_from_an_earlier_release(database: Store, release: ModuleT
 
 async def test_many_operations_updated_in_one_batch(store: Rows) -> None:
     for n in range(3):
-        await store.add_operation(
-            TrackedOperation(
-                name=f"op-{n}",
-                request_id=f"r{n}",
-                cluster="c",
-                channel="C",
-                thread_ts=None,
-                started_at=1.0,
-                next_poll_at=2.0,
-            )
-        )
+        await store.add_operation(tracked(f"op-{n}", f"r{n}", started_at=1.0, next_poll_at=2.0))
     await store.update_operations(
         [("op-0", {"progress": "10%", "next_poll_at": 5.0}), ("op-2", {"interval": 3.0})]
     )
