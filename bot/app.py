@@ -24,6 +24,7 @@ from bot.metrics import BotMetrics
 from bot.redact import Redactor
 from bot.routes import Routes
 from bot.settings import Settings
+from bot.slack.budget import Budget, Pacer
 from bot.slack.listeners import Background, Responder, Roles, SlackEdge
 from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
 from bot.store import IdleRecords, Store
@@ -102,9 +103,12 @@ class ClusterbotService:
         bot_token = (
             settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         )
-        self.slack = web_client(bot_token or "", settings.slack_api_url)
+        budget = Budget()  # one Slack budget: what the messenger spends, a 429 pauses
+        self.slack = web_client(bot_token or "", settings.slack_api_url, budget)
         self.messenger: SlackMessenger | LogMessenger = (
-            SlackMessenger(self.slack, self.redactor) if bot_token else LogMessenger()
+            SlackMessenger(self.slack, self.redactor, Pacer(budget))
+            if bot_token
+            else LogMessenger()
         )
         self.records = IdleRecords(self.store)
         self.roles = Roles(policy, self.slack)

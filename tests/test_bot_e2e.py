@@ -16,6 +16,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.sandbox.controlplane import Durations
 from bot.sandbox.controlplane.rpc import LOST_REPLY_STATUSES
+from bot.slack.messenger import SlackMessenger
 from handlers.policy import Policy
 from tests.support.demo_stack import (
     CPU01,
@@ -570,6 +571,10 @@ async def test_slack_rate_limits_delay_progress_and_lose_nothing(stack: Stack) -
     assert "*Done*" in text_of(done)
     _, limits = await stack.post("/sandbox/api/config", {})
     assert limits["force_ratelimit"] == {"chat.postMessage": 0, "chat.update": 0}  # all served
+    # each 429 paused its whole method in the bot's budget, not only the call that got it
+    messenger = stack.service.messenger
+    assert isinstance(messenger, SlackMessenger)
+    assert set(messenger.pacer.budget.paused_until) == {"chat.postMessage", "chat.update"}
 
 
 async def test_ops_lists_operations_in_flight(tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
@@ -28,15 +31,53 @@ from handlers.messenger import MessengerError
 from handlers.replies import Reply
 
 
-def web_client(token: str, base_url: str) -> AsyncWebClient:
-    """A Web API client that waits out 429s (Retry-After) and retries 5xx and dropped
-    connections, so a rate limit delays a message and never loses it."""
+class PausingRateLimitHandler(AsyncRateLimitErrorRetryHandler):
+    """Waits out a 429 and retries the call, as slack_sdk's handler does, and first pauses
+    the whole method in the budget for its ``Retry-After``, so the calls queued behind it wait
+    too instead of each running into the same 429."""
+
+    def __init__(self, budget: Budget, max_retry_count: int) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self.budget = budget
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        if response is not None:
+            method = request.url.split("?", 1)[0].rsplit("/", 1)[-1]
+            waited = next(
+                (v for k, v in response.headers.items() if k.lower() == "retry-after"), ["1"]
+            )
+            try:
+                seconds = float(waited[0])
+            except (IndexError, ValueError):
+                seconds = 1.0
+            self.budget.pause(method, seconds)
+        await super().prepare_for_next_attempt_async(
+            state=state, request=request, response=response, error=error
+        )
+
+
+def web_client(token: str, base_url: str, budget: Budget | None = None) -> AsyncWebClient:
+    """A Web API client that waits out 429s (Retry-After, pausing the method in ``budget``)
+    and retries 5xx and dropped connections, so a rate limit delays a message and never
+    loses it."""
+    rate_limited = (
+        AsyncRateLimitErrorRetryHandler(max_retry_count=10)
+        if budget is None
+        else PausingRateLimitHandler(budget, max_retry_count=10)
+    )
     return AsyncWebClient(
         token=token,
         base_url=base_url,
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=3),
-            AsyncRateLimitErrorRetryHandler(max_retry_count=10),
+            rate_limited,
             AsyncServerErrorRetryHandler(max_retry_count=3),
         ],
     )
