@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from bot.vertex.errors import (
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation, SlurmResponse
-from bot.vertex.transport import Transport
+from bot.vertex.transport import Transport, json_object
 
 API_VERSION = "v1beta1"
 OPERATIONS_VERSION = "v1"
@@ -164,12 +163,7 @@ def _read_page(body: bytes) -> tuple[list[Cluster], list[UnreadableCluster], str
 
 def _read_page_slowly(body: bytes) -> tuple[list[Cluster], list[UnreadableCluster], str | None]:
     """Cluster by cluster, naming each that cannot be read and the field at fault."""
-    try:
-        document = json.loads(body) if body else {}
-    except ValueError as error:
-        raise MalformedReplyError("the control plane sent a reply that is not JSON") from error
-    if not isinstance(document, dict):
-        raise MalformedReplyError("the control plane sent a reply that is not a JSON object")
+    document = json_object(body)
     items: list[Any] = next(
         (document[k] for k in LIST_KEYS if isinstance(document.get(k), list)), []
     )

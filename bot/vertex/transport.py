@@ -32,6 +32,17 @@ def regional_endpoint(region: str) -> str:
     return f"https://{region}-aiplatform.googleapis.com"
 
 
+def json_object(body: bytes) -> dict[str, Any]:
+    """A reply's body as a JSON object (an empty body: an empty object)."""
+    try:
+        decoded = json.loads(body) if body else {}
+    except ValueError as error:
+        raise MalformedReplyError("the control plane sent a reply that is not JSON") from error
+    if not isinstance(decoded, dict):
+        raise MalformedReplyError("the control plane sent a reply that is not a JSON object")
+    return decoded
+
+
 class Transport:
     """Sends requests with a token, retrying reads and never replaying a change blindly."""
 
@@ -104,13 +115,7 @@ class Transport:
             already_applied=already_applied,
             deadline=deadline,
         )
-        try:
-            decoded = json.loads(body) if body else {}
-        except ValueError as error:
-            raise MalformedReplyError("the control plane sent a reply that is not JSON") from error
-        if not isinstance(decoded, dict):
-            raise MalformedReplyError("the control plane sent a reply that is not a JSON object")
-        return decoded
+        return json_object(body)
 
     async def _call_raw(
         self,
