@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.models import Cluster
@@ -85,6 +86,16 @@ class SweepReport:
 
 
 YIELD_EVERY = 200  # clusters handled between giving the event loop back to others
+T = TypeVar("T")
+
+
+async def paced(items: Iterable[T]) -> AsyncIterator[T]:
+    """``items`` one by one, giving the event loop back every ``YIELD_EVERY``: a loop over
+    thousands of clusters never holds up an ack."""
+    for index, item in enumerate(items):
+        yield item
+        if index % YIELD_EVERY == YIELD_EVERY - 1:
+            await asyncio.sleep(0)
 
 
 @dataclass(frozen=True)
@@ -240,11 +251,9 @@ class Sweeper:
         await self._assess_all(seen)
         posted = 0
         if alerts and self.alerts is not None:
-            for index, item in enumerate(seen):
+            async for item in paced(seen):
                 assert item.entry and item.verdict and item.record
                 posted += await self.alerts.announce(item.entry, item.verdict, item.record)
-                if index % YIELD_EVERY == YIELD_EVERY - 1:
-                    await asyncio.sleep(0)
         entries = [item.entry for item in seen if item.entry is not None]
         failures += [
             f"{e.cluster_id}: activity unknown ({e.reason}); not alerted"
@@ -261,20 +270,16 @@ class Sweeper:
         ``YIELD_EVERY`` clusters, so a sweep of thousands never holds up an ack."""
         names = [item.cluster.name for item in seen]
         records = await self.records.get_many(names)
-        for index, (item, name) in enumerate(zip(seen, names, strict=True)):
+        async for item, name in paced(zip(seen, names, strict=True)):
             item.record, item.verdict = assess(records[name][0], item.observation, self.rules)
-            if index % YIELD_EVERY == YIELD_EVERY - 1:
-                await asyncio.sleep(0)
         lost = await self.records.put_many(
             [(item.record, records[name][1]) for item, name in zip(seen, names, strict=True)],  # type: ignore[misc]
             self.clock(),
         )
-        for index, (item, name) in enumerate(zip(seen, names, strict=True)):
+        async for item, name in paced(zip(seen, names, strict=True)):
             if name in lost:
                 await self._assess_again(item)
             item.entry = self._entry(item)
-            if index % YIELD_EVERY == YIELD_EVERY - 1:
-                await asyncio.sleep(0)
 
     async def _assess_again(self, item: Seen) -> None:
         name = item.cluster.name
