@@ -323,7 +323,7 @@ async def tracker_alone(
     )
     results.add("scale", "CPU of serve, median of 1 s samples", percentile(samples, 0.5) * 100, "%")
     if os.environ.get("BENCH_SHOW_SAMPLES"):
-        print("  samples:", " ".join(f"{x * 100:.0f}" for x in samples))
+        print("  samples:", " ".join(f"{x * 100:.1f}" for x in samples))
     results.add("scale", "memory of serve (largest RSS)", max(rss), "MB", at_most=200.0)
     results.add(
         "scale",

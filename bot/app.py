@@ -40,7 +40,7 @@ from handlers.sweep import SweepReport
 
 log = logging.getLogger(__name__)
 EXPIRY_SECONDS = 15.0
-GAUGE_EVERY = 5  # ticks between counts of the operations in flight when nothing was polled
+GAUGE_EVERY = 5  # ticks between counts of the operations in flight when none ended
 RECOVER_EVERY = 3  # ticks between looks for changes whose replica died
 
 
@@ -233,11 +233,14 @@ class ClusterbotService:
     async def _tick(self) -> None:
         if not self.accepting:
             return
-        polled = await self.core.tracker.poll_due()
+        tracker = self.core.tracker
+        ended_before = tracker.ended
+        await tracker.poll_due()
         self._ticks += 1
-        # the count changes when a poll ends an operation or a change starts one: counted
-        # after a tick that polled, and every few ticks for the rest
-        if polled or self._ticks % GAUGE_EVERY == 0:
+        # the count changes when an operation ends or a change starts one: counted after a
+        # tick that ended one, and every few ticks for the rest (not after every tick that
+        # polled: with many changes in flight, that is every tick)
+        if tracker.ended != ended_before or self._ticks % GAUGE_EVERY == 0:
             self.metrics.operations_in_flight.set(await self.store.count_in_flight())
 
     async def _recover(self) -> None:

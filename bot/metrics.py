@@ -73,6 +73,8 @@ class BotMetrics:
         )
 
         self._lag_max = 0.0
+        # one child per (call, outcome), looked up once: the tracker counts a call per poll
+        self._calls: dict[tuple[str, str], Counter] = {}
 
     def lag(self, seconds: float) -> None:
         self.loop_lag.observe(seconds)
@@ -84,7 +86,12 @@ class BotMetrics:
         self.commands.labels(outcome=outcome, subcommand=name).inc()
 
     def call(self, method: str, outcome: str) -> None:
-        self.control_plane.labels(method=method, status=outcome).inc()
+        child = self._calls.get((method, outcome))
+        if child is None:
+            child = self._calls[method, outcome] = self.control_plane.labels(
+                method=method, status=outcome
+            )
+        child.inc()
 
     def handler(self) -> Handler:
         """The ``GET /metrics`` handler, in the text format Prometheus scrapes."""

@@ -84,6 +84,7 @@ class Tracker:
         self.lease = lease
         self.per_tick = per_tick
         self._deferred: dict[str, dict[str, Any]] | None = None
+        self.ended = 0  # final messages posted by this replica (a count to notice change by)
 
     async def poll_due(self) -> int:
         """Poll every operation that is due; returns how many were polled. What the polls
@@ -265,3 +266,4 @@ class Tracker:
             )
         self.crash("after-final-posted")
         await self.store.update_operation(operation.name, final=Final.POSTED, owner=None)
+        self.ended += 1

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.vertex.errors import MalformedReplyError
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation
+from bot.vertex.transport import read_model_json
 from tests.support.factories import cluster_doc
 
 # An Operation as the reference shows it, with a field this code does not model.
@@ -110,3 +112,25 @@ def test_round_trip_property(nodes: int, label: str, extra: dict[str, int]) -> N
     document["labels"] = {label: label}
     document["nodePools"][0]["unmodelled"] = extra
     assert Cluster.model_validate(document).to_api() == document
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b"not json", "a reply that is not JSON"),
+        (b"[1, 2]", "a reply that is not a JSON object"),
+        (b'{"done": true}', "an operation that clusterbot cannot read (name: Field required)"),
+        (b'{"name": "n", "done": "maybe"}', "cannot read (done: Input should be a valid boolean"),
+    ],
+)
+def test_an_operation_read_from_bytes_names_what_is_wrong(body: bytes, words: str) -> None:
+    with pytest.raises(MalformedReplyError) as caught:
+        read_model_json(Operation, body, "an operation")
+    assert words in str(caught.value)
+
+
+def test_an_operation_read_from_bytes_is_the_one_read_from_json() -> None:
+    body = json.dumps(OPERATION_DONE).encode()
+    assert read_model_json(Operation, body, "an operation") == Operation.model_validate(
+        OPERATION_DONE
+    )

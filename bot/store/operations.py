@@ -16,7 +16,8 @@ _OPERATION_FIELDS = [f.name for f in fields(TrackedOperation)]
 
 
 def _operation(row: sa.Row[Any]) -> TrackedOperation:
-    data = {k: row._mapping[k] for k in _OPERATION_FIELDS}
+    mapping = row._mapping
+    data = {k: mapping[k] for k in _OPERATION_FIELDS}
     data["kind"] = OperationKind(data["kind"])
     data["final"] = Final(data["final"]) if data["final"] else None
     return TrackedOperation(**data)

@@ -34,7 +34,7 @@ from bot.vertex.errors import (
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation, SlurmResponse
-from bot.vertex.transport import Transport, json_object
+from bot.vertex.transport import Transport, field_path, json_object, read_model, read_model_json
 
 API_VERSION = "v1beta1"
 OPERATIONS_VERSION = "v1"
@@ -78,26 +78,6 @@ class KeptListing(Generic[K]):
     kept: list[K]
     error: VertexError | None = None
     unreadable: list[UnreadableCluster] = field(default_factory=list)
-
-
-def _field_path(error: ValidationError) -> str:
-    """``nodePools.0.filestores.0: Input should be a valid string`` for the first problem."""
-    first = error.errors()[0]
-    path = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in first["loc"])
-    return f"{path or 'the reply'}: {first['msg']}"
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def read_model(model: type[M], document: Any, what: str) -> M:
-    """Validate a reply, turning a schema mismatch into a typed error naming the field."""
-    try:
-        return model.model_validate(document)
-    except ValidationError as error:
-        raise MalformedReplyError(
-            f"the control plane sent {what} that clusterbot cannot read ({_field_path(error)})"
-        ) from error
 
 
 def _mask_value(document: dict[str, Any], path: str) -> Any:
@@ -174,7 +154,7 @@ def _read_page_slowly(body: bytes) -> tuple[list[Cluster], list[UnreadableCluste
             clusters.append(Cluster.model_validate(item))
         except ValidationError as error:
             name = item.get("name") if isinstance(item, dict) else None
-            unreadable.append(UnreadableCluster(str(name or "?"), _field_path(error)))
+            unreadable.append(UnreadableCluster(str(name or "?"), field_path(error)))
     next_token = document.get("nextPageToken")
     return clusters, unreadable, next_token if isinstance(next_token, str) else None
 
@@ -275,8 +255,9 @@ class VertexClient(Transport):
     async def get_operation(self, name: str) -> Operation:
         region = name.split("/")[3] if name.count("/") >= 5 else ""
         url = f"{self.endpoint(region)}/{OPERATIONS_VERSION}/{name}"
-        reply = await self._call("get_operation", "GET", url, safe=True)
-        return read_model(Operation, reply, "an operation")
+        # decoded straight from the bytes: the tracker reads one of these per poll
+        body = await self._call_raw("get_operation", "GET", url, safe=True)
+        return read_model_json(Operation, body, "an operation")
 
     async def call_slurm_rest_api(
         self,

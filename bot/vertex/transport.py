@@ -8,9 +8,11 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import aiohttp
+from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_camel
 
 from bot.vertex.auth import TokenSource
 from bot.vertex.errors import (
@@ -41,6 +43,41 @@ def json_object(body: bytes) -> dict[str, Any]:
     if not isinstance(decoded, dict):
         raise MalformedReplyError("the control plane sent a reply that is not a JSON object")
     return decoded
+
+
+def field_path(error: ValidationError) -> str:
+    """``nodePools.0.filestores.0: Input should be a valid string`` for the first problem."""
+    first = error.errors()[0]
+    path = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in first["loc"])
+    return f"{path or 'the reply'}: {first['msg']}"
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_model(model: type[M], document: Any, what: str) -> M:
+    """Validate a reply, turning a schema mismatch into a typed error naming the field."""
+    try:
+        return model.model_validate(document)
+    except ValidationError as error:
+        raise _unreadable(what, error) from error
+
+
+def read_model_json(model: type[M], body: bytes, what: str) -> M:
+    """``read_model`` for a reply's bytes, decoded and validated in one step; a body that
+    is not a JSON object is reported as such, not as a field at fault."""
+    try:
+        return model.model_validate_json(body or b"{}")
+    except ValidationError as error:
+        if any(e["type"] == "json_invalid" or not e["loc"] for e in error.errors()):
+            json_object(body)  # raises the same message as every other reply
+        raise _unreadable(what, error) from error
+
+
+def _unreadable(what: str, error: ValidationError) -> MalformedReplyError:
+    return MalformedReplyError(
+        f"the control plane sent {what} that clusterbot cannot read ({field_path(error)})"
+    )
 
 
 class Transport:
