@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from bot.vertex.errors import VertexError
 from handlers.approvals import Approvals
-from handlers.commands import CommandError
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
+from handlers.grammar import CommandError
 from handlers.idle import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.idle_alert import IdleEntry, alert_card, closed_alert
 from handlers.messenger import Messenger, MessengerError

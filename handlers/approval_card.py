@@ -67,6 +67,20 @@ def _settings(plan: ChangePlan) -> list[Part]:
     return parts
 
 
+def _layout(plan: ChangePlan) -> list[Part]:
+    """Every partition, the default partition and the login pool, before and after."""
+    assert plan.layout is not None
+    parts: list[Part] = [Table.of(("", "BEFORE", "AFTER"), plan.layout.rows())]
+    if plan.layout.mask.endswith(".partitions"):
+        parts.append(
+            Note(
+                "The whole partition list is sent (updateMask replaces it); every other "
+                "partition is kept as it is, and the first stays first."
+            )
+        )
+    return parts
+
+
 def _delta(plan: ChangePlan) -> str:
     delta = plan.cost_delta
     if not delta.known:
@@ -114,6 +128,13 @@ def _status(request: ApprovalRequest) -> Line | None:
     return (Strong("Expired"), ": nobody approved it by ", Time(request.expires_at))
 
 
+# the card's title and what a Slurm change is said to change
+SLURM_ASKS = {
+    PlanKind.SLURM_CONFIG: ("Slurm settings request", "the slurm.conf settings"),
+    PlanKind.SLURM_LAYOUT: ("Slurm partitions request", "the partitions or login pool"),
+}
+
+
 def _bullets(items: Sequence[str]) -> str:
     return "\n".join(f"• {item}" for item in items)
 
@@ -134,11 +155,12 @@ def request_card(request: ApprovalRequest) -> Reply:
             Code(target),
             ").",
         )
-    elif plan.kind == PlanKind.SLURM_CONFIG:
-        title = f"Slurm settings request: {plan.cluster_id}"
+    elif plan.kind in SLURM_ASKS:
+        heading, what = SLURM_ASKS[plan.kind]
+        title = f"{heading}: {plan.cluster_id}"
         ask = (
             asker,
-            " asks to change the slurm.conf settings of ",
+            f" asks to change {what} of ",
             Strong(plan.cluster_id),
             " (",
             Code(target),
@@ -157,6 +179,8 @@ def request_card(request: ApprovalRequest) -> Reply:
             reply.add(Text(Strong("Kept"), "\n" + _bullets(plan.kept)))
     elif plan.kind == PlanKind.SLURM_CONFIG:
         reply.add(Text(_bullets([c.words for c in plan.settings])), *_settings(plan))
+    elif plan.layout is not None:
+        reply.add(Text(_bullets([plan.layout.words])), *_layout(plan))
     else:
         reply.add(Text(_bullets([c.words for c in plan.changed_pools])), _diff(plan))
     for warning in plan.warnings:

@@ -14,16 +14,25 @@ import secrets
 
 from handlers.approval_card import request_card
 from handlers.clusters import ClusterDirectory
-from handlers.commands import CommandError, Delete, Refused, Resize, SlurmConfig
+from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.execution import Executor
+from handlers.grammar import CommandError, Refused
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
-from handlers.plans import ChangePlan, PlanError, plan_delete, plan_resize, plan_slurm_config
+from handlers.plans import (
+    ChangePlan,
+    PlanError,
+    plan_delete,
+    plan_resize,
+    plan_slurm_config,
+    plan_slurm_layout,
+)
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
 from handlers.replies import Code, Reply, UserRef, notice
+from handlers.slurm_commands import SlurmConfig, SlurmLayout
 
 log = logging.getLogger(__name__)
 DRAFT_TIMEOUT = 60.0  # a draft older than this lost its card to a crash: abandon it
@@ -69,11 +78,16 @@ class Approvals:
         self,
         actor: str,
         channel: str,
-        command: Resize | Delete | SlurmConfig,
+        command: Resize | Delete | SlurmConfig | SlurmLayout,
         origin: Origin = Origin.COMMAND,
     ) -> ApprovalRequest:
         """Plan the change and post its approval card; raise CommandError when it cannot be."""
-        subcommand = {Resize: "resize", Delete: "delete", SlurmConfig: "slurm"}[type(command)]
+        subcommand = {
+            Resize: "resize",
+            Delete: "delete",
+            SlurmConfig: "slurm",
+            SlurmLayout: "slurm",
+        }[type(command)]
         cluster = await self.directory.resolve(command.cluster, subcommand)
         try:
             if isinstance(command, Resize):
@@ -83,6 +97,10 @@ class Approvals:
             elif isinstance(command, SlurmConfig):
                 plan = plan_slurm_config(
                     cluster, dict(command.sets), list(command.unsets), self.prices
+                )
+            elif isinstance(command, SlurmLayout):
+                plan = plan_slurm_layout(
+                    cluster, command.action, command.name, command.pools, self.prices
                 )
             else:
                 plan = plan_delete(cluster, self.prices)

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
-from handlers.commands import CommandError, Refused
 from handlers.costs import PRICES_AS_OF, PriceBook, money
+from handlers.grammar import CommandError, Refused
 from handlers.ports import ControlPlane, K, KeptListing, Listing
 from handlers.replies import (
     Code,

@@ -10,59 +10,29 @@ max_nodes=3)``.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from handlers.grammar import (
+    CLUSTER_HELP,
+    MAX_NODES,
+    POOL_ID,
+    USAGE,
+    CommandError,
+    arity,
+    cluster_word,
+    echo,
+)
 from handlers.policy import Role
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
+from handlers.slurm_commands import Slurm, SlurmConfig, SlurmLayout, parse_slurm
 
 if TYPE_CHECKING:
     from handlers.approvals import Approvals
     from handlers.reports import Reports
 
-CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")
-CLUSTER_NAME = re.compile(
-    r"^projects/[^/\s]+/locations/[^/\s]+/modelDevelopmentClusters/[a-z][a-z0-9]{0,9}$"
-)
-POOL_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
-MAX_NODES = 1000
-CLUSTER_HELP = (
-    "CLUSTER is a short id such as train01 (looked up in every target) or a full name "
-    "projects/P/locations/R/modelDevelopmentClusters/ID."
-)
-ECHO = 100  # characters of a person's input quoted back to them
 C = TypeVar("C")  # a typed command
-
-
-def echo(word: str) -> str:
-    """A person's input quoted back in an error, cut to ``ECHO`` characters."""
-    return repr(word if len(word) <= ECHO else word[:ECHO] + "…")
-
-
-class CommandError(Exception):
-    """Bad input: a one-line reason meant for the user, and the usage of the subcommand."""
-
-    def __init__(self, reason: str, subcommand: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.subcommand = subcommand
-
-    @property
-    def usage(self) -> str | None:
-        if self.subcommand in USAGE:
-            return f"Usage: {USAGE[self.subcommand]}"
-        return "Usage: /cluster " + " | ".join(USAGE) + "   (/cluster help for more)"
-
-
-class Refused(CommandError):
-    """Good input the bot cannot act on now (a request already open, a conversation it cannot
-    post in): the reason alone, since the usage would not help."""
-
-    @property
-    def usage(self) -> str | None:
-        return None
 
 
 # -- the typed commands -------------------------------------------------------------------------
@@ -111,34 +81,12 @@ class Audit:
     cluster: str | None = None
 
 
-@dataclass(frozen=True)
-class Slurm:
-    cluster: str
-
-
-@dataclass(frozen=True)
-class SlurmConfig:
-    """Set and unset slurm.conf keys, through approval."""
-
-    cluster: str
-    sets: tuple[tuple[str, str], ...] = ()
-    unsets: tuple[str, ...] = ()
-
-
-Command = Help | ListClusters | Show | Slurm | SlurmConfig | Resize | Delete | Ops | Idle | Audit
+Command = (
+    Help | ListClusters | Show | Slurm | SlurmConfig | SlurmLayout | Resize | Delete | Ops | Idle
+) | Audit
 
 
 # -- words ---------------------------------------------------------------------------------------
-
-
-def _cluster(word: str, subcommand: str) -> str:
-    if CLUSTER_ID.match(word) or CLUSTER_NAME.match(word):
-        return word
-    raise CommandError(
-        f"{echo(word)} is not a cluster: use a short id like train01 (a lowercase letter, then up "
-        "to 9 lowercase letters or digits) or a full resource name",
-        subcommand,
-    )
 
 
 def _count(word: str) -> int:
@@ -150,26 +98,16 @@ def _count(word: str) -> int:
     return value
 
 
-def _arity(words: list[str], subcommand: str, low: int, high: int) -> None:
-    given = len(words)
-    if given < low:
-        missing = USAGE[subcommand].split()[2 + given]
-        raise CommandError(f"{subcommand} needs {missing}", subcommand)
-    if given > high:
-        extra = " ".join(words[high:])
-        raise CommandError(f"{subcommand} does not take {echo(extra)}", subcommand)
-
-
 def _help(args: list[str]) -> Help:
-    _arity(args, "help", 0, 1)
+    arity(args, "help", 0, 1)
     if args and args[0].lower() not in USAGE:
         raise CommandError(f"there is no subcommand {echo(args[0])}", "help")
     return Help(args[0].lower() if args else None)
 
 
 def _resize(args: list[str]) -> Resize:
-    _arity(args, "resize", 3, 3)
-    cluster = _cluster(args[0], "resize")
+    arity(args, "resize", 3, 3)
+    cluster = cluster_word(args[0], "resize")
     if not POOL_ID.match(args[1]):
         raise CommandError(f"{echo(args[1])} is not a node pool id", "resize")
     low_text, colon, high_text = args[2].partition(":")
@@ -182,46 +120,23 @@ def _resize(args: list[str]) -> Resize:
 
 def _nothing(name: str, made: Callable[[], C]) -> Callable[[list[str]], C]:
     def parse_words(args: list[str]) -> C:
-        _arity(args, name, 0, 0)
+        arity(args, name, 0, 0)
         return made()
 
     return parse_words
 
 
-def _one_cluster(name: str, made: Callable[[str], C]) -> Callable[[list[str]], C]:
+def _onecluster_word(name: str, made: Callable[[str], C]) -> Callable[[list[str]], C]:
     def parse_words(args: list[str]) -> C:
-        _arity(args, name, 1, 1)
-        return made(_cluster(args[0], name))
+        arity(args, name, 1, 1)
+        return made(cluster_word(args[0], name))
 
     return parse_words
 
 
-def _slurm(args: list[str]) -> Slurm | SlurmConfig:
-    _arity(args, "slurm", 1, len(args) or 1)
-    cluster = _cluster(args[0], "slurm")
-    if len(args) == 1:
-        return Slurm(cluster)
-    verb, words = args[1].lower(), args[2:]
-    if verb not in ("set", "unset"):
-        raise CommandError(f"slurm does not take {echo(args[1])}: use set or unset", "slurm")
-    if not words:
-        raise CommandError(f"slurm {verb} needs {'KEY=VALUE' if verb == 'set' else 'KEY'}", "slurm")
-    if verb == "unset":
-        return SlurmConfig(cluster, unsets=tuple(dict.fromkeys(words)))
-    sets: dict[str, str] = {}
-    for word in words:
-        key, equals, value = word.partition("=")
-        if not equals or not key or not value:
-            raise CommandError(f"{echo(word)} is not KEY=VALUE", "slurm")
-        if key.lower() in (k.lower() for k in sets):
-            raise CommandError(f"{echo(key)} is given twice", "slurm")
-        sets[key] = value
-    return SlurmConfig(cluster, sets=tuple(sets.items()))
-
-
 def _audit(args: list[str]) -> Audit:
-    _arity(args, "audit", 0, 1)
-    return Audit(_cluster(args[0], "audit") if args else None)
+    arity(args, "audit", 0, 1)
+    return Audit(cluster_word(args[0], "audit") if args else None)
 
 
 # -- the registry --------------------------------------------------------------------------------
@@ -269,7 +184,7 @@ async def _run_help(services: Services, command: Help, caller: Caller) -> Reply:
 
 
 async def _run_slurm(
-    services: Services, command: Slurm | SlurmConfig, caller: Caller
+    services: Services, command: Slurm | SlurmConfig | SlurmLayout, caller: Caller
 ) -> Reply | None:
     if isinstance(command, Slurm):
         return await services.reports.slurm(command.cluster)
@@ -305,17 +220,19 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         "/cluster show CLUSTER",
         "one cluster: pools, node states, partitions, Slurm settings, recent events",
         Role.VIEWER,
-        _one_cluster("show", Show),
+        _onecluster_word("show", Show),
         lambda s, c, who: s.reports.cluster(c.cluster),
     ),
     Subcommand(
         "slurm",
-        "/cluster slurm CLUSTER [set KEY=VALUE… | unset KEY…]",
-        "the Slurm settings in full; set or unset slurm.conf keys (a second person approves)",
+        "/cluster slurm CLUSTER [set KEY=VALUE… | unset KEY… | partition add ID POOL[,POOL] | "
+        "partition remove ID | partition default ID | login-pool POOL]",
+        "the Slurm settings in full; change slurm.conf keys, partitions or the login pool "
+        "(a second person approves)",
         Role.VIEWER,
-        _slurm,
+        parse_slurm,
         _run_slurm,
-        role_for=lambda c: Role.OPERATOR if isinstance(c, SlurmConfig) else Role.VIEWER,
+        role_for=lambda c: Role.VIEWER if isinstance(c, Slurm) else Role.OPERATOR,
     ),
     Subcommand(
         "resize",
@@ -330,7 +247,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         "/cluster delete CLUSTER",
         "ask to delete a cluster; an approver confirms",
         Role.OPERATOR,
-        _one_cluster("delete", Delete),
+        _onecluster_word("delete", Delete),
         _run_change,
     ),
     Subcommand(
@@ -360,7 +277,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
 )
 BY_NAME = {entry.name: entry for entry in REGISTRY}
 ALIASES = {"-h": "help", "--help": "help", "?": "help"}
-USAGE = {entry.name: entry.usage for entry in REGISTRY}
+USAGE.update({entry.name: entry.usage for entry in REGISTRY})
 SUMMARY = {entry.name: entry.summary for entry in REGISTRY}
 
 

@@ -22,7 +22,8 @@ from handlers.actions import (
 )
 from handlers.approvals import Approvals
 from handlers.clusters import error_text
-from handlers.commands import USAGE, Caller, CommandError, lookup
+from handlers.commands import Caller, lookup
+from handlers.grammar import USAGE, CommandError
 from handlers.idle_clicks import IdleClicks
 from handlers.policy import Policy, Role
 from handlers.ports import RoleSource

@@ -44,6 +44,7 @@ DOING = {  # what a plan does, for "Could not …"
     PlanKind.RESIZE: "resize",
     PlanKind.DELETE: "delete",
     PlanKind.SLURM_CONFIG: "change the Slurm settings of",
+    PlanKind.SLURM_LAYOUT: "change the partitions or login pool of",
 }
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 

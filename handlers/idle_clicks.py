@@ -14,8 +14,8 @@ from dataclasses import replace
 from bot.vertex.errors import VertexError
 from handlers.actions import Keep, Remedy, Snooze
 from handlers.alerts import AlertBoard, Remedies
-from handlers.commands import CommandError
 from handlers.entities import Origin
+from handlers.grammar import CommandError
 from handlers.idle_alert import kept_text
 from handlers.plans import PlanError, PlanKind
 from handlers.policy import Role, may_approve

@@ -17,8 +17,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, NodePool, OrchestratorSpec, ScalingSpec, SlurmSpec
+from bot.vertex.models import Cluster, OrchestratorSpec, ScalingSpec, SlurmSpec
 from handlers.costs import PriceBook, Range
+from handlers.pool_changes import PoolChange, bounds, describe, pool_change, pool_warnings
+from handlers.slurm_commands import LayoutAction
+from handlers.slurm_layout import (
+    LayoutChange,
+    LayoutError,
+    apply_layout,
+    layout_applied,
+    layout_change,
+)
 from handlers.slurm_settings import (
     SettingChange,
     SettingError,
@@ -35,6 +44,7 @@ class PlanKind(StrEnum):
     RESIZE = "resize"
     DELETE = "delete"
     SLURM_CONFIG = "slurm_config"
+    SLURM_LAYOUT = "slurm_layout"  # partitions, the default partition, the login pool
 
 
 SLURM_CONFIG_MASK = "orchestrator_spec.slurm_spec.config"  # the REST document's mask path
@@ -42,54 +52,6 @@ SLURM_CONFIG_MASK = "orchestrator_spec.slurm_spec.config"  # the REST document's
 
 class PlanError(Exception):
     """The change cannot be planned; the message is meant for the user."""
-
-
-class PoolChange(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    pool_id: str
-    machine: str
-    min_before: int
-    max_before: int
-    min_after: int
-    max_after: int
-    cost_before: float | None
-    cost_after: float | None  # at the new minimum
-    cost_after_high: float | None = None  # at the new maximum; None: same as cost_after
-    nodes_before: int | None = None  # nodes that existed when planned
-    reserved: bool = False
-    reservation: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return (self.min_before, self.max_before) != (self.min_after, self.max_after)
-
-    @property
-    def bounds_before(self) -> str:
-        return _bounds(self.min_before, self.max_before)
-
-    @property
-    def bounds_after(self) -> str:
-        return _bounds(self.min_after, self.max_after)
-
-    @property
-    def words(self) -> str:
-        """The change in words: ``a4: scales 0–2 with the queue → fixed at 3 nodes``."""
-        before = _describe(self.min_before, self.max_before)
-        after = _describe(self.min_after, self.max_after)
-        if self.min_before == self.max_before and self.min_after == self.max_after:
-            return f"{self.pool_id}: {self.min_before} → {self.min_after} nodes"
-        return f"{self.pool_id}: {before} → {after}"
-
-
-def _bounds(low: int, high: int) -> str:
-    return str(low) if low == high else f"{low}:{high}"
-
-
-def _describe(low: int, high: int) -> str:
-    if low == high:
-        return f"fixed at {low} node{'s' if low != 1 else ''}"
-    return f"scales {low}–{high} with the queue"
 
 
 class ChangePlan(BaseModel):
@@ -100,6 +62,7 @@ class ChangePlan(BaseModel):
     update_mask: tuple[str, ...] = ()
     pools: tuple[PoolChange, ...] = ()
     settings: tuple[SettingChange, ...] = ()
+    layout: LayoutChange | None = None
     cost_before: float | None = None
     cost_after: float | None = None  # with every changed pool at its new minimum
     cost_after_high: float | None = None  # at the new maxima; None: same as cost_after
@@ -163,7 +126,7 @@ def plan_resize(
     if (pool.min_nodes, pool.max_nodes) == (min_nodes, max_nodes):
         raise PlanError(
             f"pool {pool_id!r} of {cluster.cluster_id} already has bounds "
-            f"{_bounds(min_nodes, max_nodes)} ({_describe(min_nodes, max_nodes)})"
+            f"{bounds(min_nodes, max_nodes)} ({describe(min_nodes, max_nodes)})"
         )
     return _plan_pools(cluster, {pool_id: (min_nodes, max_nodes)}, prices)
 
@@ -177,54 +140,6 @@ def plan_scale_to_zero(cluster: Cluster, prices: PriceBook) -> ChangePlan:
     return _plan_pools(cluster, targets, prices)
 
 
-def _pool_change(cluster: Cluster, pool: NodePool, new: NodePool, prices: PriceBook) -> PoolChange:
-    nodes = cluster.nodes(pool)
-    cost_now = prices.pool_hour(pool, nodes)
-    after = prices.bounds_hour(new, new.min_nodes, new.max_nodes)
-    if (pool.min_nodes, pool.max_nodes) == (new.min_nodes, new.max_nodes):
-        after = Range(cost_now, cost_now)  # untouched: it costs what it costs now
-    elif pool.reserved and cost_now is not None:
-        # The reservation is billed whether its nodes run or not: fewer nodes save nothing.
-        after = Range(
-            None if after.low is None else max(after.low, cost_now),
-            None if after.high is None else max(after.high, cost_now),
-        )
-    return PoolChange(
-        pool_id=pool.id,
-        machine=pool.machine_description,
-        min_before=pool.min_nodes,
-        max_before=pool.max_nodes,
-        min_after=new.min_nodes,
-        max_after=new.max_nodes,
-        cost_before=cost_now,
-        cost_after=after.low,
-        cost_after_high=after.high,
-        nodes_before=nodes,
-        reserved=pool.reserved,
-        reservation=pool.reservation_name,
-    )
-
-
-def _warnings(changes: list[PoolChange]) -> tuple[str, ...]:
-    notes = []
-    for change in changes:
-        if not change.changed:
-            continue
-        if change.min_before < change.max_before and change.min_after == change.max_after:
-            notes.append(
-                f"{change.pool_id} scales with the queue today ({change.min_before}–"
-                f"{change.max_before} nodes, {change.nodes_before} now); this makes it fixed at "
-                f"{change.min_after} nodes, billed all the time"
-            )
-        if change.reserved and change.min_after < (change.nodes_before or 0):
-            where = f" {change.reservation}" if change.reservation else ""
-            notes.append(
-                f"{change.pool_id} is reserved capacity (reservation{where}): fewer nodes free "
-                "no money until the reservation is released"
-            )
-    return tuple(notes)
-
-
 def _plan_pools(
     cluster: Cluster, sizes: dict[str, tuple[int, int]], prices: PriceBook
 ) -> ChangePlan:
@@ -233,7 +148,7 @@ def _plan_pools(
     for pool in cluster.node_pools:
         new = after.pool(pool.id)
         assert new is not None
-        changes.append(_pool_change(cluster, pool, new, prices))
+        changes.append(pool_change(cluster, pool, new, prices))
     low = _sum(c.cost_after for c in changes)
     high = _sum(c.cost_after if c.cost_after_high is None else c.cost_after_high for c in changes)
     return ChangePlan(
@@ -245,7 +160,7 @@ def _plan_pools(
         cost_after=low,
         cost_after_high=high,
         fingerprint=fingerprint(cluster),
-        warnings=_warnings(changes),
+        warnings=pool_warnings(changes),
     )
 
 
@@ -274,6 +189,8 @@ def apply_sizes(cluster: Cluster, sizes: dict[str, tuple[int, int]]) -> Cluster:
 def apply_plan(cluster: Cluster, plan: ChangePlan) -> Cluster:
     """The full resource to PATCH, built on the freshly read cluster: every field the plan
     does not change is kept as read, known or not."""
+    if plan.layout is not None:
+        return apply_layout(cluster, plan.layout)
     if plan.kind == PlanKind.SLURM_CONFIG:
         changed = cluster.model_copy(deep=True)
         if changed.orchestrator_spec is None:
@@ -310,8 +227,37 @@ def plan_slurm_config(
     )
 
 
+def plan_slurm_layout(
+    cluster: Cluster,
+    action: LayoutAction,
+    name: str,
+    pools: tuple[str, ...],
+    prices: PriceBook,
+) -> ChangePlan:
+    """Add, remove or choose the default partition, or move the login pool; refused before
+    any card when the API would refuse it or pools would be left running no jobs."""
+    _require_running(cluster)
+    try:
+        change, warnings = layout_change(cluster, action, name, pools)
+    except LayoutError as error:
+        raise PlanError(str(error)) from None
+    cost = prices.cluster_hour(cluster)
+    return ChangePlan(
+        kind=PlanKind.SLURM_LAYOUT,
+        cluster=cluster.name or "",
+        update_mask=(change.mask,),
+        layout=change,
+        cost_before=cost,
+        cost_after=cost,
+        fingerprint=fingerprint(cluster),
+        warnings=warnings,
+    )
+
+
 def wanted(plan: ChangePlan) -> str:
     """What the plan asks for, in a few words (for a change that did not happen)."""
+    if plan.layout is not None:
+        return plan.layout.words
     if plan.kind == PlanKind.SLURM_CONFIG:
         return ", ".join(c.words for c in plan.settings)
     return ", ".join(f"{p} {lo}:{hi}" for p, (lo, hi) in plan_sizes(plan).items())
@@ -388,7 +334,9 @@ def drift(plan: ChangePlan, current: Cluster) -> str | None:
 
 def applied(plan: ChangePlan, current: Cluster) -> bool:
     """Whether the cluster shows the plan's change (its changed pools at the new bounds, its
-    slurm.conf keys set and unset)."""
+    slurm.conf keys set and unset, its partitions or login pool as asked)."""
+    if plan.layout is not None:
+        return layout_applied(plan.layout, current)
     if plan.kind == PlanKind.SLURM_CONFIG:
         now = current.slurm.config or {}
         return same_config(config_after(now, plan.settings), now)

@@ -13,10 +13,11 @@ from bot.vertex.client import VertexClient
 from bot.vertex.names import Target
 from handlers.approvals import Approvals
 from handlers.clusters import ClusterDirectory
-from handlers.commands import CommandError, Resize
+from handlers.commands import Resize
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.execution import Executor
+from handlers.grammar import CommandError
 from handlers.ledger import RequestLedger
 from handlers.plans import plan_resize
 from handlers.policy import Policy

@@ -20,8 +20,15 @@ from bot.vertex.models import Cluster
 from handlers.approval_card import request_card, thread_reply
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
-from handlers.plans import ChangePlan, plan_delete, plan_resize, plan_slurm_config
+from handlers.plans import (
+    ChangePlan,
+    plan_delete,
+    plan_resize,
+    plan_slurm_config,
+    plan_slurm_layout,
+)
 from handlers.replies import Code, Reply
+from handlers.slurm_commands import LayoutAction
 from handlers.slurm_view import slurm_reply
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -83,6 +90,17 @@ def slurm_config_request() -> ApprovalRequest:
     return asked("r-6666666666", plan)
 
 
+def slurm_layout_request() -> ApprovalRequest:
+    plan = plan_slurm_layout(
+        demo_cluster("train01"),
+        LayoutAction.PARTITION_ADD,
+        "debug",
+        ("a4",),
+        PriceBook.with_overrides(),
+    )
+    return asked("r-7777777777", plan)
+
+
 CASES: dict[str, Reply] = {
     "resize_pending": request_card(resize_request()),
     "resize_approved": request_card(
@@ -127,6 +145,7 @@ CASES: dict[str, Reply] = {
     "delete_pending": request_card(delete_request()),
     "slurm_train01": slurm_reply(demo_cluster("train01")),
     "slurm_config_pending": request_card(slurm_config_request()),
+    "slurm_layout_pending": request_card(slurm_layout_request()),
     "progress": thread_reply(
         "train01",
         "reconfiguring node pools (45%)",

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from bot.vertex.models import Cluster
-from handlers.commands import CommandError, Slurm, SlurmConfig, parse
+from handlers.commands import parse
 from handlers.costs import PriceBook
+from handlers.grammar import CommandError
 from handlers.plans import PlanError, PlanKind, applied, apply_plan, plan_slurm_config
+from handlers.slurm_commands import Slurm, SlurmConfig
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of
 from tests.test_cards_golden import demo_cluster
 
@@ -65,7 +67,7 @@ async def test_unset_and_refusals_before_any_card(stack: Stack) -> None:
         "/cluster slurm train01 set PriorityWeightFairshare=10000": "nothing would change",
         "/cluster slurm train01 set PreemptMode": "'PreemptMode' is not KEY=VALUE",
         "/cluster slurm train01 set": "slurm set needs KEY=VALUE",
-        "/cluster slurm train01 drop X": "use set or unset",
+        "/cluster slurm train01 drop X": "use set, unset, partition or login-pool",
     }
     for command, reason in refusals.items():
         reply = text_of(await stack.reply_to("alice", command))

@@ -25,8 +25,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.redact import Redactor
 from bot.slack.render import render
 from handlers.actions import ActionId
-from handlers.commands import USAGE
 from handlers.dispatch import Answer, Dispatcher, Outcome
+from handlers.grammar import USAGE
 from handlers.policy import Policy, Role
 from handlers.replies import Code, Reply, Text
 

@@ -89,10 +89,14 @@ class Stack:
         return messages[-1]
 
     async def card(self, user: str, text: str) -> dict[str, Any]:
-        """Run a change command and return the approval card it posts."""
+        """Run a change command and return the new approval card it posts."""
+        seen = {m["ts"] for m in await self.messages() if is_card(m)}
+
+        def new(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [m for m in messages if is_card(m) and m["ts"] not in seen]
+
         await self.command(user, text)
-        messages = await self.wait(lambda ms: any(is_card(m) for m in ms))
-        return [m for m in messages if is_card(m)][-1]
+        return new(await self.wait(new))[-1]
 
     async def requests(self, method: str | None = None) -> list[dict[str, Any]]:
         query = f"?method={method}" if method else ""

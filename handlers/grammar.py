@@ -1,0 +1,70 @@
+"""The words of ``/cluster`` every subcommand shares: cluster and pool ids, bad-input errors
+with the usage of the subcommand at fault, and quoting a person's input back to them."""
+
+from __future__ import annotations
+
+import re
+
+# each subcommand's usage line, filled in by the registry (``handlers.commands``)
+USAGE: dict[str, str] = {}
+
+CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")
+CLUSTER_NAME = re.compile(
+    r"^projects/[^/\s]+/locations/[^/\s]+/modelDevelopmentClusters/[a-z][a-z0-9]{0,9}$"
+)
+POOL_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+MAX_NODES = 1000
+CLUSTER_HELP = (
+    "CLUSTER is a short id such as train01 (looked up in every target) or a full name "
+    "projects/P/locations/R/modelDevelopmentClusters/ID."
+)
+ECHO = 100  # characters of a person's input quoted back to them
+
+
+def echo(word: str) -> str:
+    """A person's input quoted back in an error, cut to ``ECHO`` characters."""
+    return repr(word if len(word) <= ECHO else word[:ECHO] + "…")
+
+
+class CommandError(Exception):
+    """Bad input: a one-line reason meant for the user, and the usage of the subcommand."""
+
+    def __init__(self, reason: str, subcommand: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.subcommand = subcommand
+
+    @property
+    def usage(self) -> str | None:
+        if self.subcommand in USAGE:
+            return f"Usage: {USAGE[self.subcommand]}"
+        return "Usage: /cluster " + " | ".join(USAGE) + "   (/cluster help for more)"
+
+
+class Refused(CommandError):
+    """Good input the bot cannot act on now (a request already open, a conversation it cannot
+    post in): the reason alone, since the usage would not help."""
+
+    @property
+    def usage(self) -> str | None:
+        return None
+
+
+def cluster_word(word: str, subcommand: str) -> str:
+    if CLUSTER_ID.match(word) or CLUSTER_NAME.match(word):
+        return word
+    raise CommandError(
+        f"{echo(word)} is not a cluster: use a short id like train01 (a lowercase letter, then up "
+        "to 9 lowercase letters or digits) or a full resource name",
+        subcommand,
+    )
+
+
+def arity(words: list[str], subcommand: str, low: int, high: int) -> None:
+    given = len(words)
+    if given < low:
+        missing = USAGE[subcommand].split()[2 + given]
+        raise CommandError(f"{subcommand} needs {missing}", subcommand)
+    if given > high:
+        extra = " ".join(words[high:])
+        raise CommandError(f"{subcommand} does not take {echo(extra)}", subcommand)

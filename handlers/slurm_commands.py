@@ -1,0 +1,123 @@
+"""``/cluster slurm``: the words that read a cluster's Slurm settings or ask to change them.
+
+    slurm CLUSTER                                   the settings in full
+    slurm CLUSTER set KEY=VALUE [KEY=VALUE…]        slurm.conf keys
+    slurm CLUSTER unset KEY [KEY…]
+    slurm CLUSTER partition add ID POOL[,POOL…]     partitions (appended: the default stays)
+    slurm CLUSTER partition remove ID
+    slurm CLUSTER partition default ID
+    slurm CLUSTER login-pool POOL                   the pool the login nodes run in
+
+Every change goes to approval; parsing is pure, so it is tested without Slack.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from handlers.grammar import POOL_ID, CommandError, arity, cluster_word, echo
+
+# A Slurm partition name, kept to what the partitions of the docs' samples use (lowercase
+# letters, digits, hyphens): slurm.conf PartitionName allows more, but a name that needs
+# quoting in `sbatch --partition` is a trap for the people who type it.
+PARTITION_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+VERBS = "set, unset, partition or login-pool"
+
+
+@dataclass(frozen=True)
+class Slurm:
+    cluster: str
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    """Set and unset slurm.conf keys, through approval."""
+
+    cluster: str
+    sets: tuple[tuple[str, str], ...] = ()
+    unsets: tuple[str, ...] = ()
+
+
+class LayoutAction(StrEnum):
+    PARTITION_ADD = "partition add"
+    PARTITION_REMOVE = "partition remove"
+    PARTITION_DEFAULT = "partition default"
+    LOGIN_POOL = "login-pool"
+
+
+@dataclass(frozen=True)
+class SlurmLayout:
+    """Partitions, the default partition or the login pool, through approval: ``name`` is
+    the partition's id, or the pool's for ``login-pool``."""
+
+    cluster: str
+    action: LayoutAction
+    name: str
+    pools: tuple[str, ...] = ()
+
+
+def parse_slurm(args: list[str]) -> Slurm | SlurmConfig | SlurmLayout:
+    arity(args, "slurm", 1, len(args) or 1)
+    cluster = cluster_word(args[0], "slurm")
+    if len(args) == 1:
+        return Slurm(cluster)
+    verb, words = args[1].lower(), args[2:]
+    if verb in ("set", "unset"):
+        return _config(cluster, verb, words)
+    if verb == "partition":
+        return _partition(cluster, words)
+    if verb == "login-pool":
+        if len(words) != 1:
+            raise CommandError("slurm login-pool takes one POOL", "slurm")
+        return SlurmLayout(cluster, LayoutAction.LOGIN_POOL, _pool(words[0]))
+    raise CommandError(f"slurm does not take {echo(args[1])}: use {VERBS}", "slurm")
+
+
+def _config(cluster: str, verb: str, words: list[str]) -> SlurmConfig:
+    if not words:
+        raise CommandError(f"slurm {verb} needs {'KEY=VALUE' if verb == 'set' else 'KEY'}", "slurm")
+    if verb == "unset":
+        return SlurmConfig(cluster, unsets=tuple(dict.fromkeys(words)))
+    sets: dict[str, str] = {}
+    for word in words:
+        key, equals, value = word.partition("=")
+        if not equals or not key or not value:
+            raise CommandError(f"{echo(word)} is not KEY=VALUE", "slurm")
+        if key.lower() in (k.lower() for k in sets):
+            raise CommandError(f"{echo(key)} is given twice", "slurm")
+        sets[key] = value
+    return SlurmConfig(cluster, sets=tuple(sets.items()))
+
+
+def _partition(cluster: str, words: list[str]) -> SlurmLayout:
+    how = "use partition add ID POOL[,POOL], partition remove ID or partition default ID"
+    if not words:
+        raise CommandError(f"slurm partition needs what to do: {how}", "slurm")
+    verb, rest = words[0].lower(), words[1:]
+    wanted = {"add": 2, "remove": 1, "default": 1}
+    if verb not in wanted:
+        raise CommandError(f"slurm partition does not take {echo(words[0])}: {how}", "slurm")
+    if len(rest) != wanted[verb]:
+        raise CommandError(f"slurm partition {verb}: {how}", "slurm")
+    name = rest[0]
+    if not PARTITION_ID.match(name):
+        raise CommandError(
+            f"{echo(name)} is not a partition id: a lowercase letter, then lowercase letters, "
+            "digits or hyphens",
+            "slurm",
+        )
+    if verb != "add":
+        action = {"remove": LayoutAction.PARTITION_REMOVE}.get(verb, LayoutAction.PARTITION_DEFAULT)
+        return SlurmLayout(cluster, action, name)
+    pools = [_pool(p) for p in rest[1].split(",")]
+    if len(set(pools)) != len(pools):
+        raise CommandError(f"{echo(rest[1])} names a pool twice", "slurm")
+    return SlurmLayout(cluster, LayoutAction.PARTITION_ADD, name, tuple(pools))
+
+
+def _pool(word: str) -> str:
+    if not POOL_ID.match(word):
+        raise CommandError(f"{echo(word)} is not a node pool id", "slurm")
+    return word
