@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Coroutine
-from typing import Any
 from urllib.parse import urlparse
 
 from aiohttp import web
@@ -78,17 +76,4 @@ async def serve(settings: Settings, policy: Policy) -> int:
 
 
 def run_service(settings: Settings, policy: Policy) -> int:
-    return loop_runner(settings.event_loop)(serve(settings, policy))
-
-
-def loop_runner(choice: str = "uvloop") -> Callable[[Coroutine[Any, Any, int]], int]:
-    """uvloop where it is installed (Linux and macOS, a dependency there) unless asyncio's
-    loop is asked for: the same asyncio API, with the event loop and its sockets in C, so
-    each HTTP call and each timer costs less CPU. Elsewhere, asyncio's own loop."""
-    if choice == "asyncio":
-        return asyncio.run
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run
-    return uvloop.run
+    return asyncio.run(serve(settings, policy))

@@ -93,9 +93,6 @@ class Settings(BaseSettings):
     sweep_interval: float = Field(900.0, gt=0, le=86_400)
     drain_seconds: float = Field(20.0, ge=0, le=600)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    # serve's event loop: uvloop (where installed) costs about 40% less CPU per HTTP call
-    # than asyncio's own; "asyncio" is there to rule the loop out when chasing a problem
-    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     replica_id: str | None = None  # default host:port; stable across restarts of one replica
     debug_crash_at: str | None = None  # testing only: exit at this named step of a change
 

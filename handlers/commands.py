@@ -26,7 +26,15 @@ from handlers.grammar import (
 )
 from handlers.policy import Role
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
-from handlers.slurm_commands import Slurm, SlurmConfig, SlurmLayout, parse_slurm
+from handlers.slurm_commands import (
+    Fairshare,
+    Jobs,
+    Slurm,
+    SlurmConfig,
+    SlurmLayout,
+    parse_jobs,
+    parse_slurm,
+)
 
 if TYPE_CHECKING:
     from handlers.approvals import Approvals
@@ -83,7 +91,7 @@ class Audit:
 
 Command = (
     Help | ListClusters | Show | Slurm | SlurmConfig | SlurmLayout | Resize | Delete | Ops | Idle
-) | Audit
+) | (Audit | Jobs | Fairshare)
 
 
 # -- words ---------------------------------------------------------------------------------------
@@ -126,7 +134,7 @@ def _nothing(name: str, made: Callable[[], C]) -> Callable[[list[str]], C]:
     return parse_words
 
 
-def _onecluster_word(name: str, made: Callable[[str], C]) -> Callable[[list[str]], C]:
+def _one_cluster(name: str, made: Callable[[str], C]) -> Callable[[list[str]], C]:
     def parse_words(args: list[str]) -> C:
         arity(args, name, 1, 1)
         return made(cluster_word(args[0], name))
@@ -220,7 +228,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         "/cluster show CLUSTER",
         "one cluster: pools, node states, partitions, Slurm settings, recent events",
         Role.VIEWER,
-        _onecluster_word("show", Show),
+        _one_cluster("show", Show),
         lambda s, c, who: s.reports.cluster(c.cluster),
     ),
     Subcommand(
@@ -235,6 +243,22 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         role_for=lambda c: Role.VIEWER if isinstance(c, Slurm) else Role.OPERATOR,
     ),
     Subcommand(
+        "jobs",
+        "/cluster jobs CLUSTER [user U] [partition P] [state running|pending]",
+        "Slurm's queue: running and pending jobs, why each waits, priority and fair share",
+        Role.VIEWER,
+        parse_jobs,
+        lambda s, c, who: s.reports.jobs(c.cluster, c.user, c.partition, c.state),
+    ),
+    Subcommand(
+        "fairshare",
+        "/cluster fairshare CLUSTER",
+        "each account's and user's shares, usage and fair-share factor, like sshare",
+        Role.VIEWER,
+        _one_cluster("fairshare", Fairshare),
+        lambda s, c, who: s.reports.fairshare(c.cluster),
+    ),
+    Subcommand(
         "resize",
         "/cluster resize CLUSTER POOL N   (or MIN:MAX)",
         "ask to set a node pool's size (min and max node count); a second person approves",
@@ -247,7 +271,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         "/cluster delete CLUSTER",
         "ask to delete a cluster; an approver confirms",
         Role.OPERATOR,
-        _onecluster_word("delete", Delete),
+        _one_cluster("delete", Delete),
         _run_change,
     ),
     Subcommand(

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
-from bot.vertex.operations import Operation, SlurmActivity
+from bot.vertex.operations import Operation, Share, SlurmActivity, SlurmJob
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
 from handlers.idle import IdleRecord
 from handlers.policy import Role
@@ -99,8 +99,19 @@ class RoleSource(Protocol):
 
 
 class ActivityReader(Protocol):
+    """A cluster's Slurm, read through the control plane's proxy; each raises
+    ``SlurmUnreadableError`` with the reason."""
+
     async def activity(self, cluster: str) -> SlurmActivity:
-        """Slurm's jobs and nodes; raises ``SlurmUnreadableError`` with the reason."""
+        """Slurm's jobs and nodes, counted."""
+        ...
+
+    async def jobs(self, cluster: str) -> list[SlurmJob]:
+        """Every job slurmrestd lists to the bot (running, pending, ending)."""
+        ...
+
+    async def shares(self, cluster: str) -> list[Share]:
+        """The fair-share tree: accounts and their users."""
         ...
 
 

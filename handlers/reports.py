@@ -5,17 +5,28 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.vertex.errors import SlurmUnreadableError
+from bot.vertex.operations import Share
 from handlers.actions import SweepNow
 from handlers.clusters import ClusterDirectory, list_reply, show_reply
 from handlers.costs import PriceBook
 from handlers.idle_alert import report
-from handlers.ports import Clock, OperationStore, RequestStore
+from handlers.jobs_view import fairshare_reply, jobs_reply
+from handlers.ports import ActivityReader, Clock, OperationStore, RequestStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.slurm_view import slurm_reply
 from handlers.sweep import Sweeper
 from handlers.words import duration
 
 AUDIT_ROWS = 20
+
+
+def _unreadable(cluster_id: str, error: SlurmUnreadableError) -> Reply:
+    return Reply(f"Slurm on {cluster_id} could not be read").add(
+        Text(f"Slurm on {cluster_id} could not be read: {error.reason}")
+    )
+
+
 NO_IDLE = "Idle detection is not configured."
 
 
@@ -27,8 +38,10 @@ class Reports:
         operations: OperationStore,
         prices: PriceBook,
         clock: Clock,
+        activity: ActivityReader,
         sweeper: Sweeper | None = None,
     ) -> None:
+        self.activity = activity
         self.directory = directory
         self.requests = requests
         self.operations = operations
@@ -45,6 +58,39 @@ class Reports:
 
     async def slurm(self, key: str) -> Reply:
         return slurm_reply(await self.directory.resolve(key, "slurm"))
+
+    async def jobs(
+        self, key: str, user: str | None, partition: str | None, state: str | None
+    ) -> Reply:
+        """The queue, and the fair-share factors for its pending jobs (left out, with a
+        note, when slurmrestd does not serve them)."""
+        cluster = await self.directory.resolve(key, "jobs")
+        name, cid = cluster.name or "", cluster.cluster_id
+        try:
+            jobs = await self.activity.jobs(name)
+        except SlurmUnreadableError as error:
+            return _unreadable(cid, error)
+        shares: list[Share] | None = None
+        missing = None
+        if any(j.pending for j in jobs):
+            try:
+                shares = await self.activity.shares(name)
+            except SlurmUnreadableError as error:
+                missing = error.reason
+        reply = jobs_reply(
+            cid, jobs, shares, self.clock(), user=user, partition=partition, state=state
+        )
+        if missing:
+            reply.add(Note(f"Fair-share factors not shown: {missing}"))
+        return reply
+
+    async def fairshare(self, key: str) -> Reply:
+        cluster = await self.directory.resolve(key, "fairshare")
+        try:
+            shares = await self.activity.shares(cluster.name or "")
+        except SlurmUnreadableError as error:
+            return _unreadable(cluster.cluster_id, error)
+        return fairshare_reply(cluster.cluster_id, shares)
 
     async def idle(self) -> Reply:
         """The last sweep's report, at once, saying how old it is, with "Sweep now"."""

@@ -133,7 +133,9 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         owner,
         interval=options.sweep_interval,
     )
-    reports = Reports(directory, ports.requests, ports.operations, prices, clock, sweeper)
+    reports = Reports(
+        directory, ports.requests, ports.operations, prices, clock, ports.activity, sweeper
+    )
     return Services(
         directory=directory,
         board=board,

@@ -121,3 +121,51 @@ def _pool(word: str) -> str:
     if not POOL_ID.match(word):
         raise CommandError(f"{echo(word)} is not a node pool id", "slurm")
     return word
+
+
+@dataclass(frozen=True)
+class Jobs:
+    cluster: str
+    user: str | None = None
+    partition: str | None = None
+    state: str | None = None  # "running" or "pending"
+
+
+@dataclass(frozen=True)
+class Fairshare:
+    cluster: str
+
+
+# a Linux user name (useradd's default rule) and the states a person asks for
+USER_NAME = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+STATES = ("running", "pending")
+
+
+def parse_jobs(args: list[str]) -> Jobs:
+    """``jobs CLUSTER [user U] [partition P] [state running|pending]``, filters in any order."""
+    arity(args, "jobs", 1, 7)
+    cluster = cluster_word(args[0], "jobs")
+    filters: dict[str, str] = {}
+    rest = args[1:]
+    if len(rest) % 2:
+        raise CommandError(
+            f"{echo(rest[-1])} needs a value: user U, partition P or state S", "jobs"
+        )
+    for key, value in zip(rest[::2], rest[1::2], strict=True):
+        key = key.lower()
+        if key not in ("user", "partition", "state"):
+            raise CommandError(
+                f"jobs does not take {echo(key)}: use user, partition or state", "jobs"
+            )
+        if key in filters:
+            raise CommandError(f"{key} is given twice", "jobs")
+        if key == "user" and not USER_NAME.match(value):
+            raise CommandError(f"{echo(value)} is not a Linux user name", "jobs")
+        if key == "partition" and not PARTITION_ID.match(value):
+            raise CommandError(f"{echo(value)} is not a partition id", "jobs")
+        if key == "state":
+            value = value.lower()
+            if value not in STATES:
+                raise CommandError(f"state is running or pending, not {echo(value)}", "jobs")
+        filters[key] = value
+    return Jobs(cluster, filters.get("user"), filters.get("partition"), filters.get("state"))

@@ -17,6 +17,14 @@ pytestmark = pytest.mark.browser
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
+async def keep_screenshot(page: Page, name: str) -> None:
+    """A screenshot among the test artifacts, and in docs/ for the README on request."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / name))
+    if os.environ.get("CLUSTERBOT_UPDATE_SCREENSHOTS") == "1":  # make screenshots
+        await page.screenshot(path=str(DOCS / name))
+
+
 async def run(page: Page, text: str) -> None:
     await page.fill("#composer-input", text)
     await page.press("#composer-input", "Enter")
@@ -60,10 +68,7 @@ async def test_resize_approved_in_the_browser(tmp_path: Path) -> None:
         await expect(thread).to_contain_text("done, finished in", timeout=20_000)
         await expect(card).to_contain_text("Done: approved by @bob")
         assert errors == []
-        ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(path=str(ARTIFACTS / "demo.png"))
-        if os.environ.get("CLUSTERBOT_UPDATE_SCREENSHOTS") == "1":  # make screenshots
-            await page.screenshot(path=str(DOCS / "demo.png"))
+        await keep_screenshot(page, "demo.png")
         patches = await stack.requests("PATCH")
         assert len(patches) == 1
 
@@ -101,3 +106,71 @@ async def test_idle_alert_and_its_snooze_menu_in_the_browser(tmp_path: Path) -> 
         answered = page.locator(f'#messages .message[data-ts="{ts}"]')
         await expect(answered).to_contain_text("Snoozed by @alice for 8 h")
         await expect(answered.locator("button, select")).to_have_count(0)
+
+
+async def test_the_job_queue_in_the_browser(tmp_path: Path) -> None:
+    require(chromium_available(), "Chromium (/usr/bin/chromium)")
+    async with demo_stack(tmp_path) as stack, chromium() as browser:
+        stack.simulator.set_jobs(
+            "train01",
+            {
+                "jobs": [
+                    {
+                        "job_id": 4101,
+                        "name": "llama-pretrain",
+                        "user_name": "alice",
+                        "account": "research",
+                        "partition": "a4",
+                        "job_state": "RUNNING",
+                        "node_count": 2,
+                        "priority": 4310,
+                    },
+                    {
+                        "job_id": 4102,
+                        "name": "eval-sweep",
+                        "user_name": "bob",
+                        "account": "eval",
+                        "partition": "a4",
+                        "job_state": "PENDING",
+                        "state_reason": "Resources",
+                        "node_count": 1,
+                        "priority": 4120,
+                    },
+                    {
+                        "job_id": 4103,
+                        "name": "rlhf-7b",
+                        "user_name": "alice",
+                        "account": "research",
+                        "partition": "a4",
+                        "job_state": "PENDING",
+                        "state_reason": "QOSMaxGRESPerUser",
+                        "node_count": 1,
+                        "priority": 3980,
+                    },
+                    {
+                        "job_id": 4104,
+                        "name": "tokenize",
+                        "user_name": "carol",
+                        "account": "eval",
+                        "partition": "a4",
+                        "job_state": "PENDING",
+                        "state_reason": "Dependency",
+                        "node_count": 1,
+                        "priority": 3500,
+                    },
+                ]
+            },
+        )
+        page = await browser.new_page(viewport={"width": 1360, "height": 760})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(stack.url + "/")
+        await expect(page.locator("#connection")).to_have_text("live")
+        await page.select_option("#user-picker", "U0CAROL")
+        await run(page, "/cluster jobs train01")
+        reply = page.locator(".message.ephemeral").last
+        await expect(reply).to_contain_text("1 running job, 3 pending.")
+        await expect(reply).to_contain_text("QOSMaxGRESPerUser")
+        await expect(reply).to_contain_text("its user already holds as many GPUs")
+        assert errors == []
+        await keep_screenshot(page, "jobs.png")

@@ -73,3 +73,41 @@ class SlurmActivity:
     def jobs_hidden(self) -> bool:
         """Nodes are working but no running job is visible: jobs are hidden from the bot."""
         return bool(self.busy_nodes) and self.running_jobs == 0
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    """One job as slurmrestd's ``GET /slurm/v0.0.42/jobs/`` lists it (JOB_INFO), the fields a
+    person reads in ``squeue``; times are epoch seconds, None when slurmrestd has none."""
+
+    job_id: int
+    name: str
+    user: str
+    account: str
+    partition: str
+    states: frozenset[str]
+    reason: str  # state_reason: why it is pending ("None" once it runs)
+    priority: int | None
+    qos: str
+    node_count: int
+    nodes: str
+    submitted: int | None
+    started: int | None
+
+    @property
+    def pending(self) -> bool:
+        return "PENDING" in self.states
+
+
+@dataclass(frozen=True)
+class Share:
+    """One association in slurmrestd's ``GET /slurm/v0.0.42/shares`` (ASSOC_SHARES_OBJ_WRAP),
+    what ``sshare`` prints: an account, or a user (``user`` set) within ``account``."""
+
+    account: str
+    user: str | None
+    shares: int | None  # raw shares
+    shares_normalized: float | None
+    usage_normalized: float | None
+    effective_usage: float | None
+    fairshare: float | None  # the fair-share factor, 0 to 1 (1: far below its share)

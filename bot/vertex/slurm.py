@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import InvalidArgumentError, SlurmUnreadableError, VertexError
-from bot.vertex.operations import SlurmActivity, SlurmResponse
+from bot.vertex.operations import Share, SlurmActivity, SlurmJob, SlurmResponse
 
 # Data parser versions the node images' slurmrestd serves (Slurm 24.05 to 25.05), the docs'
 # own first. Tried in this order when a version is refused, then remembered per cluster.
@@ -79,6 +79,85 @@ def count_nodes(document: dict[str, Any]) -> tuple[int, int]:
     return busy, len(nodes)
 
 
+def _number(value: Any) -> Any:
+    """A slurmrestd number: ``{"set", "infinite", "number"}`` (v0.0.40+) or a bare number;
+    None when not set or infinite."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite"):
+            return None
+        value = value.get("number")
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _float(value: Any) -> float | None:
+    number = _number(value)
+    return None if number is None else float(number)
+
+
+def read_jobs(document: dict[str, Any]) -> list[SlurmJob]:
+    """The jobs of a ``GET /jobs/`` reply (JOB_INFO: job_id, name, user_name, account,
+    partition, job_state, state_reason, priority, qos, node_count, nodes, submit_time,
+    start_time); an entry that is not an object is skipped."""
+    jobs = document.get("jobs")
+    if not isinstance(jobs, list):
+        raise SlurmUnreadableError("slurmrestd's job reply has no job list")
+    found = []
+    for job in jobs:
+        if not isinstance(job, dict):
+            continue
+        found.append(
+            SlurmJob(
+                job_id=_int(job.get("job_id")) or 0,
+                name=str(job.get("name") or ""),
+                user=str(job.get("user_name") or ""),
+                account=str(job.get("account") or ""),
+                partition=str(job.get("partition") or ""),
+                states=frozenset(_states(job.get("job_state"))),
+                reason=str(job.get("state_reason") or "None"),
+                priority=_int(job.get("priority")),
+                qos=str(job.get("qos") or ""),
+                node_count=_int(job.get("node_count")) or 0,
+                nodes=str(job.get("nodes") or ""),
+                submitted=_int(job.get("submit_time")) or None,
+                started=_int(job.get("start_time")) or None,
+            )
+        )
+    return found
+
+
+def read_shares(document: dict[str, Any]) -> list[Share]:
+    """The associations of a ``GET /shares`` reply (``shares.shares[]``, each
+    ASSOC_SHARES_OBJ_WRAP: a USER row is named for the user, its parent the account)."""
+    message = document.get("shares")
+    rows = message.get("shares") if isinstance(message, dict) else None
+    if not isinstance(rows, list):
+        raise SlurmUnreadableError("slurmrestd's shares reply has no share list")
+    found = []
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        is_user = "USER" in _states(row.get("type"))
+        fairshare = row.get("fairshare")
+        name, parent = str(row.get("name") or ""), str(row.get("parent") or "")
+        found.append(
+            Share(
+                account=parent if is_user else name,
+                user=name if is_user else None,
+                shares=_int(row.get("shares")),
+                shares_normalized=_float(row.get("shares_normalized")),
+                usage_normalized=_float(row.get("usage_normalized")),
+                effective_usage=_float(row.get("effective_usage")),
+                fairshare=_float(fairshare.get("factor")) if isinstance(fairshare, dict) else None,
+            )
+        )
+    return found
+
+
 class SlurmReader:
     """Reads a cluster's jobs and nodes, finding the slurmrestd version each cluster serves."""
 
@@ -98,10 +177,11 @@ class SlurmReader:
         return list(dict.fromkeys(v for v in order if v))
 
     async def get(self, cluster: str, resource: str) -> dict[str, Any]:
-        """``GET /slurm/{version}/{resource}/``, trying versions until one is served."""
+        """``GET /slurm/{version}/{resource}``, trying versions until one is served;
+        ``resource`` is spelled as slurmrestd's OpenAPI paths are (``jobs/``, ``shares``)."""
         tried = []
         for version in self.versions(cluster):
-            path = f"/slurm/{version}/{resource}/"
+            path = f"/slurm/{version}/{resource}"
             try:
                 reply = await self.vertex.call_slurm_rest_api(cluster, path, deadline=self.deadline)
             except InvalidArgumentError:
@@ -115,17 +195,24 @@ class SlurmReader:
                 tried.append(version)  # slurmrestd serves no such data parser version
                 continue
             self.known[cluster] = version
-            return _document(reply, resource.rstrip("s"))
+            return _document(reply, resource.strip("/").rstrip("s"))
         raise SlurmUnreadableError(
             f"slurmrestd served none of the versions {', '.join(tried)}; set "
             "CLUSTERBOT_SLURM_API_VERSION to the one your node image runs"
         )
 
+    async def jobs(self, cluster: str) -> list[SlurmJob]:
+        return read_jobs(await self.get(cluster, "jobs/"))
+
+    async def shares(self, cluster: str) -> list[Share]:
+        """The fair-share tree; slurmrestd serves it from data parser v0.0.40 on."""
+        return read_shares(await self.get(cluster, "shares"))
+
     async def activity(self, cluster: str) -> SlurmActivity:
         """Running and pending jobs; nodes too when no job is visible (jobs may be hidden)."""
-        running, pending = count_jobs(await self.get(cluster, "jobs"))
+        running, pending = count_jobs(await self.get(cluster, "jobs/"))
         version = self.known.get(cluster, "")
         if running or pending:
             return SlurmActivity(running, pending, version=version)
-        busy, total = count_nodes(await self.get(cluster, "nodes"))
+        busy, total = count_nodes(await self.get(cluster, "nodes/"))
         return SlurmActivity(running, pending, busy_nodes=busy, nodes=total, version=version)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
-RESOURCES = re.compile(r"^(jobs|nodes|ping)/?$")
+RESOURCES = re.compile(r"^(jobs|nodes|ping|shares)/?$")
 CALLER = "clusterbot"  # the Linux account the bot's service account maps to
 BUSY_JOB_STATES = {"RUNNING", "COMPLETING"}
 
@@ -58,6 +58,10 @@ def job_document(cluster_id: str, index: int, job: dict[str, Any], now: datetime
         "account": job.get("account", "default"),
         "partition": job.get("partition", "default"),
         "job_state": states,
+        # JOB_INFO state_reason: "None" once running; a pending job says why it waits
+        "state_reason": job.get("state_reason", "None" if running else "Priority"),
+        "priority": _number(int(job.get("priority", 10_000 - index))),
+        "qos": job.get("qos", "normal"),
         "node_count": _number(int(job.get("node_count", 1))),
         "nodes": job.get("nodes", f"{cluster_id}-node-{index}" if running else ""),
         "submit_time": _number(epoch - 600),
@@ -98,6 +102,62 @@ def node_documents(
     return nodes
 
 
+def _float(value: float) -> dict[str, Any]:
+    return {"set": True, "infinite": False, "number": value}
+
+
+def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """SHARES_RESP_MSG for the accounts and users of the jobs: each account an ASSOCIATION
+    row under root with equal shares, each user a USER row under its account. Usage is the
+    nodes its running jobs hold (standing in for decayed usage), and the factor is the
+    classic fair-share formula F = 2^(-EffectvUsage / NormShares) from Slurm's priority/
+    multifactor documentation."""
+    users: dict[str, set[str]] = {}
+    used: dict[tuple[str, str], int] = {}
+    for job in jobs:
+        account, user = str(job.get("account", "default")), str(job.get("user_name", "researcher"))
+        users.setdefault(account, set()).add(user)
+        if BUSY_JOB_STATES & set(_states(job)):
+            used[account, user] = used.get((account, user), 0) + int(job.get("node_count", 1))
+    total = sum(used.values()) or 1
+    rows: list[dict[str, Any]] = []
+
+    def row(name: str, parent: str, kind: str, norm_shares: float, usage: int) -> None:
+        effective = usage / total
+        rows.append(
+            {
+                "id": len(rows) + 1,
+                "cluster": "",
+                "name": name,
+                "parent": parent,
+                "partition": "",
+                "shares_normalized": _float(round(norm_shares, 6)),
+                "shares": _number(1),
+                "effective_usage": _float(round(effective, 6)),
+                "usage_normalized": _float(round(effective, 6)),
+                "usage": usage * 3600,
+                "fairshare": {
+                    "factor": _float(round(2 ** (-effective / norm_shares), 6)),
+                    "level": _float(round(norm_shares / effective, 6) if effective else 0.0),
+                },
+                "type": [kind],
+            }
+        )
+
+    for account in sorted(users):
+        share = 1 / len(users)
+        row(
+            account,
+            "root",
+            "ASSOCIATION",
+            share,
+            sum(used.get((account, u), 0) for u in users[account]),
+        )
+        for user in sorted(users[account]):
+            row(user, account, "USER", share / len(users[account]), used.get((account, user), 0))
+    return {"shares": rows, "total_shares": len(rows)}
+
+
 def _not_found(cluster_id: str, version: str, path: str) -> dict[str, Any]:
     error = {"error_number": 9003, "error": "Unable to find requested URL", "source": path}
     body = {"meta": _meta(cluster_id, version), "errors": [error], "warnings": []}
@@ -132,6 +192,8 @@ def reply(
         document["pings"] = [
             {"hostname": f"{cluster_id}-controller", "pinged": "UP", "mode": "primary"}
         ]
+    elif kind == "shares":
+        document["shares"] = share_documents(jobs)
     elif kind == "nodes":
         document["nodes"] = node_documents(cluster, jobs, sizes)
         document["last_update"] = _number(int(now.timestamp()))
