@@ -27,6 +27,7 @@ class ActionId(StrEnum):
     KEEP = "idle_keep"
     UNKEEP = "idle_unkeep"
     SWEEP_NOW = "idle_sweep_now"
+    RESTORE = "restore"
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,24 @@ class Keep:
 
 
 @dataclass(frozen=True)
+class Restore:
+    """Create again the cluster a finished delete request removed (its kept spec)."""
+
+    request_id: str  # the delete request
+    action_id = ActionId.RESTORE
+
+    @property
+    def value(self) -> str:
+        return self.request_id
+
+
+@dataclass(frozen=True)
 class SweepNow:
     action_id = ActionId.SWEEP_NOW
     value = "sweep"
 
 
-Action = Decide | Withdraw | Remedy | Snooze | Keep | SweepNow
+Action = Decide | Withdraw | Remedy | Snooze | Keep | SweepNow | Restore
 
 
 def _snooze(value: str) -> Snooze:
@@ -132,6 +145,7 @@ DECODERS: dict[ActionId, Callable[[str], Action]] = {
     ActionId.KEEP: lambda v: Keep(_needs(v)),
     ActionId.UNKEEP: lambda v: Keep(_needs(v), keep=False),
     ActionId.SWEEP_NOW: lambda v: SweepNow(),
+    ActionId.RESTORE: lambda v: Restore(_needs(v)),
 }
 
 

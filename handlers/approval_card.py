@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from handlers.actions import Decide, Withdraw
+from handlers.actions import Decide, Restore, Withdraw
 from handlers.costs import PRICES_AS_OF, Range, money, money_range
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.plans import ChangePlan, PlanKind
@@ -28,6 +28,7 @@ from handlers.replies import (
     Time,
     UserRef,
 )
+from handlers.restore import restore_parts
 from handlers.slurm_settings import meaning
 
 
@@ -155,6 +156,9 @@ def request_card(request: ApprovalRequest) -> Reply:
             Code(target),
             ").",
         )
+    elif plan.kind == PlanKind.RESTORE:
+        title = f"Restore request: {plan.cluster_id}"
+        ask = (asker, " asks to create ", Strong(plan.cluster_id), " again (", Code(target), ").")
     elif plan.kind in SLURM_ASKS:
         heading, what = SLURM_ASKS[plan.kind]
         title = f"{heading}: {plan.cluster_id}"
@@ -181,6 +185,8 @@ def request_card(request: ApprovalRequest) -> Reply:
         reply.add(Text(_bullets([c.words for c in plan.settings])), *_settings(plan))
     elif plan.layout is not None:
         reply.add(Text(_bullets([plan.layout.words])), *_layout(plan))
+    elif plan.kind == PlanKind.RESTORE:
+        reply.add(*restore_parts(plan))
     else:
         reply.add(Text(_bullets([c.words for c in plan.changed_pools])), _diff(plan))
     for warning in plan.warnings:
@@ -211,7 +217,19 @@ def request_card(request: ApprovalRequest) -> Reply:
     )
     status = _status(request)
     if status is not None:
-        return reply.add(Rule(), Text(*status))
+        reply.add(Rule(), Text(*status))
+        if plan.kind == PlanKind.DELETE and request.state == RequestState.SUCCEEDED:
+            reply.add(
+                Buttons(
+                    (Button(Restore(request.id), "Restore"),), block_id=f"restore:{request.id}"
+                ),
+                Note(
+                    "Its spec was kept before the delete: Restore (or ",
+                    Code(f"/cluster restore {plan.cluster_id}"),
+                    ") asks to create it again.",
+                ),
+            )
+        return reply
     approve_confirm = None
     if plan.kind == PlanKind.DELETE:
         approve_confirm = Confirm(

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import secrets
 
+from bot.vertex.errors import NotFoundError
+from bot.vertex.names import ClusterName
 from handlers.approval_card import request_card
 from handlers.clusters import ClusterDirectory
 from handlers.commands import Delete, Resize
@@ -32,6 +34,7 @@ from handlers.plans import (
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
 from handlers.replies import Code, Reply, UserRef, notice
+from handlers.restore import find_kept, plan_restore, restored_name
 from handlers.slurm_commands import SlurmConfig, SlurmLayout
 
 log = logging.getLogger(__name__)
@@ -107,6 +110,37 @@ class Approvals:
         except PlanError as error:
             raise CommandError(str(error), subcommand) from None
         return await self.submit(actor, channel, plan, origin)
+
+    async def request_restore(
+        self, actor: str, channel: str, key: str, new_id: str | None = None
+    ) -> ApprovalRequest:
+        """Plan the create of a deleted cluster from its kept spec and post the card; refused
+        first when nothing was kept or a cluster of that name exists now."""
+        kept = find_kept(await self.store.deleted_specs(), key)
+        name = restored_name(kept, new_id)
+        try:
+            await self.directory.vertex.get_cluster(ClusterName.parse(name))
+        except NotFoundError:
+            pass
+        else:
+            cid = name.rsplit("/", 1)[-1]
+            raise Refused(
+                f"{cid} exists now; restore it under another id: "
+                f"/cluster restore {kept.cluster_id} as NEW_ID"
+            )
+        return await self.submit(actor, channel, plan_restore(kept, name, self.prices))
+
+    async def restore_clicked(self, user: str, request_id: str) -> Reply:
+        """**Restore** on a finished delete's card: the same as /cluster restore, asked in
+        the delete's channel."""
+        deleted = await self.store.get_request(request_id)
+        if deleted is None:
+            return notice("Not restored", "That delete request is no longer known.")
+        try:
+            request = await self.request_restore(user, deleted.channel, deleted.cluster)
+        except CommandError as error:
+            return notice("Not restored", error.reason)
+        return notice("Restore asked", f"The request {request.id} is posted for approval.")
 
     async def submit(
         self, actor: str, channel: str, plan: ChangePlan, origin: Origin = Origin.COMMAND

@@ -89,9 +89,22 @@ class Audit:
     cluster: str | None = None
 
 
+@dataclass(frozen=True)
+class Restore:
+    """Create a deleted cluster again from its kept spec, under its own id or ``new_id``."""
+
+    cluster: str
+    new_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Deleted:
+    pass
+
+
 Command = (
     Help | ListClusters | Show | Slurm | SlurmConfig | SlurmLayout | Resize | Delete | Ops | Idle
-) | (Audit | Jobs | Fairshare)
+) | (Audit | Jobs | Fairshare | Restore | Deleted)
 
 
 # -- words ---------------------------------------------------------------------------------------
@@ -140,6 +153,16 @@ def _one_cluster(name: str, made: Callable[[str], C]) -> Callable[[list[str]], C
         return made(cluster_word(args[0], name))
 
     return parse_words
+
+
+def _restore(args: list[str]) -> Restore:
+    arity(args, "restore", 1, 3)
+    cluster = cluster_word(args[0], "restore")
+    if len(args) == 1:
+        return Restore(cluster)
+    if len(args) == 2 or args[1].lower() != "as":
+        raise CommandError(f"restore takes {echo(' '.join(args[1:]))}: use as NEW_ID", "restore")
+    return Restore(cluster, args[2])
 
 
 def _audit(args: list[str]) -> Audit:
@@ -198,6 +221,13 @@ async def _run_slurm(
         return await services.reports.slurm(command.cluster)
     await services.approvals.request_change(caller.user, caller.channel, command)
     return None  # the approval card is the answer
+
+
+async def _run_restore(services: Services, command: Restore, caller: Caller) -> None:
+    """The approval card is the answer."""
+    await services.approvals.request_restore(
+        caller.user, caller.channel, command.cluster, command.new_id
+    )
 
 
 async def _run_change(services: Services, command: Resize | Delete, caller: Caller) -> None:
@@ -273,6 +303,22 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.OPERATOR,
         _one_cluster("delete", Delete),
         _run_change,
+    ),
+    Subcommand(
+        "restore",
+        "/cluster restore CLUSTER [as NEW_ID]",
+        "ask to create a deleted cluster again from the spec kept when it was deleted",
+        Role.OPERATOR,
+        _restore,
+        _run_restore,
+    ),
+    Subcommand(
+        "deleted",
+        "/cluster deleted",
+        "the deleted clusters clusterbot can restore, with their pools and cost",
+        Role.VIEWER,
+        _nothing("deleted", Deleted),
+        lambda s, c, who: s.reports.deleted(),
     ),
     Subcommand(
         "ops",

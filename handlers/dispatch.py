@@ -15,6 +15,7 @@ from handlers.actions import (
     Decide,
     Keep,
     Remedy,
+    Restore,
     Snooze,
     SweepNow,
     Withdraw,
@@ -39,6 +40,7 @@ ACTION_ROLES: dict[type, tuple[Role, str]] = {
     Snooze: (Role.OPERATOR, "Acting on idle alerts"),
     Keep: (Role.OPERATOR, "Acting on idle alerts"),
     SweepNow: (Role.VIEWER, "Sweeping"),
+    Restore: (Role.OPERATOR, "Restoring a deleted cluster"),
 }
 
 
@@ -158,6 +160,8 @@ class Dispatcher:
             return await approvals.withdraw(user, action.request_id, card_ts)
         if isinstance(action, SweepNow):
             return await self.core.reports.sweep_now()
+        if isinstance(action, Restore):
+            return await approvals.restore_clicked(user, action.request_id)
         if self.clicks is None:
             return notice("Idle report", NO_IDLE)
         if isinstance(action, Remedy):

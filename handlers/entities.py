@@ -132,3 +132,18 @@ class AuditEntry:
     request_id: str | None = None
     details: str = ""
     id: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class KeptSpec:
+    """A cluster's last full spec, kept before the bot deleted it (output-only fields left
+    out), so that it can be created again."""
+
+    cluster: str  # its full resource name when it was deleted
+    spec: dict[str, object]
+    kept_at: float
+    request_id: str  # the delete request
+
+    @property
+    def cluster_id(self) -> str:
+        return self.cluster.rsplit("/", 1)[-1]

@@ -27,8 +27,15 @@ from bot.vertex.errors import (
     VertexError,
 )
 from bot.vertex.models import Cluster, ClusterState
+from bot.vertex.names import ClusterName
 from handlers.clusters import error_text
-from handlers.entities import ApprovalRequest, OperationKind, RequestState, TrackedOperation
+from handlers.entities import (
+    ApprovalRequest,
+    KeptSpec,
+    OperationKind,
+    RequestState,
+    TrackedOperation,
+)
 from handlers.ledger import RequestLedger
 from handlers.plans import PlanKind, applied, apply_plan, drift
 from handlers.ports import Clock, ControlPlane, CrashPoint, RequestStore, no_crash
@@ -45,6 +52,7 @@ DOING = {  # what a plan does, for "Could not …"
     PlanKind.DELETE: "delete",
     PlanKind.SLURM_CONFIG: "change the Slurm settings of",
     PlanKind.SLURM_LAYOUT: "change the partitions or login pool of",
+    PlanKind.RESTORE: "restore",
 }
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 
@@ -87,17 +95,25 @@ class Executor:
             ("approved by ", by),
         )
         try:
-            current = await self.vertex.get_cluster(plan.cluster)
+            current: Cluster | None = await self.vertex.get_cluster(plan.cluster)
         except NotFoundError:
-            await self._end(request, RequestState.REFUSED, f"{plan.cluster_id} no longer exists")
-            return
+            if plan.kind != PlanKind.RESTORE:
+                await self._end(
+                    request, RequestState.REFUSED, f"{plan.cluster_id} no longer exists"
+                )
+                return
+            current = None  # a restore wants it absent
         except VertexError as error:
             await self._end(
                 request, RequestState.REFUSED, error_text(error, f"read {plan.cluster_id}")
             )
             return
         self.crash("after-reread")
-        changed = drift(plan, current)
+        if plan.kind == PlanKind.RESTORE:
+            changed = None if current is None else f"{plan.cluster_id} exists now"
+        else:
+            assert current is not None
+            changed = drift(plan, current)
         if changed is not None:
             await self._end(
                 request, RequestState.REFUSED, f"{changed}; ask again with a fresh request"
@@ -114,15 +130,25 @@ class Executor:
         request.state, request.executing_at = RequestState.EXECUTING, self.clock()
         await self._send(request, current)
 
-    async def _send(self, request: ApprovalRequest, current: Cluster) -> None:
+    async def _send(self, request: ApprovalRequest, current: Cluster | None) -> None:
         """Send the change; the request is ``executing``, so a crash from here is recovered
-        by a look-up."""
+        by a look-up. A delete keeps the cluster's spec first, to restore it from."""
         plan = request.plan
+        if plan.kind == PlanKind.DELETE and current is not None:
+            kept = KeptSpec(plan.cluster, current.spec(), self.clock(), request.id)
+            await self.store.keep_spec(kept)
         self.crash("before-patch")
         try:
             if plan.kind == PlanKind.DELETE:
                 operation = await self.vertex.delete_cluster(plan.cluster)
+            elif plan.kind == PlanKind.RESTORE:
+                assert plan.spec is not None
+                name = ClusterName.parse(plan.cluster)
+                operation = await self.vertex.create_cluster(
+                    name.target, name.cluster_id, Cluster.model_validate(plan.spec)
+                )
             else:
+                assert current is not None
                 operation = await self.vertex.update_cluster(
                     apply_plan(current, plan), list(plan.update_mask)
                 )
@@ -241,6 +267,8 @@ class Executor:
         except NotFoundError:
             if plan.kind == PlanKind.DELETE:
                 await self._follow_cluster(request)  # gone: the tracker reports it done
+            elif plan.kind == PlanKind.RESTORE:
+                await self._send(request, None)  # not created: the look-up came first
             else:
                 await self._end(
                     request, RequestState.UNKNOWN, f"{plan.cluster_id} no longer exists"
@@ -253,6 +281,16 @@ class Executor:
             else:  # try again later, on whichever replica gets there first
                 await self.store.update_request(
                     request.id, owner=None, lease_until=self.clock() + LOOK_RETRY
+                )
+            return
+        if plan.kind == PlanKind.RESTORE:  # it exists: the create reached the server
+            if current.state in (ClusterState.PROVISIONING, ClusterState.RUNNING):
+                await self._follow_cluster(request)
+            else:
+                await self._end(
+                    request,
+                    RequestState.UNKNOWN,
+                    f"{plan.cluster_id} exists and is {current.state}; check it",
                 )
             return
         in_progress = (

@@ -156,6 +156,14 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
         ),
         Text(Em(entry.recommendation_reason)),
     )
+    if entry.recommendation == Recommendation.DELETE:
+        reply.add(
+            Note(
+                "A delete is not the end: clusterbot keeps the cluster's spec, and ",
+                Code(f"/cluster restore {cluster}"),
+                " creates it again, after approval.",
+            )
+        )
     if entry.reservations:
         reply.add(
             Note(

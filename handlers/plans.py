@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, OrchestratorSpec, ScalingSpec, SlurmSpec
+from bot.vertex.models import Cluster, ClusterState, OrchestratorSpec, ScalingSpec, SlurmSpec
 from handlers.costs import PriceBook, Range
 from handlers.pool_changes import PoolChange, bounds, describe, pool_change, pool_warnings
 from handlers.slurm_commands import LayoutAction
@@ -45,6 +45,7 @@ class PlanKind(StrEnum):
     DELETE = "delete"
     SLURM_CONFIG = "slurm_config"
     SLURM_LAYOUT = "slurm_layout"  # partitions, the default partition, the login pool
+    RESTORE = "restore"  # create a deleted cluster again from its kept spec
 
 
 SLURM_CONFIG_MASK = "orchestrator_spec.slurm_spec.config"  # the REST document's mask path
@@ -63,6 +64,9 @@ class ChangePlan(BaseModel):
     pools: tuple[PoolChange, ...] = ()
     settings: tuple[SettingChange, ...] = ()
     layout: LayoutChange | None = None
+    spec: dict[str, Any] | None = None  # RESTORE: the body to create the cluster with
+    restored_from: str | None = None  # RESTORE: the deleted cluster's name
+    kept_at: float | None = None  # RESTORE: when its spec was kept
     cost_before: float | None = None
     cost_after: float | None = None  # with every changed pool at its new minimum
     cost_after_high: float | None = None  # at the new maxima; None: same as cost_after
@@ -260,6 +264,8 @@ def wanted(plan: ChangePlan) -> str:
         return plan.layout.words
     if plan.kind == PlanKind.SLURM_CONFIG:
         return ", ".join(c.words for c in plan.settings)
+    if plan.kind == PlanKind.RESTORE:
+        return "the cluster RUNNING"
     return ", ".join(f"{p} {lo}:{hi}" for p, (lo, hi) in plan_sizes(plan).items())
 
 
@@ -337,6 +343,8 @@ def applied(plan: ChangePlan, current: Cluster) -> bool:
     slurm.conf keys set and unset, its partitions or login pool as asked)."""
     if plan.layout is not None:
         return layout_applied(plan.layout, current)
+    if plan.kind == PlanKind.RESTORE:
+        return current.state == ClusterState.RUNNING
     if plan.kind == PlanKind.SLURM_CONFIG:
         now = current.slurm.config or {}
         return same_config(config_after(now, plan.settings), now)

@@ -13,7 +13,13 @@ from typing import Any, Protocol, TypeVar
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation, Share, SlurmActivity, SlurmJob
-from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
+from handlers.entities import (
+    ApprovalRequest,
+    AuditEntry,
+    KeptSpec,
+    RequestState,
+    TrackedOperation,
+)
 from handlers.idle import IdleRecord
 from handlers.policy import Role
 
@@ -84,6 +90,10 @@ class ControlPlane(Protocol):
 
     async def delete_cluster(self, name: str | ClusterName) -> Operation: ...
 
+    async def create_cluster(
+        self, target: Target, cluster_id: str, cluster: Cluster
+    ) -> Operation: ...
+
     async def get_operation(self, name: str) -> Operation: ...
 
 
@@ -115,7 +125,17 @@ class ActivityReader(Protocol):
         ...
 
 
-class RequestStore(Protocol):
+class KeptSpecStore(Protocol):
+    async def keep_spec(self, kept: KeptSpec) -> None:
+        """Keep a cluster's spec before it is deleted (replacing an older one)."""
+        ...
+
+    async def deleted_specs(self) -> list[KeptSpec]:
+        """The specs of clusters whose delete finished, newest first."""
+        ...
+
+
+class RequestStore(KeptSpecStore, Protocol):
     async def add_request(self, request: ApprovalRequest) -> None: ...
     async def delete_request(self, request_id: str) -> None: ...
     async def get_request(self, request_id: str) -> ApprovalRequest | None: ...

@@ -14,6 +14,7 @@ from handlers.idle_alert import report
 from handlers.jobs_view import fairshare_reply, jobs_reply
 from handlers.ports import ActivityReader, Clock, OperationStore, RequestStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
+from handlers.restore import deleted_reply
 from handlers.slurm_view import slurm_reply
 from handlers.sweep import Sweeper
 from handlers.words import duration
@@ -83,6 +84,9 @@ class Reports:
         if missing:
             reply.add(Note(f"Fair-share factors not shown: {missing}"))
         return reply
+
+    async def deleted(self) -> Reply:
+        return deleted_reply(await self.requests.deleted_specs(), self.prices)
 
     async def fairshare(self, key: str) -> Reply:
         cluster = await self.directory.resolve(key, "fairshare")

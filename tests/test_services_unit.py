@@ -393,3 +393,49 @@ async def test_a_slurm_change_cut_off_after_its_patch_is_found_applied_and_finis
     assert len(second.plane.patches) == 1  # never sent twice
     config = second.plane.clusters[C1].slurm.config
     assert config is not None and config["PreemptMode"] == "REQUEUE"
+
+
+async def test_a_delete_cut_off_after_keeping_its_spec_is_sent_once_and_can_be_restored(
+    clock: ManualClock,
+) -> None:
+    policy = Policy.model_validate(POLICY)
+    first = make_bot(clock, policy, crash=dies_at("before-patch"))
+    spec = first.plane.clusters[C1].spec()
+    assert await first.ask("U0ALICE", "delete c1") is None  # a card
+    request = await first.only_request()
+    with pytest.raises(Died):
+        await first.services.approvals.decide("U0BOB", Role.APPROVER, request.id, approve=True)
+    # the spec is kept (intent before effect); the DELETE was never sent
+    assert first.plane.deletes == [] and first.store.kept[C1].spec == spec
+    assert await first.store.deleted_specs() == []  # not deleted: nothing to restore yet
+    second = make_bot(clock, policy, same_world_as=first)
+    clock.advance(60)
+    assert await second.services.executor.recover_orphans() == 1
+    assert second.plane.deletes == [C1]  # looked at, still there, sent once
+    [operation] = second.plane.operations
+    second.plane.finish(operation)
+    clock.advance(5)
+    await second.services.tracker.poll_due()
+    assert (await second.only_request()).state == RequestState.SUCCEEDED
+    [kept] = await second.store.deleted_specs()
+    assert kept.cluster == C1 and kept.spec == spec and kept.request_id == request.id
+
+    # restored: the create is cut off after it was sent; the look-up finds the cluster
+    third = make_bot(clock, policy, crash=dies_at("after-patch"), same_world_as=second)
+    card = await third.services.approvals.request_restore("U0ALICE", INFRA, "c1")
+    with pytest.raises(Died):
+        await third.services.approvals.decide("U0BOB", Role.APPROVER, card.id, approve=True)
+    assert third.plane.creates == [C1]
+    fourth = make_bot(clock, policy, same_world_as=third)
+    clock.advance(60)
+    assert await fourth.services.executor.recover_orphans() == 1  # found PROVISIONING
+    clock.advance(5)
+    await fourth.services.tracker.poll_due()
+    following = await fourth.store.get_request(card.id)
+    assert following is not None and following.state == RequestState.RUNNING
+    fourth.plane.finish(list(fourth.plane.operations)[-1])  # the create completes
+    clock.advance(30)
+    await fourth.services.tracker.poll_due()
+    restored = await fourth.store.get_request(card.id)
+    assert restored is not None and restored.state == RequestState.SUCCEEDED, restored
+    assert fourth.plane.creates == [C1]  # never sent twice

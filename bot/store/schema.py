@@ -110,3 +110,14 @@ sweep_reports = sa.Table(
     sa.Column("at", sa.Float, nullable=False),
     sa.Column("report", sa.Text, nullable=False),
 )
+
+# The spec of each cluster the bot deleted, kept before the DELETE was sent; the newest per
+# cluster name (a cluster restored and deleted again keeps its latest spec).
+kept_specs = sa.Table(
+    "kept_specs",
+    metadata,
+    sa.Column("cluster", sa.String(300), primary_key=True),
+    sa.Column("spec", sa.Text, nullable=False),
+    sa.Column("kept_at", sa.Float, nullable=False),
+    sa.Column("request_id", sa.String(40), nullable=False),
+)

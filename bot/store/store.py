@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bot.store import schema
+from bot.store.kept import KeptRows
 from bot.store.leases import LeaseRows
 from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
@@ -63,7 +64,7 @@ def shown(url: str) -> str:
     return f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
 
 
-class Store(OperationRows, LeaseRows):
+class Store(OperationRows, LeaseRows, KeptRows):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 

@@ -23,6 +23,7 @@ from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
     Final,
+    KeptSpec,
     RequestState,
     TrackedOperation,
 )
@@ -41,6 +42,7 @@ class MemoryStore:
     operations: dict[str, TrackedOperation] = field(default_factory=dict)
     entries: list[AuditEntry] = field(default_factory=list)
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept: dict[str, KeptSpec] = field(default_factory=dict)
     report: tuple[float, str] | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -56,6 +58,17 @@ class MemoryStore:
 
     async def delete_request(self, request_id: str) -> None:
         self.requests.pop(request_id, None)
+
+    async def keep_spec(self, kept: KeptSpec) -> None:
+        self.kept[kept.cluster] = kept
+
+    async def deleted_specs(self) -> list[KeptSpec]:
+        done = [
+            k
+            for k in self.kept.values()
+            if (r := self.requests.get(k.request_id)) and r.state == RequestState.SUCCEEDED
+        ]
+        return sorted(done, key=lambda k: -k.kept_at)
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         found = self.requests.get(request_id)
@@ -277,6 +290,8 @@ class FakeControlPlane:
     operations: dict[str, Operation] = field(default_factory=dict)
     patches: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
+    creates: list[str] = field(default_factory=list)
+    started: dict[str, tuple[str, str]] = field(default_factory=dict)  # operation: cluster, kind
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add(self, document: dict[str, Any]) -> Cluster:
@@ -309,9 +324,10 @@ class FakeControlPlane:
             for listing in await self.list_targets(targets, deadline)
         ]
 
-    def _start(self, cluster: str) -> Operation:
+    def _start(self, cluster: str, kind: str = "update") -> Operation:
         target = ClusterName.parse(cluster).target
         name = f"{target.parent}/operations/{next(self._ids)}"
+        self.started[name] = (cluster, kind)
         operation = Operation(name=name, metadata={"progressMessage": "starting"})
         self.operations[name] = operation
         return operation.model_copy()
@@ -324,7 +340,14 @@ class FakeControlPlane:
 
     async def delete_cluster(self, name: str | ClusterName) -> Operation:
         self.deletes.append(str(name))
-        return self._start(str(name))
+        return self._start(str(name), "delete")
+
+    async def create_cluster(self, target: Target, cluster_id: str, cluster: Cluster) -> Operation:
+        name = f"{target.parent}/modelDevelopmentClusters/{cluster_id}"
+        self.creates.append(name)
+        document = {**cluster.to_api(), "name": name, "clusterStatus": {"state": "PROVISIONING"}}
+        self.clusters[name] = Cluster.model_validate(document)
+        return self._start(name, "create")
 
     async def get_operation(self, name: str) -> Operation:
         return self.operations[name].model_copy()
@@ -335,9 +358,13 @@ class FakeControlPlane:
             {"name": name, "done": True, "error": error} if error else {"name": name, "done": True}
         )
         self.operations[name] = Operation.model_validate(ended)
-        if error is None:
-            for deleted in self.deletes:
-                self.clusters.pop(deleted, None)
+        cluster, kind = self.started.get(name, ("", "update"))
+        if error is None and kind == "delete":
+            self.clusters.pop(cluster, None)
+        if error is None and kind == "create" and cluster in self.clusters:
+            status = self.clusters[cluster].cluster_status
+            if status is not None:
+                status.state = ClusterState.RUNNING
 
     def state(self, name: str) -> ClusterState | str | None:
         status = self.clusters[name].cluster_status
