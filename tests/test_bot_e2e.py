@@ -97,6 +97,10 @@ async def test_show_by_full_name_and_unknown_cluster(stack: Stack) -> None:
         ),
         ("/cluster resize train01 a4 2", "pool 'a4' of train01 already has bounds 2"),
         ("/cluster resize train01 login 0", "'login' is the login pool"),
+        # bolt-python reads a form body with the word "payload" in it as an interactive
+        # payload: the bot must answer it like any other word
+        ("/cluster jobs train01 user payload extra", "'extra' needs a value"),
+        ("/cluster payload", "there is no subcommand 'payload'"),
     ],
 )
 async def test_bad_input_gets_a_reason_and_usage(stack: Stack, command: str, words: str) -> None:
