@@ -123,6 +123,7 @@ class ClusterbotService:
             messenger=self.messenger,
             roles=self.roles,
             clock=clock,
+            releases=self.store,
         )
         options = Options(
             owner=self.owner,
@@ -132,6 +133,7 @@ class ClusterbotService:
             concurrency=settings.vertex_concurrency,
             lease=lease,
             crash=crash,
+            release_grace=settings.release_grace_seconds,
         )
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
@@ -169,6 +171,12 @@ class ClusterbotService:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    def http_session(self) -> aiohttp.ClientSession:
+        """The shared session (opened on first use outside ``start``, as in tests)."""
+        self.open_http()
+        assert self.http is not None
+        return self.http
+
     def open_http(self) -> None:
         """One pooled HTTP session for every call to Slack (Web API and response_url
         replies), opened in the running loop: a connection is reused, not opened per call."""
@@ -189,6 +197,7 @@ class ClusterbotService:
         self.jobs.add("heartbeat", self._heartbeat, max(0.5, self.lease / 3))
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
+        self.jobs.add("releases", self._releases, self.settings.release_check_seconds)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
         # Everything built so far lives as long as the process: keep it out of the cycle
@@ -249,6 +258,10 @@ class ClusterbotService:
 
     async def _heartbeat(self) -> None:
         await self.store.renew_leases(self.owner, self.clock(), self.lease)
+
+    async def _releases(self) -> None:
+        if self.accepting and self.core.releases is not None:
+            await self.core.releases.check_all()
 
     async def _expire(self) -> None:
         if self.accepting:

@@ -1,4 +1,4 @@
-"""The ``clusterbot`` command: serve | demo | sandbox | simulator | sweep | migrate |
+"""The ``clusterbot`` command: serve | release | demo | sandbox | simulator | sweep | migrate |
 check-config.
 
 Imports are lazy: ``--help`` and argument errors load almost nothing, and ``serve``, ``sweep``,
@@ -234,6 +234,12 @@ def _check_config(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _release(args: argparse.Namespace) -> int:
+    from bot.release_cli import run
+
+    return run(args.cluster, args.then, args.timeout, args.url, args.audience)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clusterbot",
@@ -247,6 +253,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run clusterbot, configured from the environment (see check-config).",
     )
     serve.set_defaults(run=_serve)
+
+    release = commands.add_parser(
+        "release",
+        help="a pipeline's last step: scale to zero or delete a cluster once its queue drains",
+        description="Ask the running service (POST /api/v1/release, with a Google-signed ID "
+        "token from this step's credentials) to scale CLUSTER to zero or delete it once its "
+        "Slurm queue is empty. Callers in the policy's [pipelines] are pre-approved.",
+    )
+    release.add_argument("cluster", metavar="CLUSTER")
+    release.add_argument("--when-drained", action="store_true", required=True)
+    release.add_argument("--then", required=True, choices=("scale-to-zero", "delete"))
+    release.add_argument("--timeout", default="6h", help="how long to wait (default 6h)")
+    release.add_argument("--url", help="the service's base URL (default CLUSTERBOT_URL)")
+    release.add_argument("--audience", help="the ID token's audience (default the URL)")
+    release.set_defaults(run=_release)
 
     demo = commands.add_parser(
         "demo",

@@ -79,6 +79,12 @@ class Routes:
         service = self.service
         if service.settings.slack_signing_secret is not None and service.bolt is not None:
             app.router.add_post(path, self.slack_events)
+        settings = service.settings
+        if settings.oidc_audience:
+            from bot.release_api import ReleaseApi
+
+            api = ReleaseApi(service, settings.oidc_audience, settings.oidc_certs_url)
+            app.router.add_post("/api/v1/release", api.handle)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)
         app.router.add_get("/metrics", service.metrics.handler())

@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     drain_seconds: float = Field(20.0, ge=0, le=600)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     replica_id: str | None = None  # default host:port; stable across restarts of one replica
+    # the pipeline hook (POST /api/v1/release): callers present a Google-signed OIDC ID token
+    # whose audience is this; unset, the route answers 404
+    oidc_audience: str | None = None
+    oidc_certs_url: str = "https://www.googleapis.com/oauth2/v1/certs"
+    release_check_seconds: float = Field(30.0, gt=0, le=3600)  # between looks at the queue
+    release_grace_seconds: float = Field(60.0, ge=0, le=3600)  # empty this long, then act
     debug_crash_at: str | None = None  # testing only: exit at this named step of a change
 
     @field_validator("targets", mode="before")

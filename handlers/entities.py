@@ -58,6 +58,7 @@ class Origin(StrEnum):
     COMMAND = "command"  # typed by a person
     IDLE = "idle"  # a remedy clicked on an idle alert
     IDLE_AUTO = "idle-auto"  # the idle policy's auto-action
+    PIPELINE = "pipeline"  # a pipeline's release, once its cluster's queue emptied
 
 
 @dataclass
@@ -143,6 +144,44 @@ class KeptSpec:
     spec: dict[str, object]
     kept_at: float
     request_id: str  # the delete request
+
+    @property
+    def cluster_id(self) -> str:
+        return self.cluster.rsplit("/", 1)[-1]
+
+
+class ReleaseState(StrEnum):
+    """A pipeline's release: waiting -> drained -> acted | cancelled | timed_out."""
+
+    WAITING = "waiting"  # jobs are still queued or running
+    DRAINED = "drained"  # the queue was seen empty; acting once it is seen empty again
+    ACTED = "acted"  # the change was asked (pre-approved, or on a card for an approver)
+    CANCELLED = "cancelled"  # a job arrived before the action
+    TIMED_OUT = "timed_out"  # the queue never emptied in time: nothing done
+    FAILED = "failed"  # the change could not be asked (the message says why)
+
+    @property
+    def open(self) -> bool:
+        return self in (ReleaseState.WAITING, ReleaseState.DRAINED)
+
+
+@dataclass
+class Release:
+    """The last step of a pipeline: when the cluster's Slurm queue is empty, scale it to zero
+    or delete it."""
+
+    id: str
+    cluster: str  # full name
+    action: str  # "scale-to-zero" or "delete"
+    caller: str  # the verified identity that asked (a service account's email)
+    created_at: float
+    deadline: float
+    state: ReleaseState = ReleaseState.WAITING
+    channel: str | None = None
+    thread_ts: str | None = None
+    drained_at: float | None = None
+    request_id: str | None = None
+    outcome: str | None = None
 
     @property
     def cluster_id(self) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import tomllib
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -74,6 +74,9 @@ class Policy(BaseModel):
     approval: Approval = Field(default_factory=Approval)
     prices: dict[str, float] = Field(default_factory=dict)
     idle: IdleRules = Field(default_factory=IdleRules)
+    # Pipeline callers pre-approved for release actions: their Google identity (a service
+    # account's email) -> the actions they may take without an approver.
+    pipelines: dict[str, list[Literal["scale-to-zero", "delete"]]] = Field(default_factory=dict)
 
     @field_validator("roles")
     @classmethod

@@ -17,6 +17,8 @@ from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
     KeptSpec,
+    Release,
+    ReleaseState,
     RequestState,
     TrackedOperation,
 )
@@ -123,6 +125,15 @@ class ActivityReader(Protocol):
     async def shares(self, cluster: str) -> list[Share]:
         """The fair-share tree: accounts and their users."""
         ...
+
+
+class ReleaseStore(Protocol):
+    async def add_release(self, release: Release) -> None: ...
+    async def open_releases(self) -> list[Release]: ...
+    async def move_release(
+        self, release_id: str, before: ReleaseState, after: ReleaseState, **changes: Any
+    ) -> bool: ...
+    async def update_release(self, release_id: str, **changes: Any) -> None: ...
 
 
 class KeptSpecStore(Protocol):

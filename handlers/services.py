@@ -25,11 +25,13 @@ from handlers.ports import (
     IdleRecordStore,
     LeaseStore,
     OperationStore,
+    ReleaseStore,
     ReportStore,
     RequestStore,
     RoleSource,
     no_crash,
 )
+from handlers.release import Releases
 from handlers.reports import Reports
 from handlers.sweep import ActivityObserver, Sweeper
 from handlers.tracking import Tracker
@@ -49,6 +51,7 @@ class Ports:
     messenger: Messenger
     roles: RoleSource
     clock: Clock
+    releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Options:
     lease: float = LEASE
     read_deadline: float = READ_DEADLINE
     crash: CrashPoint = no_crash
+    release_grace: float = 60.0  # seconds a drained queue stays empty before a release acts
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Services:
     sweeper: Sweeper
     reports: Reports
     dispatcher: Dispatcher
+    releases: Releases | None = None
 
 
 def build(ports: Ports, policy: Policy, options: Options) -> Services:
@@ -136,7 +141,22 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
     reports = Reports(
         directory, ports.requests, ports.operations, prices, clock, ports.activity, sweeper
     )
+    releases = None
+    if ports.releases is not None:
+        releases = Releases(
+            ports.releases,
+            directory,
+            ports.activity,
+            approvals,
+            ledger,
+            ports.messenger,
+            policy,
+            clock,
+            options.alert_channel,
+            options.release_grace,
+        )
     return Services(
+        releases=releases,
         directory=directory,
         board=board,
         ledger=ledger,

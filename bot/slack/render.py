@@ -7,6 +7,7 @@ link or markup. Limits: https://api.slack.com/reference/block-kit/blocks.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +38,7 @@ from handlers.replies import (
 )
 
 MAX_BLOCKS = 50
+SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")  # user ids (W: Enterprise Grid)
 SECTION_LIMIT = 3000
 FIELD_LIMIT = 2000
 FIELDS_PER_SECTION = 10
@@ -81,7 +83,9 @@ def span(part: Span) -> str:
     if isinstance(part, Code):
         return f"`{escape(part.text)}`"
     if isinstance(part, UserRef):
-        return f"<@{escape(part.user_id)}>"
+        if SLACK_USER.match(part.user_id):
+            return f"<@{part.user_id}>"
+        return f"*{escape(part.user_id)}*"  # not a Slack user: the policy, a pipeline
     if isinstance(part, ChannelRef):
         return f"<#{escape(part.channel_id)}>"
     if isinstance(part, Time):

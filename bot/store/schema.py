@@ -121,3 +121,21 @@ kept_specs = sa.Table(
     sa.Column("kept_at", sa.Float, nullable=False),
     sa.Column("request_id", sa.String(40), nullable=False),
 )
+
+# Pipeline releases (POST /api/v1/release): each waits for its cluster's queue to empty.
+releases = sa.Table(
+    "releases",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("cluster", sa.String(300), nullable=False),
+    sa.Column("action", sa.String(16), nullable=False),
+    sa.Column("caller", sa.String(320), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("deadline", sa.Float, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False, index=True),
+    sa.Column("channel", sa.String(64)),
+    sa.Column("thread_ts", sa.String(32)),
+    sa.Column("drained_at", sa.Float),
+    sa.Column("request_id", sa.String(40)),
+    sa.Column("outcome", sa.Text),
+)

@@ -23,6 +23,7 @@ from bot.store.kept import KeptRows
 from bot.store.leases import LeaseRows
 from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
+from bot.store.releases import ReleaseRows
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
@@ -64,7 +65,7 @@ def shown(url: str) -> str:
     return f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
 
 
-class Store(OperationRows, LeaseRows, KeptRows):
+class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 

@@ -1,0 +1,78 @@
+"""``POST /api/v1/release``: the pipeline hook over HTTP.
+
+The caller sends ``Authorization: Bearer <Google-signed OIDC ID token>`` (audience: the
+configured ``CLUSTERBOT_OIDC_AUDIENCE``) and ``{"cluster": "train01", "then":
+"scale-to-zero"|"delete", "timeout": "6h"}``; the answer is 202 with the release, or a JSON
+``{"error"}`` with 400 (bad request), 401 (no valid token) or 503 (shutting down).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from bot.oidc import IdTokenVerifier, TokenRefused
+from bot.vertex.errors import VertexError
+from handlers.grammar import CommandError
+from handlers.release import ReleaseError, describe
+
+if TYPE_CHECKING:
+    from bot.app import ClusterbotService
+
+log = logging.getLogger(__name__)
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
+UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+DEFAULT_TIMEOUT = "6h"
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``6h``, ``2d`` in seconds; ``ValueError`` for anything else."""
+    match = DURATION.match(text.strip().lower())
+    if not match:
+        raise ValueError(f"{text[:40]!r} is not a duration like 30m, 6h or 2d")
+    return float(match.group(1)) * UNITS[match.group(2)]
+
+
+def _error(status: int, reason: str) -> web.Response:
+    return web.json_response({"error": reason}, status=status)
+
+
+class ReleaseApi:
+    def __init__(self, service: ClusterbotService, audience: str, certs_url: str) -> None:
+        self.service = service
+        self.verifier = IdTokenVerifier(audience, certs_url, service.http_session)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        service = self.service
+        releases = service.core.releases
+        if not service.accepting or releases is None:
+            return _error(503, "shutting down")
+        try:
+            caller = await self.verifier.verify(request.headers.get("Authorization"))
+        except TokenRefused as error:
+            log.warning("refused a release request: %s", error)
+            return _error(401, str(error))
+        try:
+            body: Any = await request.json()
+        except ValueError:
+            return _error(400, "the body must be JSON: {cluster, then, timeout}")
+        if not isinstance(body, dict) or not isinstance(body.get("cluster"), str):
+            return _error(400, "the body must name a cluster: {cluster, then, timeout}")
+        try:
+            wait = parse_duration(str(body.get("timeout", DEFAULT_TIMEOUT)))
+            release = await releases.start(
+                caller.email, body["cluster"], str(body.get("then", "")), wait
+            )
+        except (ValueError, CommandError) as error:
+            reason = error.reason if isinstance(error, CommandError) else str(error)
+            return _error(400, reason)
+        except VertexError as error:
+            return _error(502, f"the control plane could not be read: {error.user_message}")
+        log.info("release %s of %s asked by %s", release.id, release.cluster, caller.email)
+        return web.json_response(describe(release), status=202)
+
+
+__all__ = ["DEFAULT_TIMEOUT", "ReleaseApi", "ReleaseError", "parse_duration"]
