@@ -133,6 +133,7 @@ def _status(request: ApprovalRequest) -> Line | None:
 SLURM_ASKS = {
     PlanKind.SLURM_CONFIG: ("Slurm settings request", "the slurm.conf settings"),
     PlanKind.SLURM_LAYOUT: ("Slurm partitions request", "the partitions or login pool"),
+    PlanKind.SLURM_SCRIPTS: ("Slurm scripts request", "the prolog or epilog scripts"),
 }
 
 
@@ -187,6 +188,13 @@ def request_card(request: ApprovalRequest) -> Reply:
         reply.add(Text(_bullets([plan.layout.words])), *_layout(plan))
     elif plan.kind == PlanKind.RESTORE:
         reply.add(*restore_parts(plan))
+    elif plan.scripts is not None:
+        rows = plan.scripts.rows()
+        reply.add(
+            Text(_bullets([plan.scripts.words])),
+            Table.of(("#", "BEFORE (sha256, first line)", "AFTER"), rows),
+            Note("The whole list is sent (updateMask replaces it), each script as it is now."),
+        )
     else:
         reply.add(Text(_bullets([c.words for c in plan.changed_pools])), _diff(plan))
     for warning in plan.warnings:

@@ -30,12 +30,14 @@ from handlers.plans import (
     plan_resize,
     plan_slurm_config,
     plan_slurm_layout,
+    plan_slurm_scripts,
 )
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
 from handlers.replies import Code, Reply, UserRef, notice
 from handlers.restore import find_kept, plan_restore, restored_name
-from handlers.slurm_commands import SlurmConfig, SlurmLayout
+from handlers.slurm_commands import SlurmConfig, SlurmLayout, SlurmScripts
+from handlers.slurm_scripts import ScriptAction
 
 log = logging.getLogger(__name__)
 DRAFT_TIMEOUT = 60.0  # a draft older than this lost its card to a crash: abandon it
@@ -81,7 +83,7 @@ class Approvals:
         self,
         actor: str,
         channel: str,
-        command: Resize | Delete | SlurmConfig | SlurmLayout,
+        command: Resize | Delete | SlurmConfig | SlurmLayout | SlurmScripts,
         origin: Origin = Origin.COMMAND,
     ) -> ApprovalRequest:
         """Plan the change and post its approval card; raise CommandError when it cannot be."""
@@ -90,6 +92,7 @@ class Approvals:
             Delete: "delete",
             SlurmConfig: "slurm",
             SlurmLayout: "slurm",
+            SlurmScripts: "slurm",
         }[type(command)]
         cluster = await self.directory.resolve(command.cluster, subcommand)
         try:
@@ -100,6 +103,11 @@ class Approvals:
             elif isinstance(command, SlurmConfig):
                 plan = plan_slurm_config(
                     cluster, dict(command.sets), list(command.unsets), self.prices
+                )
+            elif isinstance(command, SlurmScripts):
+                action = ScriptAction(command.action)
+                plan = plan_slurm_scripts(
+                    cluster, command.which, action, command.index, command.to, self.prices
                 )
             elif isinstance(command, SlurmLayout):
                 plan = plan_slurm_layout(

@@ -32,6 +32,7 @@ from handlers.slurm_commands import (
     Slurm,
     SlurmConfig,
     SlurmLayout,
+    SlurmScripts,
     parse_jobs,
     parse_slurm,
 )
@@ -104,7 +105,7 @@ class Deleted:
 
 Command = (
     Help | ListClusters | Show | Slurm | SlurmConfig | SlurmLayout | Resize | Delete | Ops | Idle
-) | (Audit | Jobs | Fairshare | Restore | Deleted)
+) | (Audit | Jobs | Fairshare | Restore | Deleted | SlurmScripts)
 
 
 # -- words ---------------------------------------------------------------------------------------
@@ -214,11 +215,22 @@ async def _run_help(services: Services, command: Help, caller: Caller) -> Reply:
     return help_reply(command.topic)
 
 
+def _slurm_role(command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts) -> Role:
+    """Reading the settings or a script is a viewer's; changing them an operator's."""
+    if isinstance(command, Slurm):
+        return Role.VIEWER
+    if isinstance(command, SlurmScripts) and command.action == "show":
+        return Role.VIEWER
+    return Role.OPERATOR
+
+
 async def _run_slurm(
-    services: Services, command: Slurm | SlurmConfig | SlurmLayout, caller: Caller
+    services: Services, command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts, caller: Caller
 ) -> Reply | None:
     if isinstance(command, Slurm):
         return await services.reports.slurm(command.cluster)
+    if isinstance(command, SlurmScripts) and command.action == "show":
+        return await services.reports.slurm_script(command.cluster, command.which, command.index)
     await services.approvals.request_change(caller.user, caller.channel, command)
     return None  # the approval card is the answer
 
@@ -264,13 +276,14 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     Subcommand(
         "slurm",
         "/cluster slurm CLUSTER [set KEY=VALUE… | unset KEY… | partition add ID POOL[,POOL] | "
-        "partition remove ID | partition default ID | login-pool POOL]",
-        "the Slurm settings in full; change slurm.conf keys, partitions or the login pool "
-        "(a second person approves)",
+        "partition remove ID | partition default ID | login-pool POOL | "
+        "prolog|epilog show N | prolog|epilog remove N | prolog|epilog move N M]",
+        "the Slurm settings in full, or one script whole; change slurm.conf keys, partitions, "
+        "the login pool or the prolog/epilog scripts (a second person approves)",
         Role.VIEWER,
         parse_slurm,
         _run_slurm,
-        role_for=lambda c: Role.VIEWER if isinstance(c, Slurm) else Role.OPERATOR,
+        role_for=_slurm_role,
     ),
     Subcommand(
         "jobs",

@@ -53,6 +53,7 @@ DOING = {  # what a plan does, for "Could not …"
     PlanKind.SLURM_CONFIG: "change the Slurm settings of",
     PlanKind.SLURM_LAYOUT: "change the partitions or login pool of",
     PlanKind.RESTORE: "restore",
+    PlanKind.SLURM_SCRIPTS: "change the prolog or epilog scripts of",
 }
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 

@@ -28,6 +28,14 @@ from handlers.slurm_layout import (
     layout_applied,
     layout_change,
 )
+from handlers.slurm_scripts import (
+    ScriptAction,
+    ScriptChange,
+    ScriptError,
+    apply_scripts,
+    script_change,
+    scripts_applied,
+)
 from handlers.slurm_settings import (
     SettingChange,
     SettingError,
@@ -46,6 +54,7 @@ class PlanKind(StrEnum):
     SLURM_CONFIG = "slurm_config"
     SLURM_LAYOUT = "slurm_layout"  # partitions, the default partition, the login pool
     RESTORE = "restore"  # create a deleted cluster again from its kept spec
+    SLURM_SCRIPTS = "slurm_scripts"  # prolog or epilog scripts removed or reordered
 
 
 SLURM_CONFIG_MASK = "orchestrator_spec.slurm_spec.config"  # the REST document's mask path
@@ -64,6 +73,7 @@ class ChangePlan(BaseModel):
     pools: tuple[PoolChange, ...] = ()
     settings: tuple[SettingChange, ...] = ()
     layout: LayoutChange | None = None
+    scripts: ScriptChange | None = None
     spec: dict[str, Any] | None = None  # RESTORE: the body to create the cluster with
     restored_from: str | None = None  # RESTORE: the deleted cluster's name
     kept_at: float | None = None  # RESTORE: when its spec was kept
@@ -195,6 +205,8 @@ def apply_plan(cluster: Cluster, plan: ChangePlan) -> Cluster:
     does not change is kept as read, known or not."""
     if plan.layout is not None:
         return apply_layout(cluster, plan.layout)
+    if plan.scripts is not None:
+        return apply_scripts(cluster, plan.scripts)
     if plan.kind == PlanKind.SLURM_CONFIG:
         changed = cluster.model_copy(deep=True)
         if changed.orchestrator_spec is None:
@@ -209,6 +221,22 @@ def apply_plan(cluster: Cluster, plan: ChangePlan) -> Cluster:
     return apply_sizes(cluster, plan_sizes(plan))
 
 
+def _costless(
+    cluster: Cluster, kind: PlanKind, mask: str, prices: PriceBook, **change: Any
+) -> ChangePlan:
+    """A Slurm change under one mask path: the cluster costs what it costs now."""
+    cost = prices.cluster_hour(cluster)
+    return ChangePlan(
+        kind=kind,
+        cluster=cluster.name or "",
+        update_mask=(mask,),
+        cost_before=cost,
+        cost_after=cost,
+        fingerprint=fingerprint(cluster),
+        **change,
+    )
+
+
 def plan_slurm_config(
     cluster: Cluster, sets: dict[str, str], unsets: list[str], prices: PriceBook
 ) -> ChangePlan:
@@ -219,15 +247,8 @@ def plan_slurm_config(
         changes = setting_changes(cluster.slurm.config or {}, sets, unsets)
     except SettingError as error:
         raise PlanError(f"{error} on {cluster.cluster_id}") from None
-    cost = prices.cluster_hour(cluster)
-    return ChangePlan(
-        kind=PlanKind.SLURM_CONFIG,
-        cluster=cluster.name or "",
-        update_mask=(SLURM_CONFIG_MASK,),
-        settings=tuple(changes),
-        cost_before=cost,
-        cost_after=cost,
-        fingerprint=fingerprint(cluster),
+    return _costless(
+        cluster, PlanKind.SLURM_CONFIG, SLURM_CONFIG_MASK, prices, settings=tuple(changes)
     )
 
 
@@ -245,23 +266,34 @@ def plan_slurm_layout(
         change, warnings = layout_change(cluster, action, name, pools)
     except LayoutError as error:
         raise PlanError(str(error)) from None
-    cost = prices.cluster_hour(cluster)
-    return ChangePlan(
-        kind=PlanKind.SLURM_LAYOUT,
-        cluster=cluster.name or "",
-        update_mask=(change.mask,),
-        layout=change,
-        cost_before=cost,
-        cost_after=cost,
-        fingerprint=fingerprint(cluster),
-        warnings=warnings,
+    return _costless(
+        cluster, PlanKind.SLURM_LAYOUT, change.mask, prices, layout=change, warnings=warnings
     )
+
+
+def plan_slurm_scripts(
+    cluster: Cluster,
+    which: str,
+    action: ScriptAction,
+    index: int,
+    to: int | None,
+    prices: PriceBook,
+) -> ChangePlan:
+    """Remove or move one prolog or epilog script; the whole list is sent."""
+    _require_running(cluster)
+    try:
+        change = script_change(cluster, which, action, index, to)
+    except ScriptError as error:
+        raise PlanError(str(error)) from None
+    return _costless(cluster, PlanKind.SLURM_SCRIPTS, change.mask, prices, scripts=change)
 
 
 def wanted(plan: ChangePlan) -> str:
     """What the plan asks for, in a few words (for a change that did not happen)."""
     if plan.layout is not None:
         return plan.layout.words
+    if plan.scripts is not None:
+        return plan.scripts.words
     if plan.kind == PlanKind.SLURM_CONFIG:
         return ", ".join(c.words for c in plan.settings)
     if plan.kind == PlanKind.RESTORE:
@@ -343,6 +375,8 @@ def applied(plan: ChangePlan, current: Cluster) -> bool:
     slurm.conf keys set and unset, its partitions or login pool as asked)."""
     if plan.layout is not None:
         return layout_applied(plan.layout, current)
+    if plan.scripts is not None:
+        return scripts_applied(plan.scripts, current)
     if plan.kind == PlanKind.RESTORE:
         return current.state == ClusterState.RUNNING
     if plan.kind == PlanKind.SLURM_CONFIG:

@@ -15,6 +15,7 @@ from handlers.jobs_view import fairshare_reply, jobs_reply
 from handlers.ports import ActivityReader, Clock, OperationStore, RequestStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.restore import deleted_reply
+from handlers.slurm_scripts import script_reply
 from handlers.slurm_view import slurm_reply
 from handlers.sweep import Sweeper
 from handlers.words import duration
@@ -59,6 +60,9 @@ class Reports:
 
     async def slurm(self, key: str) -> Reply:
         return slurm_reply(await self.directory.resolve(key, "slurm"))
+
+    async def slurm_script(self, key: str, which: str, index: int) -> Reply:
+        return script_reply(await self.directory.resolve(key, "slurm"), which, index)
 
     async def jobs(
         self, key: str, user: str | None, partition: str | None, state: str | None

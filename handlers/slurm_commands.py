@@ -7,6 +7,8 @@
     slurm CLUSTER partition remove ID
     slurm CLUSTER partition default ID
     slurm CLUSTER login-pool POOL                   the pool the login nodes run in
+    slurm CLUSTER prolog|epilog show N              one script, whole
+    slurm CLUSTER prolog|epilog remove N | move N M remove or reorder (scripts run in order)
 
 Every change goes to approval; parsing is pure, so it is tested without Slack.
 """
@@ -23,7 +25,7 @@ from handlers.grammar import POOL_ID, CommandError, arity, cluster_word, echo
 # letters, digits, hyphens): slurm.conf PartitionName allows more, but a name that needs
 # quoting in `sbatch --partition` is a trap for the people who type it.
 PARTITION_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
-VERBS = "set, unset, partition or login-pool"
+VERBS = "set, unset, partition, login-pool, prolog or epilog"
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,19 @@ class SlurmLayout:
     pools: tuple[str, ...] = ()
 
 
-def parse_slurm(args: list[str]) -> Slurm | SlurmConfig | SlurmLayout:
+@dataclass(frozen=True)
+class SlurmScripts:
+    """Show one prolog or epilog script whole (``action`` "show"), or remove or move one
+    through approval; places count from 1."""
+
+    cluster: str
+    which: str  # "prolog" or "epilog"
+    action: str  # "show", "remove" or "move"
+    index: int
+    to: int | None = None
+
+
+def parse_slurm(args: list[str]) -> Slurm | SlurmConfig | SlurmLayout | SlurmScripts:
     arity(args, "slurm", 1, len(args) or 1)
     cluster = cluster_word(args[0], "slurm")
     if len(args) == 1:
@@ -68,6 +82,8 @@ def parse_slurm(args: list[str]) -> Slurm | SlurmConfig | SlurmLayout:
         return _config(cluster, verb, words)
     if verb == "partition":
         return _partition(cluster, words)
+    if verb in ("prolog", "epilog"):
+        return _scripts(cluster, verb, words)
     if verb == "login-pool":
         if len(words) != 1:
             raise CommandError("slurm login-pool takes one POOL", "slurm")
@@ -115,6 +131,22 @@ def _partition(cluster: str, words: list[str]) -> SlurmLayout:
     if len(set(pools)) != len(pools):
         raise CommandError(f"{echo(rest[1])} names a pool twice", "slurm")
     return SlurmLayout(cluster, LayoutAction.PARTITION_ADD, name, tuple(pools))
+
+
+def _scripts(cluster: str, which: str, words: list[str]) -> SlurmScripts:
+    how = f"use {which} show N, {which} remove N or {which} move N M"
+    wanted = {"show": 1, "remove": 1, "move": 2}
+    if not words or words[0].lower() not in wanted:
+        raise CommandError(f"slurm {which} needs what to do: {how}", "slurm")
+    action, places = words[0].lower(), words[1:]
+    if len(places) != wanted[action] or not all(p.isascii() and p.isdigit() for p in places):
+        raise CommandError(f"slurm {which} {action}: {how} (N counts from 1)", "slurm")
+    numbers = [int(p) for p in places]
+    if min(numbers) < 1:
+        raise CommandError(f"scripts are counted from 1: {how}", "slurm")
+    return SlurmScripts(
+        cluster, which, action, numbers[0], numbers[1] if action == "move" else None
+    )
 
 
 def _pool(word: str) -> str:

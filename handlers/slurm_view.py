@@ -92,5 +92,18 @@ def slurm_reply(cluster: Cluster) -> Reply:
         )
     _scripts(reply, "prolog", slurm.prolog_bash_scripts or [])
     _scripts(reply, "epilog", slurm.epilog_bash_scripts or [])
+    if slurm.prolog_bash_scripts or slurm.epilog_bash_scripts:
+        cid = cluster.cluster_id
+        reply.add(
+            Note(
+                "One script whole: ",
+                Code(f"/cluster slurm {cid} prolog show N"),
+                "; remove or reorder: ",
+                Code("prolog remove N"),
+                ", ",
+                Code("prolog move N M"),
+                " (epilog alike).",
+            )
+        )
     reply.add(Note(Code(cluster.name or ""), " · orchestratorSpec.slurmSpec"))
     return reply
