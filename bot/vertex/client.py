@@ -280,7 +280,7 @@ class VertexClient(Transport):
             payload["body"] = body if body is not None else {}
         elif body is not None:
             raise ValueError(f"a Slurm {verb} request carries no body")
-        reply = await self._call(
+        reply = await self._call_raw(
             "call_slurm_rest_api",
             "POST",
             self._cluster_url(parsed, ":callSlurmRestApi"),
@@ -288,7 +288,8 @@ class VertexClient(Transport):
             safe=verb == "GET",
             deadline=deadline,
         )
-        return read_model(SlurmResponse, reply, "a Slurm reply")
+        # decoded straight from the bytes: a sweep reads two of these per cluster
+        return read_model_json(SlurmResponse, reply, "a Slurm reply")
 
     # -- changes ---------------------------------------------------------------------------
 
