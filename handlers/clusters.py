@@ -7,6 +7,7 @@ field at fault and never hides the others.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
@@ -82,7 +83,10 @@ class ClusterDirectory:
                 f"read, so it may be there: {reasons}"
             )
         searched = ", ".join(str(t) for t in self.targets) or "no targets"
-        raise CommandError(f"there is no cluster {key} in {searched}", subcommand)
+        known = [c.cluster_id for listing in listings for c in listing.clusters]
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise CommandError(f"there is no cluster {key} in {searched}{hint}", subcommand)
 
 
 def pools_summary(cluster: Cluster, pools: Sequence[str] | None = None) -> str:

@@ -15,7 +15,7 @@ CLUSTER_NAME = re.compile(
 POOL_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 MAX_NODES = 1000
 CLUSTER_HELP = (
-    "CLUSTER is a short id such as train01 (looked up in every target) or a full name "
+    "CLUSTER is a short id such as train01 (looked up in every target, in any case) or a full name "
     "projects/P/locations/R/modelDevelopmentClusters/ID."
 )
 ECHO = 100  # characters of a person's input quoted back to them
@@ -51,8 +51,12 @@ class Refused(CommandError):
 
 
 def cluster_word(word: str, subcommand: str) -> str:
+    """A cluster id or full name; a short id is matched case-insensitively (``TRAIN01`` is
+    train01: ids are lowercase by the API's pattern)."""
     if CLUSTER_ID.match(word) or CLUSTER_NAME.match(word):
         return word
+    if CLUSTER_ID.match(word.lower()):
+        return word.lower()
     raise CommandError(
         f"{echo(word)} is not a cluster: use a short id like train01 (a lowercase letter, then up "
         "to 9 lowercase letters or digits) or a full resource name",

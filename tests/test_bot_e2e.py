@@ -59,7 +59,7 @@ async def test_list_shows_every_target(stack: Stack) -> None:
 
 
 async def test_show_describes_one_cluster(stack: Stack) -> None:
-    text = text_of(await stack.reply_to("carol", "/cluster show train01"))
+    text = text_of(await stack.reply_to("carol", "/cluster show TRAIN01"))  # ids are lowercase
     for fact in (
         "train01 · GPU training (B200)",
         "a4-highgpu-8g (8 x NVIDIA_B200) (RESERVATION b200-res)",
@@ -90,6 +90,11 @@ async def test_show_by_full_name_and_unknown_cluster(stack: Stack) -> None:
         ("/cluster resize train01 a4 lots", "'lots' is not a node count"),
         ("/cluster reszie train01 a4 3", "did you mean 'resize'?"),
         ("/cluster show Train-01", "'Train-01' is not a cluster"),
+        (
+            "/cluster show trian01",
+            "there is no cluster trian01 in demo-project/us-central1, "
+            "demo-project/europe-west4; did you mean train01?",
+        ),
         ("/cluster list everything", "list does not take 'everything'"),
         (
             "/cluster resize train01 gpu 3",
