@@ -17,7 +17,7 @@ from aiohttp import web
 from bot.oidc import IdTokenVerifier, TokenRefused
 from bot.vertex.errors import VertexError
 from handlers.grammar import CommandError
-from handlers.release import ReleaseError, describe
+from handlers.release import describe
 
 if TYPE_CHECKING:
     from bot.app import ClusterbotService
@@ -73,6 +73,3 @@ class ReleaseApi:
             return _error(502, f"the control plane could not be read: {error.user_message}")
         log.info("release %s of %s asked by %s", release.id, release.cluster, caller.email)
         return web.json_response(describe(release), status=202)
-
-
-__all__ = ["DEFAULT_TIMEOUT", "ReleaseApi", "ReleaseError", "parse_duration"]

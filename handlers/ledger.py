@@ -48,14 +48,22 @@ class RequestLedger:
     async def audit(
         self, actor: str, action: str, request: ApprovalRequest, **extra: object
     ) -> None:
+        await self.record(
+            actor, action, request.cluster, request.id, kind=str(request.kind), **extra
+        )
+
+    async def record(
+        self, actor: str, action: str, cluster: str, request_id: str | None, **extra: object
+    ) -> None:
+        """One audit entry, for a request or for what no request stands behind yet."""
         await self.store.audit(
             AuditEntry(
                 at=self.clock(),
                 actor=actor,
                 action=action,
-                cluster=request.cluster,
-                request_id=request.id,
-                details=details(kind=str(request.kind), **extra),
+                cluster=cluster,
+                request_id=request_id,
+                details=details(**extra),
             )
         )
 

@@ -65,6 +65,9 @@ class Approval(BaseModel):
         return value
 
 
+ReleaseAction = Literal["scale-to-zero", "delete"]  # what a pipeline's release may do
+
+
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -76,7 +79,7 @@ class Policy(BaseModel):
     idle: IdleRules = Field(default_factory=IdleRules)
     # Pipeline callers pre-approved for release actions: their Google identity (a service
     # account's email) -> the actions they may take without an approver.
-    pipelines: dict[str, list[Literal["scale-to-zero", "delete"]]] = Field(default_factory=dict)
+    pipelines: dict[str, list[ReleaseAction]] = Field(default_factory=dict)
 
     @field_validator("roles")
     @classmethod

@@ -16,23 +16,23 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Any
+from typing import Any, get_args
 
 from bot.vertex.errors import SlurmUnreadableError, VertexError
 from handlers.approvals import Approvals
 from handlers.clusters import ClusterDirectory
-from handlers.entities import AuditEntry, Origin, Release, ReleaseState
+from handlers.entities import Origin, Release, ReleaseState
 from handlers.grammar import CommandError
-from handlers.ledger import RequestLedger, details
+from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
 from handlers.plans import PlanError, plan_delete, plan_scale_to_zero
-from handlers.policy import Policy
+from handlers.policy import Policy, ReleaseAction
 from handlers.ports import ActivityReader, Clock, ReleaseStore
 from handlers.replies import Code, Line, Reply, Strong, Text
 from handlers.words import duration
 
 log = logging.getLogger(__name__)
-ACTIONS = ("scale-to-zero", "delete")
+ACTIONS = get_args(ReleaseAction)
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
@@ -176,8 +176,8 @@ class Releases:
                 actor, release.channel or "", plan, origin=Origin.PIPELINE
             )
         except CommandError as error:
-            await self.store.update_release(release.id, state=str(ReleaseState.FAILED))
-            await self._say(release, f"not asked: {error.reason}")
+            release.state = ReleaseState.ACTED
+            await self._end(release, ReleaseState.FAILED, f"it could not be asked: {error.reason}")
             return
         await self.store.update_release(release.id, request_id=request.id, outcome="asked")
         if self.pre_approved(release.caller, release.action):
@@ -211,14 +211,14 @@ class Releases:
             log.warning("release %s: not reported (%s)", release.id, error.code)
 
     async def _audit(self, release: Release, action: str, **extra: Any) -> None:
-        await self.ledger.store.audit(
-            AuditEntry(
-                at=self.clock(),
-                actor=release.caller,
-                action=action,
-                cluster=release.cluster,
-                details=details(release=release.id, then=release.action, **extra),
-            )
+        await self.ledger.record(
+            release.caller,
+            action,
+            release.cluster,
+            None,
+            release=release.id,
+            then=release.action,
+            **extra,
         )
 
 
