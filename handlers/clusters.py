@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 
 from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
 from bot.vertex.models import Cluster
@@ -30,6 +29,7 @@ from handlers.replies import (
     Text,
     joined,
 )
+from handlers.words import stamp
 
 LIST_ROWS = 40  # rows in one list message; more are counted, not shown
 SHOW_EVENTS = 5
@@ -155,12 +155,6 @@ def list_reply(listings: Sequence[Listing], prices: PriceBook) -> Reply:
     return reply
 
 
-def _when(moment: datetime | None) -> str:
-    if moment is None:
-        return "?"
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
     slurm = cluster.slurm
     status = cluster.cluster_status
@@ -177,7 +171,7 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
                 Field("Target", Code(str(cluster.target))),
                 Field("State", cluster.state),
                 Field("Estimated cost", money(prices.cluster_hour(cluster))),
-                Field("Created", _when(cluster.create_time)),
+                Field("Created", stamp(cluster.create_time)),
             )
         )
     )
@@ -247,7 +241,7 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
     events = (cluster.cluster_events or [])[:SHOW_EVENTS]
     if events:
         happened = [
-            (_when(e.event_time), f"{e.event_type or '?'}: {e.event_message or ''}") for e in events
+            (stamp(e.event_time), f"{e.event_type or '?'}: {e.event_message or ''}") for e in events
         ]
         reply.add(Text(Strong("Recent events")), Table.of(("", ""), happened))
     reply.add(

@@ -23,6 +23,7 @@ from handlers.grammar import (
     arity,
     cluster_word,
     echo,
+    new_cluster_id,
 )
 from handlers.policy import Role
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
@@ -163,7 +164,7 @@ def _restore(args: list[str]) -> Restore:
         return Restore(cluster)
     if len(args) == 2 or args[1].lower() != "as":
         raise CommandError(f"restore takes {echo(' '.join(args[1:]))}: use as NEW_ID", "restore")
-    return Restore(cluster, args[2])
+    return Restore(cluster, new_cluster_id(args[2], "restore"))
 
 
 def _audit(args: list[str]) -> Audit:
@@ -217,11 +218,8 @@ async def _run_help(services: Services, command: Help, caller: Caller) -> Reply:
 
 def _slurm_role(command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts) -> Role:
     """Reading the settings or a script is a viewer's; changing them an operator's."""
-    if isinstance(command, Slurm):
-        return Role.VIEWER
-    if isinstance(command, SlurmScripts) and command.action == "show":
-        return Role.VIEWER
-    return Role.OPERATOR
+    reads = isinstance(command, Slurm) or (isinstance(command, SlurmScripts) and command.shows)
+    return Role.VIEWER if reads else Role.OPERATOR
 
 
 async def _run_slurm(
@@ -229,7 +227,7 @@ async def _run_slurm(
 ) -> Reply | None:
     if isinstance(command, Slurm):
         return await services.reports.slurm(command.cluster)
-    if isinstance(command, SlurmScripts) and command.action == "show":
+    if isinstance(command, SlurmScripts) and command.shows:
         return await services.reports.slurm_script(command.cluster, command.which, command.index)
     await services.approvals.request_change(caller.user, caller.channel, command)
     return None  # the approval card is the answer

@@ -9,6 +9,7 @@ import re
 USAGE: dict[str, str] = {}
 
 CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")
+CLUSTER_ID_RULE = "a lowercase letter, then up to 9 lowercase letters or digits"
 CLUSTER_NAME = re.compile(
     r"^projects/[^/\s]+/locations/[^/\s]+/modelDevelopmentClusters/[a-z][a-z0-9]{0,9}$"
 )
@@ -58,10 +59,17 @@ def cluster_word(word: str, subcommand: str) -> str:
     if CLUSTER_ID.match(word.lower()):
         return word.lower()
     raise CommandError(
-        f"{echo(word)} is not a cluster: use a short id like train01 (a lowercase letter, then up "
-        "to 9 lowercase letters or digits) or a full resource name",
+        f"{echo(word)} is not a cluster: use a short id like train01 ({CLUSTER_ID_RULE}) or a "
+        "full resource name",
         subcommand,
     )
+
+
+def new_cluster_id(word: str, subcommand: str) -> str:
+    """An id for a cluster to create, exactly as the API's pattern allows."""
+    if not CLUSTER_ID.match(word):
+        raise CommandError(f"{echo(word)} is not a cluster id: {CLUSTER_ID_RULE}", subcommand)
+    return word
 
 
 def arity(words: list[str], subcommand: str, low: int, high: int) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, ClusterState, OrchestratorSpec, ScalingSpec, SlurmSpec
+from bot.vertex.models import Cluster, ClusterState, ScalingSpec
 from handlers.costs import PriceBook, Range
 from handlers.pool_changes import PoolChange, bounds, describe, pool_change, pool_warnings
 from handlers.slurm_commands import LayoutAction
@@ -42,6 +42,7 @@ from handlers.slurm_settings import (
     config_after,
     same_config,
     setting_changes,
+    slurm_copy,
 )
 
 # The parts of a cluster a change depends on; output fields (status, events) are left out.
@@ -208,15 +209,9 @@ def apply_plan(cluster: Cluster, plan: ChangePlan) -> Cluster:
     if plan.scripts is not None:
         return apply_scripts(cluster, plan.scripts)
     if plan.kind == PlanKind.SLURM_CONFIG:
-        changed = cluster.model_copy(deep=True)
-        if changed.orchestrator_spec is None:
-            changed.orchestrator_spec = OrchestratorSpec()
-        if changed.orchestrator_spec.slurm_spec is None:
-            changed.orchestrator_spec.slurm_spec = SlurmSpec()
+        changed, slurm = slurm_copy(cluster)
         # a map field is replaced whole by its mask: send every key, changed or not
-        changed.orchestrator_spec.slurm_spec.config = config_after(
-            cluster.slurm.config or {}, plan.settings
-        )
+        slurm.config = config_after(cluster.slurm.config or {}, plan.settings)
         return changed
     return apply_sizes(cluster, plan_sizes(plan))
 

@@ -10,16 +10,16 @@ followed like any change. ``/cluster deleted`` lists what can be restored.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName
 from handlers.costs import PriceBook, Range, money_range
 from handlers.entities import KeptSpec
-from handlers.grammar import CLUSTER_ID, CommandError
+from handlers.grammar import CommandError
 from handlers.plans import ChangePlan, PlanKind
+from handlers.pool_changes import PoolChange
 from handlers.replies import Code, Heading, Note, Part, Reply, Table, Text
-from handlers.words import plural
+from handlers.words import plural, stamp
 
 ABSENT = "absent"  # the fingerprint of a cluster that does not exist
 
@@ -43,32 +43,48 @@ def find_kept(kept: Sequence[KeptSpec], key: str) -> KeptSpec:
 
 def restored_name(kept: KeptSpec, new_id: str | None) -> str:
     """The name to create: the same project and region, under its own id or ``new_id``."""
-    if new_id is not None and not CLUSTER_ID.match(new_id):
-        raise CommandError(
-            f"{new_id!r} is not a cluster id: a lowercase letter, then up to 9 lowercase "
-            "letters or digits",
-            "restore",
-        )
     name = ClusterName.parse(kept.cluster)
     return str(ClusterName(name.project, name.region, new_id or name.cluster_id))
 
 
-def cost_of(cluster: Cluster, prices: PriceBook) -> Range:
-    """What the spec costs once created: each pool at its minimum, up to its maximum."""
-    low = high = 0.0
+def _pools(cluster: Cluster, prices: PriceBook) -> tuple[PoolChange, ...]:
+    """Each pool from nothing to its bounds, with what it costs at its minimum and maximum."""
+    changes = []
     for pool in cluster.node_pools:
-        each = prices.bounds_hour(pool, pool.min_nodes, pool.max_nodes)
-        if each.low is None or each.high is None:
+        cost = prices.bounds_hour(pool, pool.min_nodes, pool.max_nodes)
+        changes.append(
+            PoolChange(
+                pool_id=pool.id,
+                machine=pool.machine_description,
+                min_before=0,
+                max_before=0,
+                min_after=pool.min_nodes,
+                max_after=pool.max_nodes,
+                cost_before=0.0,
+                cost_after=cost.low,
+                cost_after_high=cost.high,
+            )
+        )
+    return tuple(changes)
+
+
+def cost_of(pools: Sequence[PoolChange]) -> Range:
+    """What the pools cost once created: each at its minimum, up to its maximum."""
+    low = high = 0.0
+    for pool in pools:
+        if pool.cost_after is None or pool.cost_after_high is None:
             return Range(None, None)
-        low, high = low + each.low, high + each.high
+        low, high = low + pool.cost_after, high + pool.cost_after_high
     return Range(low, high)
 
 
 def plan_restore(kept: KeptSpec, name: str, prices: PriceBook) -> ChangePlan:
-    cost = cost_of(Cluster.model_validate(kept.spec), prices)
+    pools = _pools(Cluster.model_validate(kept.spec), prices)
+    cost = cost_of(pools)
     return ChangePlan(
         kind=PlanKind.RESTORE,
         cluster=name,
+        pools=pools,
         cost_before=0.0,
         cost_after=cost.low,
         cost_after_high=cost.high,
@@ -79,23 +95,19 @@ def plan_restore(kept: KeptSpec, name: str, prices: PriceBook) -> ChangePlan:
     )
 
 
-def _when(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def restore_parts(plan: ChangePlan, prices: PriceBook | None = None) -> list[Part]:
-    """What the create makes: pools with machines, bounds and cost; Slurm's layout; storage."""
+def restore_parts(plan: ChangePlan) -> list[Part]:
+    """What the create makes: pools with machines, bounds and cost (priced when planned);
+    Slurm's layout; storage."""
     assert plan.spec is not None
     cluster = Cluster.model_validate(plan.spec)
-    book = prices or PriceBook.with_overrides()
     rows = [
         (
-            pool.id,
-            pool.machine_description,
-            pool.bounds,
-            money_range(book.bounds_hour(pool, pool.min_nodes, pool.max_nodes), per_hour=False),
+            pool.pool_id,
+            pool.machine,
+            pool.bounds_after,
+            money_range(Range(pool.cost_after, pool.cost_after_high), per_hour=False),
         )
-        for pool in cluster.node_pools
+        for pool in plan.pools
     ]
     slurm = cluster.slurm
     facts = [
@@ -115,7 +127,7 @@ def restore_parts(plan: ChangePlan, prices: PriceBook | None = None) -> list[Par
         Note(
             "Created with ",
             Code(f"POST …/modelDevelopmentClusters?modelDevelopmentClusterId={plan.cluster_id}"),
-            f" from the spec kept {_when(plan.kept_at or 0.0)}, before ",
+            f" from the spec kept {stamp(plan.kept_at)}, before ",
             Code(plan.restored_from or ""),
             " was deleted; nodes start at each pool's minimum.",
         ),
@@ -138,9 +150,9 @@ def deleted_reply(kept: Sequence[KeptSpec], prices: PriceBook) -> Reply:
             (
                 each.cluster_id,
                 name.target,
-                _when(each.kept_at),
+                stamp(each.kept_at),
                 pools,
-                money_range(cost_of(cluster, prices), per_hour=False),
+                money_range(cost_of(_pools(cluster, prices)), per_hour=False),
             )
         )
     return reply.add(

@@ -71,6 +71,11 @@ class SlurmScripts:
     index: int
     to: int | None = None
 
+    @property
+    def shows(self) -> bool:
+        """Only reads the script (a viewer's); the other actions change it."""
+        return self.action == "show"
+
 
 def parse_slurm(args: list[str]) -> Slurm | SlurmConfig | SlurmLayout | SlurmScripts:
     arity(args, "slurm", 1, len(args) or 1)

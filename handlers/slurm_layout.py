@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, OrchestratorSpec, Partition, SlurmSpec
+from bot.vertex.models import Cluster, Partition
 from handlers.slurm_commands import LayoutAction
+from handlers.slurm_settings import slurm_copy
 from handlers.words import plural
 
 SLURM = "orchestrator_spec.slurm_spec"
@@ -192,12 +193,7 @@ def _login_pool(cluster: Cluster, before: Layout, name: str) -> Layout:
 def apply_layout(cluster: Cluster, change: LayoutChange) -> Cluster:
     """The cluster to PATCH, built on the fresh read: partitions kept as read (their config
     and unknown fields too), the removed one left out, the new one appended."""
-    changed = cluster.model_copy(deep=True)
-    if changed.orchestrator_spec is None:
-        changed.orchestrator_spec = OrchestratorSpec()
-    if changed.orchestrator_spec.slurm_spec is None:
-        changed.orchestrator_spec.slurm_spec = SlurmSpec()
-    slurm = changed.orchestrator_spec.slurm_spec
+    changed, slurm = slurm_copy(cluster)
     if change.action == LayoutAction.PARTITION_ADD:
         added = change.after.partition(change.name)
         assert added is not None

@@ -13,8 +13,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, OrchestratorSpec, SlurmSpec
+from bot.vertex.models import Cluster
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
+from handlers.slurm_settings import slurm_copy
 from handlers.slurm_view import script_digest
 
 SLURM = "orchestrator_spec.slurm_spec"
@@ -119,12 +120,8 @@ def apply_scripts(cluster: Cluster, change: ScriptChange) -> Cluster:
     by its hash, so the whole list is rebuilt from the fresh read."""
     by_digest = {script_digest(s): s for s in scripts_of(cluster, change.which)}
     ordered = [by_digest[v.digest] for v in change.after]
-    changed = cluster.model_copy(deep=True)
-    if changed.orchestrator_spec is None:
-        changed.orchestrator_spec = OrchestratorSpec()
-    if changed.orchestrator_spec.slurm_spec is None:
-        changed.orchestrator_spec.slurm_spec = SlurmSpec()
-    setattr(changed.orchestrator_spec.slurm_spec, f"{change.which}_bash_scripts", ordered)
+    changed, slurm = slurm_copy(cluster)
+    setattr(slurm, f"{change.which}_bash_scripts", ordered)
     return changed
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.vertex.models import Cluster, OrchestratorSpec, SlurmSpec
+
 
 def normal(key: str) -> str:
     """How keys are compared: case-insensitively, ignoring underscores."""
@@ -236,3 +238,14 @@ def config_after(config: Mapping[str, str], settings: Sequence[SettingChange]) -
 def same_config(one: Mapping[str, str], other: Mapping[str, str]) -> bool:
     """Equal as Slurm reads them: keys case-insensitively."""
     return {normal(k): v for k, v in one.items()} == {normal(k): v for k, v in other.items()}
+
+
+def slurm_copy(cluster: Cluster) -> tuple[Cluster, SlurmSpec]:
+    """A deep copy of the cluster to PATCH, and its Slurm spec (made when absent) to change:
+    every other field, known or not, stays as read."""
+    changed = cluster.model_copy(deep=True)
+    if changed.orchestrator_spec is None:
+        changed.orchestrator_spec = OrchestratorSpec()
+    if changed.orchestrator_spec.slurm_spec is None:
+        changed.orchestrator_spec.slurm_spec = SlurmSpec()
+    return changed, changed.orchestrator_spec.slurm_spec

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 
 def plural(count: int, word: str, many: str | None = None) -> str:
     """``1 day``, ``2 days``, ``0 nodes``; ``many`` for irregular plurals."""
@@ -21,3 +23,12 @@ def duration(seconds: float) -> str:
         return f"{hours} h {minutes} min" if minutes else f"{hours} h"
     days, hours = divmod(hours, 24)
     return f"{plural(days, 'day')} {hours} h" if hours else plural(days, "day")
+
+
+def stamp(moment: datetime | float | None) -> str:
+    """``2026-11-30 16:05 UTC`` for a datetime or an epoch time; ``?`` when unknown."""
+    if moment is None:
+        return "?"
+    if not isinstance(moment, datetime):
+        moment = datetime.fromtimestamp(moment, UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
