@@ -25,14 +25,18 @@ from bot.redact import Redactor
 from bot.routes import Routes
 from bot.settings import Settings
 from bot.slack.budget import Budget, Pacer
+from bot.slack.home_tab import REFRESH_SECONDS, HomeTab
 from bot.slack.listeners import Background, Responder, Roles, SlackEdge
 from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
+from bot.slack.modals import Modals
 from bot.store import IdleRecords, Store
 from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SlurmReader
 from handlers.execution import LEASE
+from handlers.forms import Forms
+from handlers.home import Home
 from handlers.idle import Status
 from handlers.policy import Policy
 from handlers.services import Options, Ports, build
@@ -140,6 +144,8 @@ class ClusterbotService:
         self._lag_watch: asyncio.Task[None] | None = None
         self.background = Background()
         self.responder = Responder(self.redactor)
+        home = Home(self.core.reports, self.store, policy)
+        self.home_tab = HomeTab(self.slack, home, self.roles, self.redactor)
         self.bolt = self._slack_app(working_after) if bot_token else None
         self.jobs = Jobs()
 
@@ -159,12 +165,26 @@ class ClusterbotService:
             logger=bolt_log,
         )
         extra = {} if working_after is None else {"working_after": working_after}
+        forms = Forms(self.core.directory, self.core.approvals.prices)
+        modals = Modals(
+            app,
+            self.slack,
+            self.core.dispatcher,
+            forms,
+            self.background,
+            self.responder,
+            home_channel=self.settings.alert_channel,
+        )
+        modals.register()
+        self.home_tab.register(app)
         SlackEdge(
             app,
             self.core.dispatcher,
             self.background,
             self.responder,
             on_command=self.metrics.command,
+            open_form=modals.open,
+            open_form_clicked=modals.open_clicked,
             **extra,
         ).register()
         return app
@@ -198,6 +218,8 @@ class ClusterbotService:
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
         self.jobs.add("releases", self._releases, self.settings.release_check_seconds)
+        if self.bolt is not None:
+            self.jobs.add("home-tabs", self._home_tabs, REFRESH_SECONDS)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
         # Everything built so far lives as long as the process: keep it out of the cycle
@@ -262,6 +284,10 @@ class ClusterbotService:
     async def _releases(self) -> None:
         if self.accepting and self.core.releases is not None:
             await self.core.releases.check_all()
+
+    async def _home_tabs(self) -> None:
+        if self.accepting:
+            await self.home_tab.refresh()
 
     async def _expire(self) -> None:
         if self.accepting:

@@ -28,6 +28,8 @@ class ActionId(StrEnum):
     UNKEEP = "idle_unkeep"
     SWEEP_NOW = "idle_sweep_now"
     RESTORE = "restore"
+    OPEN_RESIZE_FORM = "open_form_resize"
+    OPEN_DELETE_FORM = "open_form_delete"
 
 
 @dataclass(frozen=True)
@@ -114,12 +116,29 @@ class Restore:
 
 
 @dataclass(frozen=True)
+class OpenForm:
+    """Open a form (``resize`` or ``delete``), as the command with its words missing does;
+    the platform adapter opens it, since a form needs the click's own trigger."""
+
+    kind: str
+
+    @property
+    def action_id(self) -> ActionId:
+        # action ids are unique within a block, so each form has its own
+        return ActionId(f"open_form_{self.kind}")
+
+    @property
+    def value(self) -> str:
+        return self.kind
+
+
+@dataclass(frozen=True)
 class SweepNow:
     action_id = ActionId.SWEEP_NOW
     value = "sweep"
 
 
-Action = Decide | Withdraw | Remedy | Snooze | Keep | SweepNow | Restore
+Action = Decide | Withdraw | Remedy | Snooze | Keep | SweepNow | Restore | OpenForm
 
 
 def _snooze(value: str) -> Snooze:
@@ -146,6 +165,8 @@ DECODERS: dict[ActionId, Callable[[str], Action]] = {
     ActionId.UNKEEP: lambda v: Keep(_needs(v), keep=False),
     ActionId.SWEEP_NOW: lambda v: SweepNow(),
     ActionId.RESTORE: lambda v: Restore(_needs(v)),
+    ActionId.OPEN_RESIZE_FORM: lambda v: OpenForm("resize"),
+    ActionId.OPEN_DELETE_FORM: lambda v: OpenForm("delete"),
 }
 
 

@@ -82,7 +82,8 @@ def _layout(plan: ChangePlan) -> list[Part]:
     return parts
 
 
-def _delta(plan: ChangePlan) -> str:
+def cost_change(plan: ChangePlan) -> str:
+    """The change in cost: one signed figure, or a range for a MIN:MAX change."""
     delta = plan.cost_delta
     if not delta.known:
         return "unknown"
@@ -205,7 +206,7 @@ def request_card(request: ApprovalRequest) -> Reply:
             (
                 Field("Cost before", money(plan.cost_before)),
                 Field("Cost after", money_range(plan.after)),
-                Field("Change", _delta(plan)),
+                Field("Change", cost_change(plan)),
                 Field("Expires", Time(request.expires_at))
                 if waiting
                 else Field("Requested", Time(request.created_at)),

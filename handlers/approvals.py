@@ -107,7 +107,13 @@ class Approvals:
             elif isinstance(command, SlurmScripts):
                 action = ScriptAction(command.action)
                 plan = plan_slurm_scripts(
-                    cluster, command.which, action, command.index, command.to, self.prices
+                    cluster,
+                    command.which,
+                    action,
+                    command.index,
+                    command.to,
+                    self.prices,
+                    command.content,
                 )
             elif isinstance(command, SlurmLayout):
                 plan = plan_slurm_layout(

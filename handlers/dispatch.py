@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from bot.vertex.errors import VertexError
 from handlers.actions import (
@@ -14,6 +15,7 @@ from handlers.actions import (
     ActionError,
     Decide,
     Keep,
+    OpenForm,
     Remedy,
     Restore,
     Snooze,
@@ -23,7 +25,7 @@ from handlers.actions import (
 )
 from handlers.approvals import Approvals
 from handlers.clusters import error_text
-from handlers.commands import Caller, lookup
+from handlers.commands import BY_NAME, Caller, Subcommand, lookup
 from handlers.grammar import USAGE, CommandError
 from handlers.idle_clicks import IdleClicks
 from handlers.policy import Policy, Role
@@ -41,6 +43,7 @@ ACTION_ROLES: dict[type, tuple[Role, str]] = {
     Keep: (Role.OPERATOR, "Acting on idle alerts"),
     SweepNow: (Role.VIEWER, "Sweeping"),
     Restore: (Role.OPERATOR, "Restoring a deleted cluster"),
+    OpenForm: (Role.VIEWER, "Opening a form"),
 }
 
 
@@ -63,6 +66,11 @@ class Answer:
     outcome: Outcome = Outcome.OK
     public: bool = False
     replace_original: bool | None = None  # a click's answer replaces the message clicked
+    reason: str | None = None  # why it was refused or failed, in one line (for a form's field)
+
+
+class _Unknown(Exception):
+    """The caller's role is not at hand for an instant answer."""
 
 
 @dataclass
@@ -103,36 +111,75 @@ class Dispatcher:
         name = name if name in USAGE else "unknown"
         try:
             entry, command = lookup(text)
-            name = entry.name
-            if not self.policy.channel_allowed(channel):
-                allowed: Line = joined([ChannelRef(c) for c in self.policy.channels])
-                refusal = notice(
-                    "clusterbot is not enabled in this channel",
-                    "clusterbot is not enabled in this channel; use ",
-                    *allowed,
-                    ".",
-                )
-                return Answer(refusal, name, Outcome.DENIED)
-            role = self.roles.known(user) if instant else await self.roles.of(user)
-            if role is None:
-                return None
-            needed = entry.needed(command)
-            if role < needed:
-                reason = (
-                    f"/cluster {name} needs the {needed.label} role; you are {role.label}. "
-                    "An admin can grant it in the policy file."
-                )
-                return Answer(error_reply(reason), name, Outcome.DENIED)
-            if instant and not entry.instant:
-                return None
-            reply = await entry.run(self.core, command, Caller(user, channel, role))
-            return Answer(reply, name, public=reply.public if reply else False)
         except CommandError as error:
             name = error.subcommand or name
             return Answer(error_reply(error.reason, error.usage), name, Outcome.BAD_INPUT)
+        return await self._run(entry, command, user, channel, instant=instant)
+
+    async def submit(self, user: str, channel: str, name: str, command: Any) -> Answer:
+        """The answer to a filled-in form: the same checks and the same run as the typed
+        command it stands for (``name`` is its subcommand)."""
+        answer = await self._run(BY_NAME[name], command, user, channel, instant=False)
+        assert answer is not None
+        return answer
+
+    async def refusal(self, user: str, channel: str, name: str) -> Answer | None:
+        """Why ``user`` may not use subcommand ``name`` here at all (its least role), so a
+        form is not opened for nothing; None when they may."""
+        entry = BY_NAME[name]
+        return await self._allowed(entry, entry.role, user, channel, instant=False)
+
+    async def _allowed(
+        self, entry: Subcommand[Any], needed: Role, user: str, channel: str, *, instant: bool
+    ) -> Answer | None:
+        """A refusal by channel or role; None when allowed. Raises _Unknown when the role
+        is not at hand for an instant answer."""
+        name = entry.name
+        if not self.policy.channel_allowed(channel):
+            allowed: Line = joined([ChannelRef(c) for c in self.policy.channels])
+            refusal = notice(
+                "clusterbot is not enabled in this channel",
+                "clusterbot is not enabled in this channel; use ",
+                *allowed,
+                ".",
+            )
+            return Answer(refusal, name, Outcome.DENIED)
+        role = self.roles.known(user) if instant else await self.roles.of(user)
+        if role is None:
+            raise _Unknown
+        if role < needed:
+            reason = (
+                f"/cluster {name} needs the {needed.label} role; you are {role.label}. "
+                "An admin can grant it in the policy file."
+            )
+            return Answer(error_reply(reason), name, Outcome.DENIED, reason=reason)
+        return None
+
+    async def _run(
+        self, entry: Subcommand[Any], command: Any, user: str, channel: str, *, instant: bool
+    ) -> Answer | None:
+        name = entry.name
+        try:
+            refusal = await self._allowed(
+                entry, entry.needed(command), user, channel, instant=instant
+            )
+            if refusal is not None:
+                return refusal
+            if instant and not entry.instant:
+                return None
+            role = self.roles.known(user) if instant else await self.roles.of(user)
+            assert role is not None
+            reply = await entry.run(self.core, command, Caller(user, channel, role))
+            return Answer(reply, name, public=reply.public if reply else False)
+        except _Unknown:
+            return None
+        except CommandError as error:
+            name = error.subcommand or name
+            reply = error_reply(error.reason, error.usage)
+            return Answer(reply, name, Outcome.BAD_INPUT, reason=error.reason)
         except VertexError as error:
             reason = error_text(error, f"run /cluster {name}")
-            return Answer(error_reply(reason), name, Outcome.UPSTREAM_ERROR)
+            return Answer(error_reply(reason), name, Outcome.UPSTREAM_ERROR, reason=reason)
 
     async def click(self, user: str, action_id: str, value: str, card_ts: str | None) -> Answer:
         """The answer to a button or menu click, shown to the clicker alone."""
@@ -162,6 +209,8 @@ class Dispatcher:
             return await self.core.reports.sweep_now()
         if isinstance(action, Restore):
             return await approvals.restore_clicked(user, action.request_id)
+        if isinstance(action, OpenForm):  # where forms cannot open, the command does it
+            return notice("Form", f"Type /cluster {action.kind} with its words instead.")
         if self.clicks is None:
             return notice("Idle report", NO_IDLE)
         if isinstance(action, Remedy):

@@ -55,7 +55,7 @@ class PlanKind(StrEnum):
     SLURM_CONFIG = "slurm_config"
     SLURM_LAYOUT = "slurm_layout"  # partitions, the default partition, the login pool
     RESTORE = "restore"  # create a deleted cluster again from its kept spec
-    SLURM_SCRIPTS = "slurm_scripts"  # prolog or epilog scripts removed or reordered
+    SLURM_SCRIPTS = "slurm_scripts"  # prolog or epilog scripts added, replaced, removed, moved
 
 
 SLURM_CONFIG_MASK = "orchestrator_spec.slurm_spec.config"  # the REST document's mask path
@@ -273,11 +273,12 @@ def plan_slurm_scripts(
     index: int,
     to: int | None,
     prices: PriceBook,
+    content: str | None = None,
 ) -> ChangePlan:
-    """Remove or move one prolog or epilog script; the whole list is sent."""
+    """Add, replace, remove or move one prolog or epilog script; the whole list is sent."""
     _require_running(cluster)
     try:
-        change = script_change(cluster, which, action, index, to)
+        change = script_change(cluster, which, action, index, to, content)
     except ScriptError as error:
         raise PlanError(str(error)) from None
     return _costless(cluster, PlanKind.SLURM_SCRIPTS, change.mask, prices, scripts=change)

@@ -62,14 +62,16 @@ class SlurmLayout:
 
 @dataclass(frozen=True)
 class SlurmScripts:
-    """Show one prolog or epilog script whole (``action`` "show"), or remove or move one
-    through approval; places count from 1."""
+    """Show one prolog or epilog script whole (``action`` "show"), or remove, move, add or
+    replace one through approval; places count from 1. A script to add or replace comes from
+    a form (pasted or uploaded), never from a command's words."""
 
     cluster: str
     which: str  # "prolog" or "epilog"
-    action: str  # "show", "remove" or "move"
+    action: str  # "show", "remove", "move", "add" or "replace"
     index: int
     to: int | None = None
+    content: str | None = None  # "add" and "replace": the script whole
 
     @property
     def shows(self) -> bool:
@@ -140,6 +142,12 @@ def _partition(cluster: str, words: list[str]) -> SlurmLayout:
 
 def _scripts(cluster: str, which: str, words: list[str]) -> SlurmScripts:
     how = f"use {which} show N, {which} remove N or {which} move N M"
+    if words and words[0].lower() in ("add", "replace"):
+        raise CommandError(
+            f"slurm {which} {words[0].lower()} takes the script in a form: type it in Slack, "
+            "where a form opens to paste or upload it",
+            "slurm",
+        )
     wanted = {"show": 1, "remove": 1, "move": 2}
     if not words or words[0].lower() not in wanted:
         raise CommandError(f"slurm {which} needs what to do: {how}", "slurm")

@@ -1,10 +1,11 @@
-"""Prolog and epilog scripts: the whole of one on request, and removing or reordering them
-through approval.
+"""Prolog and epilog scripts: the whole of one on request, and adding, replacing, removing or
+reordering them through approval.
 
 From the REST reference: ``prolog_bash_scripts`` and ``epilog_bash_scripts`` are repeated
 fields with update-mask paths of their own, replaced whole, run at every job's start or end in
 list order. A change is planned against each script's content hash, so the PATCH built on the
-fresh read sends every script as read; a script that changed meanwhile stops the change.
+fresh read sends every script as read; a script that changed meanwhile stops the change. A new
+script (added, or replacing one) travels in the plan whole.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ SLURM = "orchestrator_spec.slurm_spec"
 class ScriptAction(StrEnum):
     REMOVE = "remove"
     MOVE = "move"
+    ADD = "add"
+    REPLACE = "replace"
 
 
 class ScriptError(ValueError):
@@ -56,6 +59,7 @@ class ScriptChange(BaseModel):
     to: int | None = None  # MOVE: its new place
     before: tuple[ScriptView, ...]
     after: tuple[ScriptView, ...]
+    content: str | None = None  # ADD, REPLACE: the new script whole
 
     @property
     def mask(self) -> str:
@@ -65,6 +69,16 @@ class ScriptChange(BaseModel):
     def words(self) -> str:
         if self.action == ScriptAction.REMOVE:
             return f"remove {self.which} {self.index} (sha256 {self.before[self.index - 1].digest})"
+        if self.action in (ScriptAction.ADD, ScriptAction.REPLACE):
+            new = self.after[self.index - 1]
+            what = (
+                f"add {self.which} at place {self.index}"
+                if self.action == ScriptAction.ADD
+                else f"replace {self.which} {self.index} (sha256 "
+                f"{self.before[self.index - 1].digest})"
+            )
+            head = new.first_line[:60]
+            return f"{what}: {new.size:,} bytes, sha256 {new.digest}, first line {head!r}"
         return f"move {self.which} {self.index} to place {self.to}"
 
     def rows(self) -> list[tuple[str, str, str]]:
@@ -91,11 +105,48 @@ def _place(scripts: list[str], which: str, index: int, cid: str) -> None:
         raise ScriptError(f"{cid} has {which} scripts 1 to {len(scripts)}, not {index}")
 
 
+def _new_script(
+    scripts: list[str], which: str, action: ScriptAction, index: int, content: str, cid: str
+) -> ScriptChange:
+    if not content.strip():
+        raise ScriptError(f"the new {which} script is empty")
+    if action == ScriptAction.ADD and not 1 <= index <= len(scripts) + 1:
+        raise ScriptError(
+            f"{cid} has {len(scripts)} {which} scripts; add at 1 to {len(scripts) + 1}"
+        )
+    if action == ScriptAction.REPLACE:
+        _place(scripts, which, index, cid)
+    digest = script_digest(content)
+    same = [n for n, s in enumerate(scripts, 1) if script_digest(s) == digest]
+    if same:
+        raise ScriptError(f"{cid} already has this script as {which} {same[0]}")
+    after = list(scripts)
+    if action == ScriptAction.ADD:
+        after.insert(index - 1, content)
+    else:
+        after[index - 1] = content
+    return ScriptChange(
+        which=which,
+        action=action,
+        index=index,
+        before=tuple(ScriptView.of(s) for s in scripts),
+        after=tuple(ScriptView.of(s) for s in after),
+        content=content,
+    )
+
+
 def script_change(
-    cluster: Cluster, which: str, action: ScriptAction, index: int, to: int | None = None
+    cluster: Cluster,
+    which: str,
+    action: ScriptAction,
+    index: int,
+    to: int | None = None,
+    content: str | None = None,
 ) -> ScriptChange:
     scripts = scripts_of(cluster, which)
     cid = cluster.cluster_id
+    if action in (ScriptAction.ADD, ScriptAction.REPLACE):
+        return _new_script(scripts, which, action, index, content or "", cid)
     _place(scripts, which, index, cid)
     after = list(scripts)
     moved = after.pop(index - 1)
@@ -119,6 +170,8 @@ def apply_scripts(cluster: Cluster, change: ScriptChange) -> Cluster:
     """The cluster to PATCH: the scripts as read, in the planned order. The plan names each
     by its hash, so the whole list is rebuilt from the fresh read."""
     by_digest = {script_digest(s): s for s in scripts_of(cluster, change.which)}
+    if change.content is not None:
+        by_digest[script_digest(change.content)] = change.content
     ordered = [by_digest[v.digest] for v in change.after]
     changed, slurm = slurm_copy(cluster)
     setattr(slurm, f"{change.which}_bash_scripts", ordered)

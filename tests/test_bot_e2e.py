@@ -85,7 +85,6 @@ async def test_show_by_full_name_and_unknown_cluster(stack: Stack) -> None:
 @pytest.mark.parametrize(
     ("command", "words"),
     [
-        ("/cluster resize train01 a4", "resize needs N"),
         ("/cluster resize train01 a4 3:2", "MIN 3 is more than MAX 2"),
         ("/cluster resize train01 a4 lots", "'lots' is not a node count"),
         ("/cluster reszie train01 a4 3", "did you mean 'resize'?"),

@@ -10,7 +10,7 @@ from playwright.async_api import Page, expect
 
 from bot.sandbox.controlplane import Durations
 from tests.conftest import require
-from tests.support.browser import ARTIFACTS, chromium, chromium_available
+from tests.support.browser import ARTIFACTS, chromium, chromium_available, open_sandbox
 from tests.support.demo_stack import demo_stack
 
 pytestmark = pytest.mark.browser
@@ -34,13 +34,7 @@ async def test_resize_approved_in_the_browser(tmp_path: Path) -> None:
     require(chromium_available(), "Chromium (/usr/bin/chromium)")
     durations = Durations(create=5, update=6, delete=5)
     async with demo_stack(tmp_path, durations=durations) as stack, chromium() as browser:
-        page = await browser.new_page(viewport={"width": 1360, "height": 860})
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        # a failed load (a missing favicon, a script) is a console error too
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        await page.goto(stack.url + "/")
-        await expect(page.locator("#connection")).to_have_text("live")
+        page, errors = await open_sandbox(browser, stack.url)
 
         await page.select_option("#user-picker", "U0ALICE")
         await run(page, "/cluster help")  # answered in the ack's own body

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -26,6 +26,7 @@ from bot.redact import Redactor
 from bot.slack.render import render
 from handlers.actions import ActionId
 from handlers.dispatch import Answer, Dispatcher, Outcome
+from handlers.forms import FormAsk, form_for
 from handlers.grammar import USAGE
 from handlers.policy import Policy, Role
 from handlers.replies import Code, Reply, Text
@@ -214,7 +215,11 @@ class SlackEdge:
         *,
         on_command: Callable[[str, str], None] | None = None,
         working_after: float = WORKING_AFTER,
+        open_form: Callable[[Any, dict[str, Any], FormAsk], Awaitable[None]] | None = None,
+        open_form_clicked: Callable[[Any, dict[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
+        self.open_form = open_form
+        self.open_form_clicked = open_form_clicked
         self.app = app
         self.dispatcher = dispatcher
         self.background = background
@@ -231,7 +236,13 @@ class SlackEdge:
     async def command(self, ack: Any, body: dict[str, Any]) -> None:
         """An answer at hand goes back in the ack's own body (Slack shows it as the
         command's reply: https://api.slack.com/interactivity/slash-commands#responding_to_commands);
-        any other is worked out after the ack and sent to the response_url."""
+        any other is worked out after the ack and sent to the response_url. A command with
+        words missing that a form can ask for opens the form instead."""
+        ask = form_for(str(body.get("text", ""))) if body.get("trigger_id") else None
+        if ask is not None and self.open_form is not None:
+            self.on_command(ask.subcommand, "form")
+            await self.open_form(ack, body, ask)
+            return
         answer = await self._answer(body, instant=True)
         if answer is None or answer.reply is None:
             await ack()
@@ -241,6 +252,11 @@ class SlackEdge:
         await ack(**self.responder.message(answer.reply, public=answer.public))
 
     async def action(self, ack: Any, body: dict[str, Any]) -> None:
+        action_id = str((body.get("actions") or [{}])[0].get("action_id"))
+        opens = action_id in (ActionId.OPEN_RESIZE_FORM, ActionId.OPEN_DELETE_FORM)
+        if opens and self.open_form_clicked is not None:
+            await self.open_form_clicked(ack, body)  # a form opens on this click's trigger
+            return
         await ack()
         self.background.spawn(self._click(body))
 

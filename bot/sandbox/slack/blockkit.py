@@ -1,7 +1,8 @@
-"""Block Kit limits as Slack enforces them, so a message Slack would refuse fails here too.
+"""Block Kit limits as Slack enforces them, so a message or view Slack would refuse fails here.
 
 ``problems(blocks)`` returns Slack-style messages, each with a JSON pointer; an empty list means
-Slack would accept the blocks. Only the blocks and elements a message can carry are known.
+Slack would accept the blocks. ``view_problems(view)`` does the same for a modal or a Home tab,
+which may also hold input blocks (https://docs.slack.dev/reference/views).
 """
 
 from __future__ import annotations
@@ -23,7 +24,32 @@ BLOCK_TYPES = {
     "rich_text",
     "markdown",
 }
-INTERACTIVE = {"button", "static_select", "overflow", "datepicker", "users_select"}
+INTERACTIVE = {
+    "button",
+    "static_select",
+    "overflow",
+    "datepicker",
+    "users_select",
+    "external_select",
+    "plain_text_input",
+    "number_input",
+    "file_input",
+}
+# The elements an input block takes (https://docs.slack.dev/reference/block-kit/blocks/input-block)
+INPUT_ELEMENTS = {
+    "plain_text_input",
+    "number_input",
+    "static_select",
+    "external_select",
+    "users_select",
+    "file_input",
+    "datepicker",
+}
+# Views (https://docs.slack.dev/reference/views): a modal's title, submit and close are plain
+# text of at most 24 characters; 100 blocks; callback_id 255, private_metadata 3000 characters.
+MAX_VIEW_BLOCKS = 100
+VIEW_TITLE_LIMIT = 24
+PRIVATE_METADATA_LIMIT = 3000
 
 
 class _Check:
@@ -98,7 +124,53 @@ class _Check:
         elif kind in ("plain_text", "mrkdwn"):
             self.text(element, pointer, 3000)
 
-    def block(self, block: Any, pointer: str, block_ids: set[str]) -> None:
+    def field(self, element: Any, pointer: str) -> None:
+        """An input block's element, with the limits of its type."""
+        kind = element.get("type") if isinstance(element, dict) else None
+        if kind not in INPUT_ELEMENTS:
+            self.fail(f"unsupported element type {kind!r} in an input block", f"{pointer}/type")
+            return
+        if "placeholder" in element:
+            self.text(element["placeholder"], f"{pointer}/placeholder", 150, plain_only=True)
+        if kind == "plain_text_input":
+            # plain_text_input: min_length 0-3000, max_length 1-3000
+            # (https://docs.slack.dev/reference/block-kit/block-elements/plain-text-input-element)
+            for key in ("min_length", "max_length"):
+                value = element.get(key)
+                if value is not None and not (isinstance(value, int) and 0 <= value <= 3000):
+                    self.fail("must be a number from 0 to 3000", f"{pointer}/{key}")
+            self.length(element.get("initial_value"), 3000, f"{pointer}/initial_value")
+        elif kind == "number_input" and not isinstance(element.get("is_decimal_allowed"), bool):
+            self.fail("missing required field: is_decimal_allowed", pointer)
+        elif kind == "file_input":
+            most = element.get("max_files", 10)
+            if not isinstance(most, int) or not 1 <= most <= 10:
+                self.fail("must be a number from 1 to 10", f"{pointer}/max_files")
+        elif kind == "static_select":
+            self.element(element, pointer, set())
+
+    def input(self, block: dict[str, Any], pointer: str) -> None:
+        self.text(block.get("label"), f"{pointer}/label", 2000, plain_only=True)
+        if "hint" in block:
+            self.text(block["hint"], f"{pointer}/hint", 2000, plain_only=True)
+        if "element" not in block:
+            self.fail("missing required field: element", pointer)
+            return
+        self.field(block["element"], f"{pointer}/element")
+        action_id = (
+            block["element"].get("action_id") if isinstance(block["element"], dict) else None
+        )
+        self.length(action_id, 255, f"{pointer}/element/action_id")
+
+    def block(self, block: Any, pointer: str, block_ids: set[str], *, view: bool = False) -> None:
+        if isinstance(block, dict) and block.get("type") == "input" and view:
+            self.length(block.get("block_id"), 255, f"{pointer}/block_id")
+            if block.get("block_id") is not None:
+                if block["block_id"] in block_ids:
+                    self.fail("block_id must be unique within a view", f"{pointer}/block_id")
+                block_ids.add(block["block_id"])
+            self.input(block, pointer)
+            return
         if not isinstance(block, dict) or block.get("type") not in BLOCK_TYPES:
             kind = block.get("type") if isinstance(block, dict) else None
             self.fail(f"unsupported block type {kind!r}", f"{pointer}/type")
@@ -149,6 +221,36 @@ def problems(blocks: Any) -> list[str]:
     block_ids: set[str] = set()
     for index, block in enumerate(blocks):
         check.block(block, f"/blocks/{index}", block_ids)
+    return check.errors
+
+
+def view_problems(view: Any) -> list[str]:
+    """Why Slack would refuse this view (a modal or a Home tab); empty when it would take it."""
+    check = _Check()
+    if not isinstance(view, dict) or view.get("type") not in ("modal", "home"):
+        check.fail("must be a modal or home view", "/view/type")
+        return check.errors
+    blocks = view.get("blocks")
+    if not isinstance(blocks, list):
+        check.fail("must be an array", "/view/blocks")
+        return check.errors
+    if len(blocks) > MAX_VIEW_BLOCKS:
+        check.fail(f"must be no more than {MAX_VIEW_BLOCKS} items", "/view/blocks")
+    if view["type"] == "modal":
+        check.text(view.get("title"), "/view/title", VIEW_TITLE_LIMIT, plain_only=True)
+        for key in ("submit", "close"):
+            if key in view and view[key] is not None:
+                check.text(view[key], f"/view/{key}", VIEW_TITLE_LIMIT, plain_only=True)
+        # "submit": required when an input block is in the blocks
+        has_input = any(isinstance(b, dict) and b.get("type") == "input" for b in blocks)
+        if has_input and not view.get("submit"):
+            check.fail("must provide submit when the view has input blocks", "/view/submit")
+    check.length(view.get("callback_id"), 255, "/view/callback_id")
+    check.length(view.get("external_id"), 255, "/view/external_id")
+    check.length(view.get("private_metadata"), PRIVATE_METADATA_LIMIT, "/view/private_metadata")
+    block_ids: set[str] = set()
+    for index, block in enumerate(blocks):
+        check.block(block, f"/view/blocks/{index}", block_ids, view=True)
     return check.errors
 
 

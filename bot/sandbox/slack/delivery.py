@@ -46,12 +46,13 @@ def signed_headers(secret: str, body: str, content_type: str) -> dict[str, str]:
     }
 
 
-def trigger_id() -> str:
-    return f"{secrets.randbelow(10**13)}.{secrets.randbelow(10**13)}.{secrets.token_hex(16)}"
-
-
-async def _send(
-    session: aiohttp.ClientSession, ws: Workspace, kind: str, payload: dict[str, Any], body: str
+async def send(
+    session: aiohttp.ClientSession,
+    ws: Workspace,
+    kind: str,
+    payload: dict[str, Any],
+    body: str,
+    content_type: str = "application/x-www-form-urlencoded",
 ) -> Delivery:
     """To the app's Socket Mode connection when it has one, else signed to its request URL."""
     if ws.sockets:
@@ -59,7 +60,7 @@ async def _send(
     url = ws.next_bot_url()
     if not url:
         return Delivery(None, "", "no request URL is configured for the app")
-    headers = signed_headers(ws.signing_secret, body, "application/x-www-form-urlencoded")
+    headers = signed_headers(ws.signing_secret, body, content_type)
     try:
         async with asyncio.timeout(ws.ack_deadline):
             async with session.post(url, data=body.encode(), headers=headers) as reply:
@@ -79,7 +80,10 @@ async def _over_socket(ws: Workspace, kind: str, payload: dict[str, Any]) -> Del
         "envelope_id": envelope_id,
         "type": kind,
         "payload": payload,
-        "accepts_response_payload": kind == "slash_commands",
+        # a response payload is taken for a slash command, a view submission and an options
+        # request (https://docs.slack.dev/apis/events-api/using-socket-mode)
+        "accepts_response_payload": kind == "slash_commands"
+        or payload.get("type") in ("view_submission", "block_suggestion"),
         "retry_attempt": 0,
         "retry_reason": "",
     }
@@ -167,9 +171,9 @@ async def deliver_command(
         "api_app_id": ws.app_id,
         "is_enterprise_install": "false",
         "response_url": ws.response_url(origin, channel.id, user.id, "command"),
-        "trigger_id": trigger_id(),
+        "trigger_id": ws.views.issue_trigger(user.id),
     }
-    delivery = await _send(session, ws, "slash_commands", payload, urlencode(payload))
+    delivery = await send(session, ws, "slash_commands", payload, urlencode(payload))
     _show_ack(ws, delivery, channel, user)
     return delivery
 
@@ -231,7 +235,7 @@ async def deliver_click(
             "channel_id": channel.id,
             "is_ephemeral": message.ephemeral_to is not None,
         },
-        "trigger_id": trigger_id(),
+        "trigger_id": ws.views.issue_trigger(user.id),
         "team": {
             "id": ws.team_id,
             "domain": ws.team_domain,
@@ -264,4 +268,4 @@ async def deliver_click(
             **({"thread_ts": message.thread_ts} if message.thread_ts else {}),
         }
     body = urlencode({"payload": json.dumps(payload)})
-    return await _send(session, ws, "interactive", payload, body)
+    return await send(session, ws, "interactive", payload, body)

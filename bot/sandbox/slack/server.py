@@ -16,32 +16,23 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.sandbox.slack import delivery, webapi
+from bot.sandbox.slack import delivery, view_routes, webapi
+from bot.sandbox.slack.keys import LIMITS, SESSION, WORKSPACE
+from bot.sandbox.slack.keys import error_response as _error
+from bot.sandbox.slack.keys import json_body as _body
+from bot.sandbox.slack.keys import origin_of as _origin
 from bot.sandbox.slack.workspace import Channel, SlackError, User, Workspace
 
-WORKSPACE = web.AppKey("slack_workspace", Workspace)
-LIMITS = web.AppKey("slack_rate_limits", webapi.RateLimits)
-SESSION = web.AppKey("slack_delivery_session", aiohttp.ClientSession)
 STATIC = Path(__file__).with_name("static")
 KEEPALIVE_SECONDS = 15.0
 
 
-def _error(error: SlackError) -> web.Response:
-    return web.json_response(error.body(), status=error.status if error.status != 200 else 400)
-
-
-async def _body(request: web.Request) -> dict[str, Any]:
+async def _peek(request: web.Request) -> dict[str, Any]:
+    """The JSON body, read once (aiohttp keeps it for a second read), or {} when it is not."""
     try:
-        body = await request.json()
-    except ValueError:
-        raise SlackError("invalid_json", status=400) from None
-    if not isinstance(body, dict):
-        raise SlackError("invalid_json", status=400)
-    return body
-
-
-def _origin(request: web.Request) -> str:
-    return request.url.origin().human_repr().rstrip("/")
+        return await _body(request)
+    except SlackError:
+        return {}
 
 
 # -- Web API and response URLs ---------------------------------------------------------------
@@ -149,6 +140,8 @@ async def send_command(request: web.Request) -> web.Response:
 
 
 async def click(request: web.Request) -> web.Response:
+    if "view_id" in (body := await _peek(request)):
+        return await view_routes.view_click(request, body)
     return await _deliver(
         request,
         lambda ws, session, origin, user, channel, body: delivery.deliver_click(
@@ -242,6 +235,10 @@ async def events(request: web.Request) -> web.StreamResponse:
                 continue
             if event is None:
                 break
+            if "message" not in event:  # a user's views changed: only that user's page hears
+                if viewer is None or event.get("user") == viewer:
+                    await response.write(f"data: {json.dumps(event)}\n\n".encode())
+                continue
             target = event["message"]["ephemeral_to"]
             if target is not None and viewer is not None and target != viewer:
                 continue
@@ -324,6 +321,7 @@ def install(app: web.Application, workspace: Workspace, *, api_prefix: str = "/a
     app.router.add_get("/sandbox/api/config", configuration)
     app.router.add_get("/sandbox/api/events", events)
     app.router.add_get("/sandbox/socket", socket_mode)
+    view_routes.install(app)
     app.router.add_get("/", page)
     app.router.add_static("/static/", STATIC)
 

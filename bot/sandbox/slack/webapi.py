@@ -258,6 +258,46 @@ async def usergroups_users_list(ws: Workspace, args: Args, origin: str) -> dict[
     return {"ok": True, "users": list(ws.groups[group])}
 
 
+def _view_arg(args: Args) -> Any:
+    """``view``: a JSON-encoded string, or an object in a JSON body (as slack_sdk sends it)."""
+    view = args.get("view")
+    if not view:
+        raise SlackError("invalid_arguments")
+    return view
+
+
+def _view_reply(ws: Workspace, view: Any) -> dict[str, Any]:
+    return {"ok": True, "view": view.to_api(ws.team_id, ws.app_id, ws.bot_id)}
+
+
+async def views_open(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    trigger = _require(args, "trigger_id", "invalid_trigger_id")
+    return _view_reply(ws, ws.views.open(trigger, _view_arg(args)))
+
+
+async def views_push(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    trigger = _require(args, "trigger_id", "invalid_trigger_id")
+    return _view_reply(ws, ws.views.push(trigger, _view_arg(args)))
+
+
+async def views_update(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    if not args.get("view_id") and not args.get("external_id"):
+        raise SlackError("invalid_arguments")  # one of view_id or external_id is required
+    view = ws.views.update(
+        args.get("view_id"),
+        args.get("external_id"),
+        _view_arg(args),
+        args.get("hash"),
+    )
+    return _view_reply(ws, view)
+
+
+async def views_publish(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
+    user = ws.user(_require(args, "user_id", "invalid_arguments"))
+    view = ws.views.publish(user.id, _view_arg(args), args.get("hash"))
+    return _view_reply(ws, view)
+
+
 METHODS: dict[str, Method] = {
     "auth.test": auth_test,
     "chat.postMessage": chat_post_message,
@@ -269,6 +309,10 @@ METHODS: dict[str, Method] = {
     "conversations.info": conversations_info,
     "usergroups.users.list": usergroups_users_list,
     "apps.connections.open": apps_connections_open,
+    "views.open": views_open,
+    "views.push": views_push,
+    "views.update": views_update,
+    "views.publish": views_publish,
 }
 
 

@@ -7,7 +7,10 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.sandbox.slack.views import Views
 
 
 class SlackError(Exception):
@@ -175,10 +178,14 @@ class Workspace:
     groups: dict[str, list[str]] = field(
         default_factory=lambda: {"S0APPROVERS": ["U0BOB"]}
     )  # user group id -> member user ids
+    views: Views = field(init=False, repr=False)  # modals, Home tabs, the triggers handed out
     _last_ts: float = 0.0
     _deliveries: int = 0
 
     def __post_init__(self) -> None:
+        from bot.sandbox.slack.views import Views
+
+        self.views = Views(self.generate_block_ids, self.clock, self.publish_views)
         if not self.users:
             self.users = {u.id: u for u in DEMO_USERS}
         self.users[self.bot.id] = self.bot
@@ -322,6 +329,11 @@ class Workspace:
         event = {"type": kind, "channel": message.channel, "message": message.to_api()}
         for queue in list(self.listeners):
             queue.put_nowait(event)
+
+    def publish_views(self, user: str) -> None:
+        """Tell the page that a user's modals or Home tab changed (it reads them again)."""
+        for queue in list(self.listeners):
+            queue.put_nowait({"type": "views", "user": user})
 
     def close_listeners(self) -> None:
         for queue in list(self.listeners):

@@ -14,6 +14,8 @@ const state = {
   source: null,
   loads: 0,
   pending: null,
+  // Slack forgets private ("Only visible to you") replies when the page reloads
+  since: Date.now() / 1000,
 };
 
 function names() {
@@ -82,7 +84,10 @@ function renderButton(button, message) {
 }
 
 async function sendAction(message, actionId, value) {
-  const body = { user: state.user.id, channel: message.channel, ts: message.ts, action_id: actionId };
+  // a message's element, or one in a view (a modal or the Home tab)
+  const body = message.view_id
+    ? { user: state.user.id, view_id: message.view_id, action_id: actionId }
+    : { user: state.user.id, channel: message.channel, ts: message.ts, action_id: actionId };
   if (value !== undefined) body.value = value;
   const reply = await api("/sandbox/api/click", body);
   if (reply.status !== 200 || !reply.data || reply.data.status !== 200) {
@@ -164,6 +169,8 @@ function renderBlock(block, message) {
       img.alt = block.alt_text || "";
       return img;
     }
+    case "input":
+      return renderInput(block, message);
     case "markdown":
       return el("div", "section-text", Mrkdwn.render(block.text, names()));
     default:
@@ -305,7 +312,8 @@ function renderChannels() {
     item.append(label(channel));
     if (!channel.bot_member) item.title = "clusterbot is not a member of this conversation";
     if (state.unread.has(channel.id)) item.classList.add("unread");
-    item.addEventListener("click", () => selectChannel(channel.id));
+    if (views.home) item.classList.remove("active");
+    item.addEventListener("click", () => { closeHome(); selectChannel(channel.id); });
     list.appendChild(item);
   }
 }
@@ -319,7 +327,8 @@ async function loadMessages() {
   if (load !== state.loads) return; // a newer load has started
   const missed = state.pending;
   state.pending = null;
-  state.messages = reply.data ? reply.data.messages : [];
+  const all = reply.data ? reply.data.messages : [];
+  state.messages = all.filter((m) => !m.ephemeral_to || parseFloat(m.ts) >= state.since);
   for (const event of missed) if (event.channel === channel) applyEvent(event);
   render();
 }
@@ -343,7 +352,11 @@ function connect() {
   const source = new EventSource(`/sandbox/api/events?user=${encodeURIComponent(state.user.id)}`);
   source.onopen = () => { status.dataset.state = "live"; status.textContent = "live"; loadMessages(); };
   source.onerror = () => { status.dataset.state = "connecting"; status.textContent = "reconnecting…"; };
-  source.onmessage = (e) => applyEvent(JSON.parse(e.data));
+  source.onmessage = (e) => {
+    const event = JSON.parse(e.data);
+    if (event.type === "views") loadViews();
+    else applyEvent(event);
+  };
   state.source = source;
 }
 
@@ -353,6 +366,9 @@ async function selectUser(id) {
   $("composer-note").textContent = "";
   $("user-picker").value = state.user.id;
   connect();
+  views.draft = {};
+  await loadViews();
+  if (views.home) await openHome();
   if (state.channel) await loadMessages();
 }
 
@@ -394,6 +410,7 @@ async function init() {
   picker.addEventListener("change", () => selectUser(picker.value));
   $("composer").addEventListener("submit", send);
   $("thread-close").addEventListener("click", () => { state.thread = null; renderThread(); });
+  initViews();
   const savedChannel = localStorage.getItem("sandbox.channel");
   state.channel = state.channels.some((c) => c.id === savedChannel) ? savedChannel : state.channels[0].id;
   await selectUser(localStorage.getItem("sandbox.user") || state.users[0].id);

@@ -1,0 +1,351 @@
+"""Forms in Slack: open one for a command that asks for it, keep it up to date as fields
+change, and turn its submission into the same request as the typed command.
+
+A modal opens on the command's ``trigger_id``, which lasts 3 s: the form opens at once and
+what needs the control plane (a cluster's pools) fills in by ``views.update``, guarded by the
+view's ``hash`` so an older update never overwrites a newer one. A submission must be acked
+within 3 s: the request is made while the ack waits up to ``SUBMIT_WAIT`` seconds, so a
+refusal shows at its field (``response_action: errors``); when it takes longer the form
+closes and the outcome is said in the channel, to the submitter alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+import aiohttp
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.listeners import Background, Responder, internal_error
+from bot.slack.modal_views import (
+    CALLBACK,
+    CLUSTER_ACTION,
+    Meta,
+    delete_view,
+    loading_view,
+    option,
+    resize_view,
+    script_view,
+)
+from bot.vertex.errors import VertexError
+from bot.vertex.models import Cluster
+from handlers.dispatch import Answer, Dispatcher, Outcome
+from handlers.forms import FormAsk, FormKind, Forms
+from handlers.grammar import CommandError
+from handlers.replies import error_reply
+from handlers.slurm_scripts import scripts_of
+
+SUBMIT_WAIT = 2.0  # seconds a submission's ack waits for the request (Slack allows 3)
+FILE_LIMIT = 64 * 1024
+LAST_FIELD = {FormKind.RESIZE: "max", FormKind.DELETE: "confirm", FormKind.SCRIPT: "place"}
+
+log = logging.getLogger(__name__)
+
+
+def _values(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The view's entries by block id, each the state entry of its one element."""
+    state = (view.get("state") or {}).get("values") or {}
+    return {block: next(iter(actions.values()), {}) for block, actions in state.items() if actions}
+
+
+def _entry(values: dict[str, dict[str, Any]], prefix: str) -> dict[str, Any]:
+    """The entry of the field named ``prefix`` (``min`` finds ``min:a4``)."""
+    for block, entry in values.items():
+        if block == prefix or block.startswith(prefix + ":"):
+            return entry
+    return {}
+
+
+def _picked(entry: dict[str, Any]) -> str | None:
+    chosen = entry.get("selected_option") or {}
+    return str(chosen["value"]) if chosen.get("value") else None
+
+
+class Modals:
+    def __init__(
+        self,
+        app: AsyncApp,
+        client: AsyncWebClient,
+        dispatcher: Dispatcher,
+        forms: Forms,
+        background: Background,
+        responder: Responder,
+        home_channel: str | None = None,
+    ) -> None:
+        self.app = app
+        self.client = client
+        self.dispatcher = dispatcher
+        self.forms = forms
+        self.background = background
+        self.responder = responder
+        self.home_channel = home_channel
+
+    def register(self) -> None:
+        self.app.options(CLUSTER_ACTION)(self.cluster_options)
+        self.app.action(re.compile(r"^form_"))(self.changed)
+        self.app.view(CALLBACK)(self.submitted)
+
+    # -- opening -------------------------------------------------------------------------------
+
+    async def open(self, ack: Any, body: dict[str, Any], ask: FormAsk) -> None:
+        """Open the form a command asked for (or say why not, in the ack)."""
+        user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
+        refusal = await self.dispatcher.refusal(user, channel, ask.subcommand)
+        if refusal is not None and refusal.reply is not None:
+            await ack(**self.responder.message(refusal.reply))
+            return
+        await ack()
+        await self._open(user, channel, str(body["trigger_id"]), ask, body.get("response_url"))
+
+    async def open_clicked(self, ack: Any, body: dict[str, Any]) -> None:
+        """Open a form from a button (the Home tab's); its requests go to the home channel."""
+        await ack()
+        user = str(body["user"]["id"])
+        kind = str(body["actions"][0].get("action_id", "")).removeprefix("open_form_")
+        channel = self.home_channel or ""
+        if kind not in (FormKind.RESIZE, FormKind.DELETE):
+            return
+        refusal = await self.dispatcher.refusal(user, channel, kind)
+        if refusal is not None:
+            log.info("form %s not opened for %s: %s", kind, user, refusal.reason)
+            return
+        await self._open(user, channel, str(body["trigger_id"]), FormAsk(kind), None)
+
+    async def _open(
+        self, user: str, channel: str, trigger: str, ask: FormAsk, response_url: Any
+    ) -> None:
+        meta = Meta(ask.kind, channel, ask.cluster, ask.which)
+        if ask.kind == FormKind.SCRIPT:
+            meta.place = f"replace:{ask.replace}" if ask.replace else f"add:{ask.place or 0}"
+        try:
+            opened = await self.client.views_open(trigger_id=trigger, view=self._first_view(meta))
+        except SlackApiError as error:
+            code = error.response.get("error")
+            log.warning("form %s not opened for %s: %s", ask.kind, user, code)
+            if response_url:
+                reason = f"the form could not open ({code}); type the whole command instead"
+                await self.responder.send(str(response_url), error_reply(reason))
+            return
+        if ask.cluster:
+            view = opened["view"]
+            self.background.spawn(self._fill(view["id"], view["hash"], meta, ask.pool))
+
+    @staticmethod
+    def _first_view(meta: Meta) -> dict[str, Any]:
+        if meta.cluster:
+            return loading_view(meta, f"Looking up {meta.cluster}…")
+        if meta.kind == FormKind.DELETE:
+            return delete_view(meta, None)
+        return resize_view(meta, None)
+
+    async def _fill(self, view_id: str, hash_: str, meta: Meta, pool: str | None) -> None:
+        """The form for a cluster named in the command, once the cluster is read."""
+        try:
+            cluster = await self.forms.cluster(meta.cluster or "", meta.kind)
+            meta.cluster = cluster.name
+            view = self._view_for(meta, cluster, {"pool": {"selected_option": {"value": pool}}})
+        except CommandError as error:
+            view = self._unfound(meta, error.reason)
+        except VertexError as error:
+            view = self._unfound(meta, error.user_message)
+        await self._update(view_id, hash_, view)
+
+    @staticmethod
+    def _unfound(meta: Meta, why: str) -> dict[str, Any]:
+        """The form again without the cluster the command named, saying why."""
+        meta.cluster = None
+        if meta.kind == FormKind.RESIZE:
+            return resize_view(meta, None, note=why)
+        return loading_view(meta, f"{why}. Close this and try again.")
+
+    def _view_for(
+        self, meta: Meta, cluster: Cluster, values: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        chosen = self.forms.cluster_choice(cluster)
+        if meta.kind == FormKind.DELETE:
+            cost = chosen.label.split(" · ")[-1]
+            pools = ", ".join(f"{p.id} ({p.bounds} nodes)" for p in cluster.node_pools)
+            summary = f"This deletes *{cluster.cluster_id}*: pools {pools}; it costs {cost} now."
+            return delete_view(meta, chosen, summary)
+        if meta.kind == FormKind.SCRIPT:
+            which = meta.which or "prolog"
+            meta.place = meta.place if meta.place and not meta.place.endswith(":0") else None
+            heads = [(s.splitlines() or [""])[0] for s in scripts_of(cluster, which)]
+            return script_view(meta, cluster.cluster_id, self.forms.places(cluster, which), heads)
+        pool_id = _picked(values.get("pool", {}))
+        pool = cluster.pool(pool_id) if pool_id else None
+        if pool is None:
+            return resize_view(meta, chosen, self.forms.pools(cluster))
+        low_text = _entry(values, f"min:{pool.id}").get("value")
+        high_text = _entry(values, f"max:{pool.id}").get("value")
+        low = int(low_text) if low_text and low_text.isdigit() else pool.min_nodes
+        high = int(high_text) if high_text and high_text.isdigit() else low
+        estimate = self.forms.estimate(cluster, pool.id, low, max(low, high))
+        return resize_view(
+            meta,
+            chosen,
+            self.forms.pools(cluster),
+            pool.id,
+            (pool.min_nodes, pool.max_nodes),
+            estimate,
+        )
+
+    async def _update(self, view_id: str, hash_: str | None, view: dict[str, Any]) -> None:
+        try:
+            await self.client.views_update(view_id=view_id, hash=hash_, view=view)
+        except SlackApiError as error:
+            # hash_conflict: a newer change already updated the form; not_found: it closed
+            messages = (error.response.get("response_metadata") or {}).get("messages") or []
+            log.info("form %s not updated: %s %s", view_id, error.response.get("error"), messages)
+
+    # -- while it is open ------------------------------------------------------------------------
+
+    async def cluster_options(self, ack: Any, body: dict[str, Any]) -> None:
+        try:
+            typed = str(body.get("value") or "")
+            choices = await asyncio.wait_for(self.forms.clusters(typed), 2.5)
+        except (TimeoutError, VertexError):
+            choices = []
+        await ack(options=[option(c) for c in choices])
+
+    async def changed(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        view = body.get("view") or {}
+        if not view:
+            return
+        self.background.spawn(self._changed(view))
+
+    async def _changed(self, view: dict[str, Any]) -> None:
+        meta = Meta.load(str(view.get("private_metadata") or ""))
+        values = _values(view)
+        key = _picked(values.get("cluster", {}))
+        if not key:
+            return
+        try:
+            cluster = await self.forms.cluster(key, meta.kind)
+        except (CommandError, VertexError):
+            return
+        meta.cluster = cluster.name
+        updated = self._view_for(meta, cluster, values)
+        await self._update(str(view["id"]), view.get("hash"), updated)
+
+    # -- submitting --------------------------------------------------------------------------
+
+    async def submitted(self, ack: Any, body: dict[str, Any]) -> None:
+        view = body["view"]
+        user = str(body["user"]["id"])
+        meta = Meta.load(str(view.get("private_metadata") or ""))
+        task = asyncio.get_running_loop().create_task(self._submit(user, meta, _values(view)))
+        done, _ = await asyncio.wait({task}, timeout=SUBMIT_WAIT)
+        if task in done:
+            errors = task.result()
+            if errors:
+                await ack(response_action="errors", errors=errors)
+                return
+            await ack()
+            return
+        await ack()
+        self.background.spawn(self._late(task, user, meta.channel))
+
+    async def _late(self, task: asyncio.Task[dict[str, str]], user: str, channel: str) -> None:
+        errors = await task
+        if errors:
+            text = "Your form's request was not made: " + "; ".join(errors.values())
+            try:
+                await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+            except SlackApiError as error:
+                log.warning("could not tell %s: %s", user, error.response.get("error"))
+
+    async def _submit(
+        self, user: str, meta: Meta, values: dict[str, dict[str, Any]]
+    ) -> dict[str, str]:
+        """Make the request; the problems keyed by the block that shows them ({} when made)."""
+        last = LAST_FIELD.get(meta.kind, "cluster")
+        try:
+            key = _picked(values.get("cluster", {})) or meta.cluster
+            if not key:
+                return {"cluster": "choose a cluster"}
+            cluster = await self.forms.cluster(key, meta.kind)
+            command, errors = await self._command(meta, cluster, values)
+            if errors or command is None:
+                return errors
+            channel = meta.channel or self.home_channel or ""
+            name = "slurm" if meta.kind == FormKind.SCRIPT else meta.kind
+            answer = await self.dispatcher.submit(user, channel, name, command)
+        except CommandError as error:
+            return {"cluster": error.reason}
+        except VertexError as error:
+            return {last: error.user_message[:150]}
+        except Exception:
+            internal_error(f"form {meta.kind} from {user}")
+            return {last: "An internal error occurred; it has been logged."}
+        return self._answered(answer, last)
+
+    @staticmethod
+    def _answered(answer: Answer, last: str) -> dict[str, str]:
+        if answer.outcome == Outcome.OK:
+            return {}
+        return {last: (answer.reason or "the request was not made")[:300]}
+
+    async def _command(
+        self, meta: Meta, cluster: Cluster, values: dict[str, dict[str, Any]]
+    ) -> tuple[Any, dict[str, str]]:
+        if meta.kind == FormKind.DELETE:
+            return self.forms.check_delete(cluster, _entry(values, "confirm").get("value"))
+        if meta.kind == FormKind.SCRIPT:
+            files, problem = await self._files(_entry(values, "file").get("files") or [])
+            if problem:
+                return None, {"file": problem}
+            return self.forms.check_script(
+                cluster,
+                meta.which or "prolog",
+                _picked(_entry(values, "place")),
+                _entry(values, "paste").get("value"),
+                files,
+            )
+        pool = _picked(values.get("pool", {}))
+        command, errors = self.forms.check_resize(
+            cluster, pool, _entry(values, "min").get("value"), _entry(values, "max").get("value")
+        )
+        return command, {self._block(values, k): v for k, v in errors.items()}
+
+    @staticmethod
+    def _block(values: dict[str, dict[str, Any]], field: str) -> str:
+        """The block id that shows a field's error (``min`` is ``min:a4``)."""
+        return next((b for b in values if b == field or b.startswith(field + ":")), field)
+
+    async def _files(self, files: list[dict[str, Any]]) -> tuple[list[str], str]:
+        """Each uploaded file's text, read from its ``url_private`` with the bot token."""
+        texts = []
+        session = self.responder.session
+        own = session is None or session.closed
+        if own:
+            session = aiohttp.ClientSession()
+        assert session is not None
+        try:
+            for file in files:
+                if int(file.get("size") or 0) > FILE_LIMIT:
+                    return [], f"{file.get('name')} is over {FILE_LIMIT // 1024} KiB"
+                headers = {"Authorization": f"Bearer {self.client.token}"}
+                url = str(file.get("url_private"))
+                limit = aiohttp.ClientTimeout(total=1.5)
+                async with session.get(url, headers=headers, timeout=limit) as reply:
+                    # without a valid token Slack answers its sign-in page, not the file
+                    if reply.status != 200 or reply.content_type == "text/html":
+                        return [], f"{file.get('name')} could not be read (HTTP {reply.status})"
+                    data = await reply.read()
+                try:
+                    texts.append(data.decode())
+                except UnicodeDecodeError:
+                    return [], f"{file.get('name')} is not text"
+        except (aiohttp.ClientError, TimeoutError):
+            return [], "the file could not be read; try again, or paste it"
+        finally:
+            if own:
+                await session.close()
+        return texts, ""

@@ -1,0 +1,245 @@
+"""Forms: what a person fills in instead of typing every word of a change.
+
+``/cluster resize`` with words missing, ``/cluster delete`` with no cluster, and
+``/cluster slurm CLUSTER prolog|epilog add [N]`` or ``replace N`` (a script cannot be typed in
+a command) ask for the rest in a form. This module knows which texts ask for a form, what the
+form offers (clusters, pools, places), what a choice costs, and which entries are wrong, field
+by field; the platform adapter draws the form and hands a complete command to the dispatcher,
+so a form makes the same request and card as the typed command.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from bot.vertex.models import Cluster
+from handlers.approval_card import cost_change
+from handlers.clusters import ClusterDirectory
+from handlers.commands import Delete, Resize
+from handlers.costs import PriceBook, money, money_range
+from handlers.grammar import MAX_NODES, POOL_ID, CommandError, cluster_word
+from handlers.plans import PlanError, plan_resize
+from handlers.slurm_commands import SlurmScripts
+from handlers.slurm_scripts import scripts_of
+
+OPTIONS = 100  # an external select shows at most 100 options
+LISTING_SECONDS = 30.0  # how long the cluster list behind a select is reused while typing
+MAX_SCRIPT_BYTES = 64 * 1024  # clusterbot's own bound on one script (the API states none)
+
+
+class FormKind:
+    RESIZE = "resize"
+    DELETE = "delete"
+    SCRIPT = "script"
+
+
+@dataclass(frozen=True)
+class FormAsk:
+    """A command that asks for a form, with what its words already gave."""
+
+    kind: str
+    cluster: str | None = None
+    pool: str | None = None
+    which: str | None = None  # SCRIPT: "prolog" or "epilog"
+    replace: int | None = None  # SCRIPT: the place of the script to replace
+    place: int | None = None  # SCRIPT: where to add (None: at the end)
+
+    @property
+    def subcommand(self) -> str:
+        return "slurm" if self.kind == FormKind.SCRIPT else self.kind
+
+
+def form_for(text: str) -> FormAsk | None:
+    """The form a command's text asks for, or None when the words are a command of their own
+    (or plainly wrong, which the command's own parser says)."""
+    words = text.split()
+    if not words:
+        return None
+    name, args = words[0].lower(), words[1:]
+    try:
+        if name == "resize" and len(args) < 3:
+            cluster = cluster_word(args[0], "resize") if args else None
+            pool = args[1] if len(args) > 1 and POOL_ID.match(args[1]) else None
+            if len(args) > 1 and pool is None:
+                return None
+            return FormAsk(FormKind.RESIZE, cluster, pool)
+        if name == "delete" and not args:
+            return FormAsk(FormKind.DELETE)
+        if name == "slurm" and len(args) in (3, 4) and args[1].lower() in ("prolog", "epilog"):
+            verb, rest = args[2].lower(), args[3:]
+            if verb not in ("add", "replace") or (rest and not rest[0].isdigit()):
+                return None
+            number = int(rest[0]) if rest else None
+            if verb == "replace" and number is None:
+                return None
+            cluster = cluster_word(args[0], "slurm")
+            which = args[1].lower()
+            if verb == "replace":
+                return FormAsk(FormKind.SCRIPT, cluster, which=which, replace=number)
+            return FormAsk(FormKind.SCRIPT, cluster, which=which, place=number)
+    except CommandError:
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class Choice:
+    value: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Estimate:
+    before: str
+    after: str
+    change: str
+
+
+class Forms:
+    """What forms offer and how their entries are checked, from the clusters as they are."""
+
+    def __init__(
+        self,
+        directory: ClusterDirectory,
+        prices: PriceBook,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.directory = directory
+        self.prices = prices
+        self.clock = clock
+        self._clusters: tuple[float, list[Cluster]] | None = None
+
+    async def _all(self) -> list[Cluster]:
+        now = self.clock()
+        if self._clusters is None or now - self._clusters[0] > LISTING_SECONDS:
+            listings = await self.directory.listings(self.directory.read_deadline)
+            found = [c for listing in listings for c in listing.clusters]
+            self._clusters = (now, found)
+        return self._clusters[1]
+
+    async def clusters(self, typed: str) -> list[Choice]:
+        """Clusters whose id contains what was typed (in any case), cheapest last."""
+        needle = typed.strip().lower()
+        found = [c for c in await self._all() if needle in c.cluster_id]
+        found.sort(key=lambda c: (not c.cluster_id.startswith(needle), c.cluster_id))
+        return [self.cluster_choice(c) for c in found[:OPTIONS]]
+
+    def cluster_choice(self, cluster: Cluster) -> Choice:
+        region = (cluster.name or "").split("/")[3] if cluster.name else ""
+        cost = money(self.prices.cluster_hour(cluster))
+        return Choice(
+            cluster.name or cluster.cluster_id, f"{cluster.cluster_id} · {region} · {cost}"
+        )
+
+    async def cluster(self, key: str, subcommand: str) -> Cluster:
+        return await self.directory.resolve(key, subcommand)
+
+    def pools(self, cluster: Cluster) -> list[Choice]:
+        """Its pools, compute pools first and the login pool last."""
+        choices = []
+        ordered = sorted(cluster.node_pools, key=lambda p: p.id == cluster.login_pool_id)
+        for pool in ordered:
+            machine = pool.machine_spec.machine_type if pool.machine_spec else "?"
+            login = ", login" if pool.id == cluster.login_pool_id else ""
+            nodes = "node" if pool.bounds == "1" else "nodes"
+            label = f"{pool.id} · {machine} · {pool.bounds} {nodes}{login}"
+            choices.append(Choice(pool.id, label[:75]))
+        return choices
+
+    def estimate(
+        self, cluster: Cluster, pool_id: str, low: int | None, high: int | None
+    ) -> Estimate | None:
+        """The cost now and after, for a pool and counts (a range when min < max)."""
+        pool = cluster.pool(pool_id)
+        if pool is None:
+            return None
+        before = money(self.prices.cluster_hour(cluster))
+        if low is None:
+            return Estimate(before, "-", "-")
+        try:
+            plan = plan_resize(
+                cluster, pool_id, low, high if high is not None else low, self.prices
+            )
+        except PlanError as error:
+            return Estimate(before, "-", str(error))
+        return Estimate(before, money_range(plan.after), cost_change(plan))
+
+    def check_resize(
+        self, cluster: Cluster, pool_id: str | None, low_text: str | None, high_text: str | None
+    ) -> tuple[Resize | None, dict[str, str]]:
+        """The command, or the problems of the entries keyed by field (pool, min, max)."""
+        errors: dict[str, str] = {}
+        if not pool_id or cluster.pool(pool_id) is None:
+            errors["pool"] = f"choose one of {cluster.cluster_id}'s node pools"
+        low = _count(low_text, "min", errors)
+        high = _count(high_text, "max", errors) if high_text not in (None, "") else low
+        if low is not None and high is not None and low > high:
+            errors["max"] = f"MAX {high} is less than MIN {low}"
+        if errors or pool_id is None or low is None or high is None:
+            return None, errors
+        try:
+            plan_resize(cluster, pool_id, low, high, self.prices)
+        except PlanError as error:
+            return None, {"max": str(error)}
+        return Resize(cluster.name or cluster.cluster_id, pool_id, low, high), {}
+
+    @staticmethod
+    def check_delete(cluster: Cluster, typed: str | None) -> tuple[Delete | None, dict[str, str]]:
+        """Deleting needs the cluster's id typed again, exactly (any case)."""
+        if (typed or "").strip().lower() != cluster.cluster_id:
+            return None, {"confirm": f"type {cluster.cluster_id} to confirm"}
+        return Delete(cluster.name or cluster.cluster_id), {}
+
+    @staticmethod
+    def places(cluster: Cluster, which: str) -> list[Choice]:
+        """Where a new script may go, and which it may replace."""
+        count = len(scripts_of(cluster, which))
+        choices = [Choice(f"add:{count + 1}", f"add at the end (place {count + 1})")]
+        choices += [Choice(f"add:{n}", f"add at place {n}") for n in range(1, count + 1)]
+        choices += [Choice(f"replace:{n}", f"replace {which} {n}") for n in range(1, count + 1)]
+        return choices[:OPTIONS]
+
+    @staticmethod
+    def check_script(
+        cluster: Cluster, which: str, place: str | None, pasted: str | None, files: Sequence[str]
+    ) -> tuple[SlurmScripts | None, dict[str, str]]:
+        """The command for a pasted or uploaded script, or the problems by field."""
+        errors: dict[str, str] = {}
+        given = [s for s in [pasted or "", *files] if s.strip()]
+        if len(given) != 1:
+            where = "paste" if not files else "file"
+            errors[where] = "give the script once: paste it or upload one file, not both"
+            if not given:
+                errors[where] = "paste the script or upload a file"
+        script = given[0].replace("\r\n", "\n") if len(given) == 1 else ""
+        if script and len(script.encode()) > MAX_SCRIPT_BYTES:
+            errors["file" if files else "paste"] = (
+                f"the script is {len(script.encode()):,} bytes; clusterbot takes at most "
+                f"{MAX_SCRIPT_BYTES:,}"
+            )
+        verb, _, number = (place or "").partition(":")
+        if verb not in ("add", "replace") or not number.isdigit():
+            errors["place"] = "choose where the script goes"
+        if errors:
+            return None, errors
+        command = SlurmScripts(
+            cluster.name or cluster.cluster_id, which, verb, int(number), content=script
+        )
+        return command, {}
+
+
+def _count(text: str | None, field: str, errors: dict[str, str]) -> int | None:
+    if text in (None, ""):
+        errors[field] = "give a node count"
+        return None
+    assert text is not None
+    if not text.isdigit():
+        errors[field] = f"{text[:20]!r} is not a whole number of nodes"
+        return None
+    value = int(text)
+    if value > MAX_NODES:
+        errors[field] = f"at most {MAX_NODES} nodes"
+        return None
+    return value

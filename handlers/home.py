@@ -1,0 +1,132 @@
+"""The Home tab: one person's overview of what waits on them and what the clusters cost.
+
+- their own pending requests, and those waiting for their approval (with the link to act:
+  the card itself, where Approve and Withdraw are);
+- operations in flight;
+- idle clusters and what they cost now, from the last sweep;
+- every cluster with its cost per hour.
+
+Buttons open the same forms as ``/cluster resize`` and ``/cluster delete``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from handlers.actions import OpenForm
+from handlers.approval_card import cost_change
+from handlers.clusters import list_reply
+from handlers.costs import money
+from handlers.entities import ApprovalRequest, RequestState
+from handlers.idle_alert import IDLE_PAYING
+from handlers.policy import Policy, Role, may_approve
+from handlers.replies import Button, Buttons, Heading, Note, Reply, Rule, Table, Text, Time
+from handlers.reports import Reports
+from handlers.words import duration
+
+ROWS = 15  # rows of each table; more are counted
+
+
+class PendingRequests(Protocol):
+    async def requests_in(self, states: Sequence[str]) -> list[ApprovalRequest]: ...
+
+
+def _request_rows(requests: Sequence[ApprovalRequest]) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for request in requests[:ROWS]:
+        plan = request.plan
+        rows.append((request.id, plan.cluster_id, str(plan.kind), cost_change(plan)))
+    return rows
+
+
+class Home:
+    def __init__(self, reports: Reports, requests: PendingRequests, policy: Policy) -> None:
+        self.reports = reports
+        self.requests = requests
+        self.policy = policy
+
+    async def view(self, user: str, role: Role) -> Reply:
+        reply = Reply("clusterbot Home").add(
+            Heading("clusterbot"),
+            Text("Vertex AI training clusters: your requests, changes under way, idle cost."),
+        )
+        if role >= Role.OPERATOR:
+            reply.add(
+                Buttons(
+                    (
+                        Button(OpenForm("resize"), "Resize a pool…", style="primary"),
+                        Button(OpenForm("delete"), "Delete a cluster…"),
+                    ),
+                    block_id="home-forms",
+                )
+            )
+        pending = await self.requests.requests_in([RequestState.PENDING])
+        mine = [r for r in pending if r.requester == user]
+        waiting = [
+            r
+            for r in pending
+            if r.requester != user and may_approve(self.policy, role, r.plan.kind)
+        ]
+        header = ("REQUEST", "CLUSTER", "CHANGE", "COST")
+        for title, requests, empty in (
+            ("Your requests", mine, "None waiting."),
+            ("Waiting for your approval", waiting, "Nothing to approve."),
+        ):
+            reply.add(Rule(), Heading(f"{title} ({len(requests)})"))
+            if not requests:
+                reply.add(Text(empty))
+                continue
+            reply.add(Table.of(header, _request_rows(requests)))
+            soonest = min(r.expires_at for r in requests)
+            reply.add(
+                Note(
+                    "Decide them on their cards in the channel; the first expires ",
+                    Time(soonest),
+                    ".",
+                )
+            )
+        await self._operations(reply)
+        await self._idle(reply)
+        listings = await self.reports.directory.listings(self.reports.directory.read_deadline)
+        clusters = list_reply(listings, self.reports.prices)
+        reply.add(Rule(), *clusters.parts)
+        return reply
+
+    async def _operations(self, reply: Reply) -> None:
+        operations = [o for o in await self.reports.operations.active_operations() if not o.done]
+        reply.add(Rule(), Heading(f"Operations in flight ({len(operations)})"))
+        if not operations:
+            reply.add(Text("No change is running right now."))
+            return
+        now = self.reports.clock()
+        rows = [
+            (o.cluster.rsplit("/", 1)[-1], duration(now - o.started_at), o.progress or "starting")
+            for o in operations[:ROWS]
+        ]
+        reply.add(Table.of(("CLUSTER", "AGE", "PROGRESS"), rows, right=frozenset({1})))
+
+    async def _idle(self, reply: Reply) -> None:
+        sweeper = self.reports.sweeper
+        latest = await sweeper.latest() if sweeper is not None else None
+        if latest is None:
+            return
+        idle = [e for e in latest.entries if e.status in IDLE_PAYING]
+        waste = sum(e.cost_hour or 0.0 for e in idle)
+        reply.add(Rule(), Heading(f"Idle clusters ({len(idle)}, {money(waste)})"))
+        if not idle:
+            reply.add(Text("None: every cluster that costs money is busy."))
+            return
+        now = self.reports.clock()
+        rows = [
+            (
+                e.cluster_id,
+                duration(now - e.idle_since) if e.idle_since is not None else "-",
+                money(e.cost_hour, per_hour=False),
+            )
+            for e in idle[:ROWS]
+        ]
+        reply.add(
+            Table.of(("CLUSTER", "QUIET FOR", "$/H"), rows, right=frozenset({1, 2})),
+            Note("From the sweep ", Time(latest.finished), "; act on the alert in the channel."),
+        )

@@ -1,0 +1,268 @@
+"""Forms (modals) end to end through the stand-ins: a command with words missing opens a form,
+fields fill in as they are chosen, problems show at their field, and a submission makes the
+same request and card as the typed command."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handlers.forms import FormAsk, FormKind, form_for
+from handlers.slurm_view import script_digest
+from tests.support.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, text_of
+
+
+@pytest.fixture
+async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+    async with demo_stack(tmp_path) as running:
+        yield running
+
+
+async def views(stack: Stack, user: str) -> list[dict[str, Any]]:
+    async with stack.session.get(f"{stack.url}/sandbox/api/views?user={user}") as reply:
+        assert reply.status == 200
+        return list((await reply.json())["views"])
+
+
+async def modal(stack: Stack, user: str, has_block: str | None = None) -> dict[str, Any]:
+    """The user's top modal, once it has the block ``has_block``."""
+
+    async def found() -> dict[str, Any] | None:
+        modals = [v for v in await views(stack, user) if v["type"] == "modal"]
+        if not modals:
+            return None
+        top = modals[-1]
+        ids = [b.get("block_id") for b in top["blocks"]]
+        return top if has_block is None or has_block in ids else None
+
+    result: dict[str, Any] = await stack.wait_for(found)
+    return result
+
+
+async def pick(stack: Stack, user: str, view: dict[str, Any], action: str, value: Any) -> None:
+    status, body = await stack.post(
+        "/sandbox/api/click",
+        {"user": user, "view_id": view["id"], "action_id": action, "value": value},
+    )
+    assert status == 200 and body["status"] == 200, body
+
+
+async def choose(stack: Stack, user: str, view: dict[str, Any], cluster: str) -> None:
+    """Type in the cluster select, then pick from what the app offered (an external select
+    takes only an offered option)."""
+    status, _ = await stack.post(
+        "/sandbox/api/suggest",
+        {"user": user, "view_id": view["id"], "action_id": "form_cluster", "value": ""},
+    )
+    assert status == 200
+    await pick(stack, user, view, "form_cluster", cluster)
+
+
+async def submit(
+    stack: Stack, user: str, view: dict[str, Any], values: dict[str, Any]
+) -> dict[str, Any]:
+    status, body = await stack.post(
+        "/sandbox/api/submit", {"user": user, "view_id": view["id"], "values": values}
+    )
+    assert status == 200, body
+    return dict(body)
+
+
+def block_text(view: dict[str, Any], block_id: str) -> str:
+    return text_of({"text": "", "blocks": [b for b in view["blocks"] if b["block_id"] == block_id]})
+
+
+async def test_the_resize_form_fills_in_prices_and_makes_the_typed_request(stack: Stack) -> None:
+    await stack.command("alice", "/cluster resize")
+    form = await modal(stack, "alice")
+    assert form["title"] == "Resize a node pool" and form["submit"] == "Ask for approval"
+    status, found = await stack.post(
+        "/sandbox/api/suggest",
+        {"user": "alice", "view_id": form["id"], "action_id": "form_cluster", "value": "TRA"},
+    )
+    assert status == 200
+    [train] = found["options"]
+    assert train["value"] == TRAIN01 and train["text"]["text"].startswith("train01 · us-central1")
+
+    await pick(stack, "alice", form, "form_cluster", TRAIN01)
+    form = await modal(stack, "alice", "pool")
+    pool = next(b for b in form["blocks"] if b["block_id"] == "pool")
+    labels = [o["text"]["text"] for o in pool["element"]["options"]]
+    assert labels[0] == "a4 · a4-highgpu-8g · 2 nodes"
+
+    await pick(stack, "alice", form, "form_pool", "a4")
+    form = await modal(stack, "alice", "cost")
+    assert "*Cost now*" in block_text(form, "cost")
+    before = block_text(form, "cost")
+    await pick(stack, "alice", form, "form_min", "3")
+
+    async def repriced() -> dict[str, Any] | None:
+        now = await modal(stack, "alice", "cost")
+        return now if block_text(now, "cost") != before else None
+
+    form = await stack.wait_for(repriced)
+    assert "+$" in block_text(form, "cost")  # a third node costs more
+
+    # a problem shows at its field, and nothing is asked
+    answer = await submit(stack, "alice", form, {"max:a4": {"form_max": "2"}})
+    assert answer["errors"] == {"max:a4": "MAX 2 is less than MIN 3"}
+    assert not [m for m in await stack.messages() if is_card(m)]
+
+    answer = await submit(stack, "alice", form, {"max:a4": {"form_max": "5"}})
+    assert answer["status"] == 200 and answer["errors"] == {}
+    assert await views(stack, "alice") == []  # the form closed
+    messages = await stack.wait(lambda ms: any(is_card(m) for m in ms))
+    card = text_of(next(m for m in messages if is_card(m)))
+    assert "Resize request: train01 / a4" in card and "3:5" in card
+
+
+async def test_a_command_naming_the_cluster_opens_the_form_at_it(stack: Stack) -> None:
+    await stack.command("alice", "/cluster resize CPU01 cpu")
+    form = await modal(stack, "alice", "min:cpu")
+    cluster = next(b for b in form["blocks"] if b["block_id"] == "cluster")
+    assert cluster["element"]["initial_option"]["value"] == CPU01
+    assert form["state"]["values"]["min:cpu"]["form_min"]["value"] == "4"
+    await stack.command("alice", "/cluster resize nosuch")
+    form = await modal(stack, "alice")
+
+    async def told() -> bool:
+        top = (await views(stack, "alice"))[-1]
+        return "there is no cluster nosuch" in text_of({"text": "", "blocks": top["blocks"]})
+
+    assert await stack.wait_for(told)
+
+
+async def test_the_delete_form_asks_for_the_id_typed_again(stack: Stack) -> None:
+    await stack.command("alice", "/cluster delete")
+    form = await modal(stack, "alice")
+    await choose(stack, "alice", form, CPU01)
+    form = await modal(stack, "alice", "confirm")
+    assert "This deletes *cpu01*" in text_of({"text": "", "blocks": form["blocks"]})
+    answer = await submit(stack, "alice", form, {"confirm": {"form_confirm": "cpu1"}})
+    assert answer["errors"] == {"confirm": "type cpu01 to confirm"}
+    answer = await submit(stack, "alice", form, {"confirm": {"form_confirm": "CPU01"}})
+    assert answer["errors"] == {}
+    messages = await stack.wait(lambda ms: any(is_card(m) for m in ms))
+    assert "Delete request: cpu01" in text_of(next(m for m in messages if is_card(m)))
+
+
+async def test_required_fields_are_kept_by_slack_before_the_app_hears(stack: Stack) -> None:
+    await stack.command("alice", "/cluster delete")
+    form = await modal(stack, "alice")
+    await choose(stack, "alice", form, CPU01)
+    form = await modal(stack, "alice", "confirm")
+    answer = await submit(stack, "alice", form, {})
+    assert answer["status"] is None and answer["errors"] == {"confirm": "This field is required."}
+
+
+async def test_a_viewer_gets_the_refusal_not_a_form(stack: Stack) -> None:
+    reply = text_of(await stack.reply_to("carol", "/cluster resize"))
+    assert "needs the operator role; you are viewer" in reply
+    assert await views(stack, "carol") == []
+
+
+SCRIPT = "#!/bin/bash\n# check the GPUs before each job\nnvidia-smi -L > /dev/null\n"
+
+
+async def test_a_prolog_script_is_added_from_a_pasted_text(stack: Stack) -> None:
+    slurm = stack.simulator.clusters[TRAIN01]["orchestratorSpec"]["slurmSpec"]
+    old = list(slurm.get("prologBashScripts") or [])
+    await stack.command("alice", "/cluster slurm train01 prolog add")
+    form = await modal(stack, "alice", "paste")
+    assert form["title"] == "Add a prolog script"
+    both = await submit(
+        stack,
+        "alice",
+        form,
+        {
+            "paste": {"form_paste": SCRIPT},
+            "file": {"form_file": {"name": "x.sh", "content": SCRIPT}},
+        },
+    )
+    assert "not both" in both["errors"]["file"]
+    form = await modal(stack, "alice", "paste")
+    answer = await submit(
+        stack, "alice", form, {"paste": {"form_paste": SCRIPT}, "file": {"form_file": []}}
+    )
+    assert answer["errors"] == {}, answer
+    messages = await stack.wait(lambda ms: any(is_card(m) for m in ms))
+    card = next(m for m in messages if is_card(m))
+    added = f"add prolog at place {len(old) + 1}: {len(SCRIPT)} bytes"
+    assert f"{added}, sha256 {script_digest(SCRIPT)}" in text_of(card)
+    await stack.click("bob", card["ts"], "approve")
+
+    async def patched() -> list[dict[str, Any]]:
+        return await stack.requests("PATCH")
+
+    [patch] = await stack.wait_for(patched)
+    assert patch["query"] == {"updateMask": "orchestrator_spec.slurm_spec.prolog_bash_scripts"}
+
+    async def applied() -> bool:
+        now = stack.simulator.clusters[TRAIN01]["orchestratorSpec"]["slurmSpec"]
+        return now.get("prologBashScripts") == [*old, SCRIPT]
+
+    assert await stack.wait_for(applied)
+
+
+async def test_a_script_is_replaced_from_an_uploaded_file(stack: Stack) -> None:
+    spec = stack.simulator.clusters[TRAIN01]["orchestratorSpec"]["slurmSpec"]
+    spec["epilogBashScripts"] = ["#!/bin/bash\necho old\n", "#!/bin/bash\necho keep\n"]
+    await stack.command("alice", "/cluster slurm train01 epilog replace 1")
+    form = await modal(stack, "alice", "file")
+    assert form["title"] == "Replace epilog 1"
+    place = form["state"]["values"]["place"]["form_place"]["selected_option"]["value"]
+    assert place == "replace:1"
+    new = "#!/bin/bash\necho new\n"
+    answer = await submit(
+        stack, "alice", form, {"file": {"form_file": {"name": "epilog.sh", "content": new}}}
+    )
+    assert answer["errors"] == {}, answer
+    messages = await stack.wait(lambda ms: any(is_card(m) for m in ms))
+    card = next(m for m in messages if is_card(m))
+    assert "replace epilog 1" in text_of(card)
+    await stack.click("bob", card["ts"], "approve")
+
+    async def applied() -> bool:
+        scripts = stack.simulator.clusters[TRAIN01]["orchestratorSpec"]["slurmSpec"]
+        return scripts.get("epilogBashScripts") == [new, "#!/bin/bash\necho keep\n"]
+
+    assert await stack.wait_for(applied)
+
+
+async def test_an_uploaded_file_is_served_only_with_the_bot_token(stack: Stack) -> None:
+    await stack.command("alice", "/cluster slurm train01 prolog add")
+    form = await modal(stack, "alice", "file")
+    await pick(stack, "alice", form, "form_file", {"name": "p.sh", "content": "echo hi\n"})
+    [form] = await views(stack, "alice")
+    [file] = form["state"]["values"]["file"]["form_file"]["files"]
+    async with stack.session.get(file["url_private"]) as reply:
+        assert reply.content_type == "text/html"  # Slack's sign-in page, not the file
+    token = stack.workspace.bot_token
+    headers = {"Authorization": f"Bearer {token}"}
+    async with stack.session.get(file["url_private"], headers=headers) as reply:
+        assert await reply.text() == "echo hi\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "ask"),
+    [
+        ("resize", FormAsk(FormKind.RESIZE)),
+        ("resize Train01", FormAsk(FormKind.RESIZE, "train01")),
+        ("resize train01 a4", FormAsk(FormKind.RESIZE, "train01", "a4")),
+        ("resize train01 a4 3", None),
+        ("resize train01 A$ ", None),
+        ("delete", FormAsk(FormKind.DELETE)),
+        ("delete cpu01", None),
+        ("slurm train01 prolog add", FormAsk(FormKind.SCRIPT, "train01", which="prolog")),
+        ("slurm t1 epilog add 2", FormAsk(FormKind.SCRIPT, "t1", which="epilog", place=2)),
+        ("slurm t1 epilog replace 2", FormAsk(FormKind.SCRIPT, "t1", which="epilog", replace=2)),
+        ("slurm t1 epilog replace", None),
+        ("slurm t1 epilog remove 2", None),
+        ("list", None),
+    ],
+)
+def test_which_commands_ask_for_a_form(text: str, ask: FormAsk | None) -> None:
+    assert form_for(text) == ask

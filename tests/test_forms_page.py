@@ -1,0 +1,82 @@
+"""Forms and the Home tab on the demo page, in Chromium: the resize form fills in as it is
+used and makes the card; the delete form refuses a mistyped id at its field; the Home tab
+shows the request and opens the same form; private replies are gone after a reload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.async_api import expect
+
+from tests.conftest import require
+from tests.support.browser import chromium, chromium_available, open_sandbox
+from tests.support.demo_stack import demo_stack
+from tests.test_demo_page import keep_screenshot, run
+
+pytestmark = pytest.mark.browser
+
+
+async def test_the_resize_form_and_the_home_tab_in_the_browser(tmp_path: Path) -> None:
+    require(chromium_available(), "Chromium (/usr/bin/chromium)")
+    async with demo_stack(tmp_path) as stack, chromium() as browser:
+        page, errors = await open_sandbox(browser, stack.url, 1280, 820)
+        await page.select_option("#user-picker", "U0ALICE")
+
+        await run(page, "/cluster resize")
+        modal = page.locator("#modal")
+        await expect(modal).to_be_visible()
+        await expect(page.locator("#modal-title")).to_have_text("Resize a node pool")
+        cluster = page.locator('#modal .block-input[data-block-id="cluster"] input')
+        await cluster.click()
+        await cluster.fill("tra")
+        only = page.locator("#modal .suggestion", has_text="train01")
+        await expect(page.locator("#modal .suggestion")).to_have_count(1)
+        await only.dispatch_event("mousedown")
+        pool = page.locator('#modal .block-input[data-block-id="pool"] select')
+        await expect(pool).to_be_visible()
+        await pool.select_option("a4")
+        low = page.locator('#modal .block-input[data-block-id="min:a4"] input')
+        await expect(low).to_have_value("2")  # the pool's own count to start from
+        await low.fill("3")
+        await page.locator('#modal .block-input[data-block-id="max:a4"] input').fill("1")
+        await expect(modal).to_contain_text("~+$106.00/h")
+        await page.click("#modal-submit")
+        error = page.locator('#modal .block-input[data-block-id="max:a4"] .input-error')
+        await expect(error).to_have_text("MAX 1 is less than MIN 3")
+        await page.locator('#modal .block-input[data-block-id="max:a4"] input').fill("5")
+        await expect(modal).to_contain_text("$530.39/h")  # the range up to five nodes
+        await keep_screenshot(page, "resize-form.png")
+        await page.click("#modal-submit")
+        await expect(modal).to_be_hidden()
+        card = page.locator(".message", has=page.locator(".block-header", has_text="Resize"))
+        await expect(card).to_contain_text("Resize request: train01 / a4")
+
+        await page.click("#home-entry")
+        home = page.locator("#home")
+        await expect(home).to_contain_text("Your requests (1)")
+        await expect(home).to_contain_text("Idle clusters")
+        await keep_screenshot(page, "home-tab.png")
+        await home.locator("button", has_text="Delete a cluster…").click()
+        await expect(page.locator("#modal-title")).to_have_text("Delete a cluster")
+        cluster = page.locator('#modal .block-input[data-block-id="cluster"] input')
+        await cluster.click()
+        await cluster.fill("cpu")
+        await expect(page.locator("#modal .suggestion")).to_have_count(1)
+        await page.locator("#modal .suggestion").dispatch_event("mousedown")
+        confirm = page.locator('#modal .block-input[data-block-id="confirm"] input')
+        await confirm.fill("cpu1")
+        await page.click("#modal-submit")
+        await expect(page.locator("#modal .input-error")).to_have_text("type cpu01 to confirm")
+        await page.click("#modal-cancel")
+        await expect(modal).to_be_hidden()
+
+        # a private reply is gone after a reload, as in Slack
+        await page.click("#channel-list li:first-child")
+        await run(page, "/cluster help")
+        await expect(page.locator(".message.ephemeral")).to_have_count(1)
+        await page.reload()
+        await expect(page.locator("#connection")).to_have_text("live")
+        await expect(card).to_be_visible()
+        await expect(page.locator(".message.ephemeral")).to_have_count(0)
+        assert errors == []

@@ -1,0 +1,77 @@
+"""The Home tab through the stand-ins: published when opened, published again when what it
+shows changes (and only then), and its buttons open the same forms as the commands."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.demo_stack import Stack, demo_stack, text_of
+
+
+@pytest.fixture
+async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+    async with demo_stack(tmp_path) as running:
+        yield running
+
+
+async def home_of(stack: Stack, user: str) -> dict[str, Any] | None:
+    async with stack.session.get(f"{stack.url}/sandbox/api/views?user={user}") as reply:
+        views = (await reply.json())["views"]
+    return next((v for v in views if v["type"] == "home"), None)
+
+
+def shown(view: dict[str, Any]) -> str:
+    return text_of({"text": "", "blocks": view["blocks"]})
+
+
+async def open_home(stack: Stack, user: str) -> dict[str, Any]:
+    status, body = await stack.post("/sandbox/api/home", {"user": user})
+    assert status == 200 and body["status"] == 200, body
+
+    async def published() -> dict[str, Any] | None:
+        return await home_of(stack, user)
+
+    result: dict[str, Any] = await stack.wait_for(published)
+    return result
+
+
+async def test_home_shows_requests_operations_and_clusters(stack: Stack) -> None:
+    home = await open_home(stack, "alice")
+    text = shown(home)
+    assert "Your requests (0)" in text and "Waiting for your approval (0)" in text
+    assert "Operations in flight (0)" in text
+    assert "train01" in text and "cpu01" in text and "$/H" in text
+    assert "Resize a pool…" in text
+
+    await stack.card("alice", "/cluster resize train01 a4 3")
+    assert await stack.service.home_tab.refresh() == 1  # alice's tab changed
+    assert await stack.service.home_tab.refresh() == 0  # nothing new: nothing published
+    mine = shown(await home_of(stack, "alice") or {})
+    assert "Your requests (1)" in mine and "train01" in mine
+
+    bob = shown(await open_home(stack, "bob"))
+    assert "Waiting for your approval (1)" in bob and "Your requests (0)" in bob
+    carol = shown(await open_home(stack, "carol"))
+    assert "Waiting for your approval (0)" in carol  # a viewer approves nothing
+    assert "Resize a pool…" not in carol  # nor gets the forms
+
+
+async def test_a_home_button_opens_the_resize_form(stack: Stack) -> None:
+    home = await open_home(stack, "alice")
+    status, body = await stack.post(
+        "/sandbox/api/click",
+        {"user": "alice", "view_id": home["id"], "action_id": "open_form_resize"},
+    )
+    assert status == 200 and body["status"] == 200, body
+
+    async def form() -> list[dict[str, Any]]:
+        async with stack.session.get(f"{stack.url}/sandbox/api/views?user=alice") as reply:
+            views = (await reply.json())["views"]
+        return [v for v in views if v["type"] == "modal"]
+
+    [modal] = await stack.wait_for(form)
+    assert modal["title"] == "Resize a node pool"
