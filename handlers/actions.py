@@ -24,10 +24,12 @@ class ActionId(StrEnum):
     SCALE_TO_ZERO = "idle_scale_to_zero"
     DELETE = "idle_delete"
     SNOOZE = "idle_snooze"
+    UNSNOOZE = "idle_unsnooze"
     KEEP = "idle_keep"
     UNKEEP = "idle_unkeep"
     SWEEP_NOW = "idle_sweep_now"
     RESTORE = "restore"
+    AUDIT_PAGE = "audit_older"
     OPEN_RESIZE_FORM = "open_form_resize"
     OPEN_DELETE_FORM = "open_form_delete"
 
@@ -88,6 +90,18 @@ class Snooze:
 
 
 @dataclass(frozen=True)
+class Unsnooze:
+    """Watch a snoozed cluster again now."""
+
+    cluster: str
+    action_id = ActionId.UNSNOOZE
+
+    @property
+    def value(self) -> str:
+        return self.cluster
+
+
+@dataclass(frozen=True)
 class Keep:
     """Exempt a cluster from idle alerts (``keep=True``), or watch it again."""
 
@@ -133,12 +147,47 @@ class OpenForm:
 
 
 @dataclass(frozen=True)
+class AuditPage:
+    """The next page of an audit log: entries older than ``before``, with the same filters."""
+
+    before: float
+    cluster: str | None = None
+    by: str | None = None
+    since: int | None = None
+    action_id = ActionId.AUDIT_PAGE
+
+    @property
+    def value(self) -> str:
+        return f"{self.before!r}|{self.cluster or ''}|{self.by or ''}|{self.since or ''}"
+
+
+def _audit_page(value: str) -> AuditPage:
+    parts = value.split("|")
+    try:
+        before, cluster, by, since = parts
+        return AuditPage(float(before), cluster or None, by or None, int(since) if since else None)
+    except ValueError:
+        raise ActionError("That page of the audit log is not one clusterbot offers.") from None
+
+
+@dataclass(frozen=True)
 class SweepNow:
     action_id = ActionId.SWEEP_NOW
     value = "sweep"
 
 
-Action = Decide | Withdraw | Remedy | Snooze | Keep | SweepNow | Restore | OpenForm
+Action = (
+    Decide
+    | Withdraw
+    | Remedy
+    | Snooze
+    | Unsnooze
+    | Keep
+    | SweepNow
+    | Restore
+    | OpenForm
+    | AuditPage
+)
 
 
 def _snooze(value: str) -> Snooze:
@@ -161,10 +210,12 @@ DECODERS: dict[ActionId, Callable[[str], Action]] = {
     ActionId.SCALE_TO_ZERO: lambda v: Remedy(_needs(v)),
     ActionId.DELETE: lambda v: Remedy(_needs(v), delete=True),
     ActionId.SNOOZE: _snooze,
+    ActionId.UNSNOOZE: lambda v: Unsnooze(_needs(v)),
     ActionId.KEEP: lambda v: Keep(_needs(v)),
     ActionId.UNKEEP: lambda v: Keep(_needs(v), keep=False),
     ActionId.SWEEP_NOW: lambda v: SweepNow(),
     ActionId.RESTORE: lambda v: Restore(_needs(v)),
+    ActionId.AUDIT_PAGE: _audit_page,
     ActionId.OPEN_RESIZE_FORM: lambda v: OpenForm("resize"),
     ActionId.OPEN_DELETE_FORM: lambda v: OpenForm("delete"),
 }

@@ -17,7 +17,7 @@ from handlers.idle_alert import IdleEntry, alert_card, closed_alert
 from handlers.messenger import Messenger, MessengerError
 from handlers.plans import ChangePlan, PlanError, PlanKind, plan_delete, plan_scale_to_zero
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
-from handlers.replies import Code, Line, Strong, Time, UserRef
+from handlers.replies import Button, Code, Line, Strong, Time, UserRef
 
 log = logging.getLogger(__name__)
 CAS_TRIES = 5
@@ -54,13 +54,15 @@ class AlertBoard:
                 return updated
         raise RuntimeError(f"could not save the idle record of {cluster}")
 
-    async def edit(self, record: IdleRecord, title: str, text: Line) -> None:
-        """Replace the alert with a note that asks nothing (its buttons are gone)."""
+    async def edit(
+        self, record: IdleRecord, title: str, text: Line, undo: Button | None = None
+    ) -> None:
+        """Replace the alert with a note that asks nothing (its buttons are gone but ``undo``,
+        the one that takes the note back)."""
         if record.alert_ts and record.alert_channel and self.messenger is not None:
+            closed = closed_alert(record.cluster, title, text, undo)
             try:
-                await self.messenger.update(
-                    record.alert_channel, record.alert_ts, closed_alert(record.cluster, title, text)
-                )
+                await self.messenger.update(record.alert_channel, record.alert_ts, closed)
             except MessengerError as error:
                 log.warning("could not edit the alert of %s: %s", record.cluster, error.code)
 

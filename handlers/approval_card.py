@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from handlers.actions import Decide, Restore, Withdraw
+from handlers.clusters import console_link
 from handlers.costs import PRICES_AS_OF, Range, money, money_range
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.plans import ChangePlan, PlanKind
@@ -221,7 +222,8 @@ def request_card(request: ApprovalRequest) -> Reply:
             *mask,
             "request ",
             Code(request.id),
-            f" · costs are estimates (list prices {PRICES_AS_OF})",
+            f" · costs are estimates (list prices {PRICES_AS_OF}) · ",
+            console_link(plan.cluster),
         )
     )
     status = _status(request)
@@ -294,3 +296,29 @@ def ending_text(request: ApprovalRequest) -> str:
         ),
     }
     return texts.get(request.state, str(request.state))
+
+
+# how a request ended, as its requester is told (mentioned, so Slack notifies them)
+ENDED_WORDS = {
+    RequestState.SUCCEEDED: "is done",
+    RequestState.FAILED: "failed",
+    RequestState.REFUSED: "was not applied",
+    RequestState.UNKNOWN: "ended with its outcome unknown",
+    RequestState.REJECTED: "was rejected",
+    RequestState.WITHDRAWN: "was withdrawn",
+    RequestState.EXPIRED: "expired: nobody approved it in time",
+}
+
+
+def ending_mention(request: ApprovalRequest) -> Reply:
+    """A new thread reply that mentions the requester: an edit does not notify anyone, so how
+    a request ended is told in a message of its own."""
+    words = ENDED_WORDS[request.state]
+    cluster = request.plan.cluster_id
+    what = f"{request.plan.kind.value.replace('_', ' ')} of {cluster}"
+    line: Line = (UserRef(request.requester), f" your request {request.id} ({what}) {words}")
+    if request.state == RequestState.REJECTED and request.decided_by:
+        line = (*line, " by ", UserRef(request.decided_by))
+    if request.state in (RequestState.SUCCEEDED, RequestState.FAILED) and request.outcome:
+        line = (*line, f": {request.outcome}")
+    return Reply(f"{cluster}: your request {words}", public=True).add(Text(*line, "."))

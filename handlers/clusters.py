@@ -22,6 +22,7 @@ from handlers.replies import (
     Fields,
     Heading,
     Line,
+    Link,
     Note,
     Reply,
     Strong,
@@ -31,6 +32,12 @@ from handlers.replies import (
 )
 from handlers.words import stamp
 
+# The cluster's page in the Google Cloud console, under Vertex AI's training section. The
+# console's paths are not documented (only the REST API is): this one may need changing.
+CONSOLE_URL = (
+    "https://console.cloud.google.com/vertex-ai/training/training-clusters/locations/"
+    "{location}/clusters/{cluster}?project={project}"
+)
 LIST_ROWS = 40  # rows in one list message; more are counted, not shown
 SHOW_EVENTS = 5
 READ_DEADLINE = 10.0  # seconds an interactive read waits for a slow or failing target
@@ -87,6 +94,15 @@ class ClusterDirectory:
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
         raise CommandError(f"there is no cluster {key} in {searched}{hint}", subcommand)
+
+
+def console_link(name: str) -> Link | str:
+    """A link to the cluster in the console, for a full resource name (else the name)."""
+    parts = name.split("/")
+    if len(parts) != 6 or parts[0] != "projects":
+        return name
+    url = CONSOLE_URL.format(project=parts[1], location=parts[3], cluster=parts[5])
+    return Link(url, "open in the console")
 
 
 def pools_summary(cluster: Cluster, pools: Sequence[str] | None = None) -> str:
@@ -245,7 +261,11 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
         ]
         reply.add(Text(Strong("Recent events")), Table.of(("", ""), happened))
     reply.add(
-        Note(Code(cluster.name or ""), f" · costs are estimates (list prices {PRICES_AS_OF})")
+        Note(
+            Code(cluster.name or ""),
+            f" · costs are estimates (list prices {PRICES_AS_OF}) · ",
+            console_link(cluster.name or ""),
+        )
     )
     return reply
 

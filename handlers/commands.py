@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from handlers.audit_view import Audit, parse_audit
 from handlers.grammar import (
     CLUSTER_HELP,
     MAX_NODES,
@@ -24,6 +25,7 @@ from handlers.grammar import (
     cluster_word,
     echo,
     new_cluster_id,
+    normal,
 )
 from handlers.policy import Role
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
@@ -84,11 +86,6 @@ class Ops:
 @dataclass(frozen=True)
 class Idle:
     pass
-
-
-@dataclass(frozen=True)
-class Audit:
-    cluster: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,11 +162,6 @@ def _restore(args: list[str]) -> Restore:
     if len(args) == 2 or args[1].lower() != "as":
         raise CommandError(f"restore takes {echo(' '.join(args[1:]))}: use as NEW_ID", "restore")
     return Restore(cluster, new_cluster_id(args[2], "restore"))
-
-
-def _audit(args: list[str]) -> Audit:
-    arity(args, "audit", 0, 1)
-    return Audit(cluster_word(args[0], "audit") if args else None)
 
 
 # -- the registry --------------------------------------------------------------------------------
@@ -349,11 +341,11 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "audit",
-        "/cluster audit [CLUSTER]",
-        "recent requests, approvals and results",
+        "/cluster audit [CLUSTER] [by USER] [since 7d]",
+        "who asked, approved or ended what, newest first, with Older for more",
         Role.VIEWER,
-        _audit,
-        lambda s, c, who: s.reports.audit(c.cluster),
+        parse_audit,
+        lambda s, c, who: s.reports.audit(c),
     ),
 )
 BY_NAME = {entry.name: entry for entry in REGISTRY}
@@ -365,7 +357,7 @@ SUMMARY = {entry.name: entry.summary for entry in REGISTRY}
 def lookup(text: str) -> tuple[Subcommand[Any], Any]:
     """The registry entry and the typed command for the text after ``/cluster``; raise
     ``CommandError`` on bad input, with the nearest subcommand for a typo."""
-    words = text.split()
+    words = normal(text).split()
     if not words:
         return BY_NAME["help"], Help()
     name = ALIASES.get(words[0].lower(), words[0].lower())

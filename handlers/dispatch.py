@@ -13,6 +13,7 @@ from bot.vertex.errors import VertexError
 from handlers.actions import (
     Action,
     ActionError,
+    AuditPage,
     Decide,
     Keep,
     OpenForm,
@@ -20,10 +21,12 @@ from handlers.actions import (
     Restore,
     Snooze,
     SweepNow,
+    Unsnooze,
     Withdraw,
     decode,
 )
 from handlers.approvals import Approvals
+from handlers.audit_view import Audit
 from handlers.clusters import error_text
 from handlers.commands import BY_NAME, Caller, Subcommand, lookup
 from handlers.grammar import USAGE, CommandError
@@ -40,10 +43,12 @@ ACTION_ROLES: dict[type, tuple[Role, str]] = {
     Withdraw: (Role.VIEWER, "Withdrawing a request"),
     Remedy: (Role.OPERATOR, "Acting on idle alerts"),
     Snooze: (Role.OPERATOR, "Acting on idle alerts"),
+    Unsnooze: (Role.OPERATOR, "Acting on idle alerts"),
     Keep: (Role.OPERATOR, "Acting on idle alerts"),
     SweepNow: (Role.VIEWER, "Sweeping"),
     Restore: (Role.OPERATOR, "Restoring a deleted cluster"),
     OpenForm: (Role.VIEWER, "Opening a form"),
+    AuditPage: (Role.VIEWER, "Reading the audit log"),
 }
 
 
@@ -195,7 +200,9 @@ class Dispatcher:
                 notice("Not allowed", refusal), action_id, Outcome.DENIED, replace_original=False
             )
         reply = await self._act(action, user, role, card_ts)
-        return Answer(reply, action_id, replace_original=isinstance(action, SweepNow))
+        # a new report or page takes the place of the one clicked
+        in_place = isinstance(action, SweepNow | AuditPage)
+        return Answer(reply, action_id, replace_original=in_place)
 
     async def _act(
         self, action: Action, user: str, role: Role, card_ts: str | None
@@ -207,6 +214,9 @@ class Dispatcher:
             return await approvals.withdraw(user, action.request_id, card_ts)
         if isinstance(action, SweepNow):
             return await self.core.reports.sweep_now()
+        if isinstance(action, AuditPage):
+            query = Audit(action.cluster, action.by, action.since, action.before)
+            return await self.core.reports.audit(query)
         if isinstance(action, Restore):
             return await approvals.restore_clicked(user, action.request_id)
         if isinstance(action, OpenForm):  # where forms cannot open, the command does it
@@ -217,4 +227,6 @@ class Dispatcher:
             return await self.clicks.remedy(user, role, action)
         if isinstance(action, Snooze):
             return await self.clicks.snooze(user, action)
+        if isinstance(action, Unsnooze):
+            return await self.clicks.unsnooze(user, action)
         return await self.clicks.keep(user, action)

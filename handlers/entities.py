@@ -81,6 +81,7 @@ class ApprovalRequest:
     lease_until: float = 0.0
     progress_ts: str | None = None  # the thread message that shows progress and the end
     executing_at: float | None = None
+    mention_ts: str | None = None  # the thread reply that told the requester how it ended
 
     @property
     def kind(self) -> PlanKind:

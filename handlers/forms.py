@@ -19,7 +19,7 @@ from handlers.approval_card import cost_change
 from handlers.clusters import ClusterDirectory
 from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
-from handlers.grammar import MAX_NODES, POOL_ID, CommandError, cluster_word
+from handlers.grammar import MAX_NODES, POOL_ID, CommandError, cluster_word, normal
 from handlers.plans import PlanError, plan_resize
 from handlers.slurm_commands import SlurmScripts
 from handlers.slurm_scripts import scripts_of
@@ -54,7 +54,7 @@ class FormAsk:
 def form_for(text: str) -> FormAsk | None:
     """The form a command's text asks for, or None when the words are a command of their own
     (or plainly wrong, which the command's own parser says)."""
-    words = text.split()
+    words = normal(text).split()
     if not words:
         return None
     name, args = words[0].lower(), words[1:]

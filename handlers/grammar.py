@@ -4,6 +4,7 @@ with the usage of the subcommand at fault, and quoting a person's input back to 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # each subcommand's usage line, filled in by the registry (``handlers.commands``)
 USAGE: dict[str, str] = {}
@@ -17,9 +18,17 @@ POOL_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 MAX_NODES = 1000
 CLUSTER_HELP = (
     "CLUSTER is a short id such as train01 (looked up in every target, in any case) or a full name "
-    "projects/P/locations/R/modelDevelopmentClusters/ID."
+    "projects/P/locations/R/modelDevelopmentClusters/ID. Full-width digits and letters (as a "
+    "Japanese or Chinese input method types them: ３, ｔｒａｉｎ０１) are read as 3 and train01."
 )
 ECHO = 100  # characters of a person's input quoted back to them
+
+
+def normal(text: str) -> str:
+    """The command as read: Unicode NFKC, on purpose, so full-width digits and letters and the
+    ideographic space count as their ASCII forms (``resize ｔｒａｉｎ０１ a4 ３`` is
+    ``resize train01 a4 3``) instead of being refused, or worse, taken by ``int()`` unseen."""
+    return unicodedata.normalize("NFKC", text)
 
 
 def echo(word: str) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from handlers.actions import Keep, Remedy, Snooze, SweepNow
+from handlers.clusters import console_link
 from handlers.costs import PRICES_AS_OF, money
 from handlers.idle import AutoAction, IdleRecord, Recommendation, Status, Verdict
 from handlers.replies import (
@@ -186,7 +187,12 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
     if note:
         reply.add(Text(*note))
     reply.add(
-        Note(f"costs are estimates (list prices {PRICES_AS_OF}) · ", Code(entry.cluster)),
+        Note(
+            f"costs are estimates (list prices {PRICES_AS_OF}) · ",
+            Code(entry.cluster),
+            " · ",
+            console_link(entry.cluster),
+        ),
         Rule(),
         Buttons(
             (
@@ -228,14 +234,17 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
     return reply
 
 
-def closed_alert(cluster: str, title: str, text: Line) -> Reply:
-    """An alert that no longer asks anything: its buttons are gone, with the reason why."""
+def closed_alert(cluster: str, title: str, text: Line, undo: Button | None = None) -> Reply:
+    """An alert that no longer asks anything: its buttons are gone, with the reason why, and
+    at most one button that takes it back (Un-snooze, Stop keeping)."""
     cluster_id = cluster.rsplit("/", 1)[-1]
-    return Reply(f"{cluster_id}: {title}", public=True).add(
+    reply = Reply(f"{cluster_id}: {title}", public=True).add(
         Heading(f"Idle cluster: {cluster_id}"),
         Text(*text),
-        Note(Code(cluster)),
     )
+    if undo is not None:
+        reply.add(Buttons((undo,), block_id=f"undo:{cluster_id}"))
+    return reply.add(Note(Code(cluster)))
 
 
 def _why(entry: IdleEntry, now: float) -> str:

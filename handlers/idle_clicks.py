@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.vertex.errors import VertexError
-from handlers.actions import Keep, Remedy, Snooze
+from handlers.actions import Keep, Remedy, Snooze, Unsnooze
 from handlers.alerts import AlertBoard, Remedies
 from handlers.entities import Origin
 from handlers.grammar import CommandError
@@ -20,7 +20,7 @@ from handlers.idle_alert import kept_text
 from handlers.plans import PlanError, PlanKind
 from handlers.policy import Role, may_approve
 from handlers.ports import Clock
-from handlers.replies import Code, Reply, Strong, UserRef, notice
+from handlers.replies import Button, Code, Reply, Strong, UserRef, notice
 from handlers.words import duration
 
 
@@ -49,6 +49,31 @@ class IdleClicks:
                 f" for {duration(action.seconds)}; clusterbot will say again if it is still "
                 "idle then.",
             ),
+            Button(Unsnooze(action.cluster), "Un-snooze"),
+        )
+        return None
+
+    async def unsnooze(self, actor: str, action: Unsnooze) -> Reply | None:
+        """Watched again from now: the alert says so, and a cluster still idle is alerted
+        afresh at the next sweep."""
+        record, _ = await self.board.records.get(action.cluster)
+        if not record.snoozed_until or record.snoozed_until <= self.clock():
+            return notice("Not snoozed", "This alert is not snoozed now.")
+        await self.board.edit(
+            record,
+            "watched again",
+            (
+                Strong("Un-snoozed"),
+                " by ",
+                UserRef(actor),
+                ": watched again; if it is still idle, the next sweep says so.",
+            ),
+        )
+        await self.board.update(
+            action.cluster,
+            lambda r: replace(
+                r, snoozed_until=None, snoozed_by=None, alerted_at=None, alert_ts=None
+            ),
         )
         return None
 
@@ -58,9 +83,14 @@ class IdleClicks:
                 action.cluster,
                 lambda r: replace(r, kept_by=actor, kept_at=self.clock(), auto_action_at=None),
             )
-            await self.board.edit(record, "kept", kept_text(record))
+            stop = Button(Keep(action.cluster, keep=False), "Stop keeping")
+            await self.board.edit(record, "kept", kept_text(record), stop)
             return None
         # watched again from now: a cluster still idle is alerted at the next sweep
+        record, _ = await self.board.records.get(action.cluster)
+        if record.kept_by is not None:
+            again = (Strong("No longer kept"), " (", UserRef(actor), "): watched again.")
+            await self.board.edit(record, "watched again", again)
         await self.board.update(
             action.cluster,
             lambda r: replace(r, kept_by=None, kept_at=None, alerted_at=None, alert_ts=None),

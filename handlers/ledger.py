@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from handlers.approval_card import ending_text, request_card, thread_reply
+from handlers.approval_card import (
+    ENDED_WORDS,
+    ending_mention,
+    ending_text,
+    request_card,
+    thread_reply,
+)
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
 from handlers.replies import Line
 
 log = logging.getLogger(__name__)
+SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")  # a Slack user id, as mentions take it
 
 # Called once a request has ended (with the request as it ended), e.g. to restore the idle
 # alert a remedy came from. Must be safe to call twice.
@@ -86,6 +94,28 @@ class RequestLedger:
         request.progress_ts = ts
         await self.store.update_request(request.id, progress_ts=ts)
 
+    async def mention(self, request: ApprovalRequest) -> None:
+        """Tell the requester how it ended, in a thread reply that mentions them, once: the
+        reply's ts is kept, so a repeat of these steps does not post it again (a crash
+        between the post and the write can post it twice, never lose it). A requester that
+        is not a Slack user (a pipeline's service account) is not mentioned."""
+        if (
+            request.mention_ts
+            or not request.card_ts
+            or request.state not in ENDED_WORDS
+            or not SLACK_USER.match(request.requester)
+        ):
+            return
+        try:
+            ts = await self.messenger.post(
+                request.channel, ending_mention(request), thread_ts=request.card_ts
+            )
+        except MessengerError as error:
+            log.warning("could not tell the requester how %s ended: %s", request.id, error.code)
+            return
+        request.mention_ts = ts
+        await self.store.update_request(request.id, mention_ts=ts)
+
     async def end(
         self,
         request: ApprovalRequest,
@@ -125,6 +155,7 @@ class RequestLedger:
                 await self.show(request, ending_text(request))
             except MessengerError as error:
                 log.warning("could not post how %s ended: %s", request.id, error.code)
+        await self.mention(request)
         for listener in self.on_ended:
             try:
                 await listener(request)

@@ -171,7 +171,18 @@ class RequestStore(KeptSpecStore, Protocol):
         self, request_id: str, owner: str, operation: TrackedOperation
     ) -> bool: ...
     async def audit(self, entry: AuditEntry) -> None: ...
-    async def audit_log(self, cluster: str | None = None, limit: int = 20) -> list[AuditEntry]: ...
+    async def audit_log(
+        self,
+        cluster: str | None = None,
+        limit: int = 20,
+        *,
+        actor: str | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> list[AuditEntry]:
+        """Newest first; ``cluster`` a full name or a short id; ``after``/``before`` bound
+        the time (strictly older than ``before``)."""
+        ...
 
 
 class OperationStore(Protocol):

@@ -52,7 +52,15 @@ class Caution:
     """A warning sign before a line."""
 
 
-Span = str | Strong | Em | Code | UserRef | ChannelRef | Time | Caution
+@dataclass(frozen=True)
+class Link:
+    """A link: ``label`` to read, ``url`` to open (https only)."""
+
+    url: str
+    label: str
+
+
+Span = str | Strong | Em | Code | UserRef | ChannelRef | Time | Caution | Link
 Line = tuple[Span, ...]
 
 
@@ -74,6 +82,8 @@ def plain(spans: Line) -> str:
             words.append(span)
         elif isinstance(span, Strong | Em | Code):
             words.append(span.text)
+        elif isinstance(span, Link):
+            words.append(span.label)
         elif isinstance(span, UserRef):
             words.append(f"@{span.user_id}")
         elif isinstance(span, ChannelRef):

@@ -3,11 +3,10 @@ the idle report."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.operations import Share
 from handlers.actions import SweepNow
+from handlers.audit_view import Audit, AuditLog
 from handlers.clusters import ClusterDirectory, list_reply, show_reply
 from handlers.costs import PriceBook
 from handlers.idle_alert import report
@@ -19,8 +18,6 @@ from handlers.slurm_scripts import script_reply
 from handlers.slurm_view import slurm_reply
 from handlers.sweep import Sweeper
 from handlers.words import duration
-
-AUDIT_ROWS = 20
 
 
 def _unreadable(cluster_id: str, error: SlurmUnreadableError) -> Reply:
@@ -149,27 +146,5 @@ class Reports:
             Table.of(("CLUSTER", "AGE", "REQUEST", "PROGRESS"), rows, right=frozenset({1}))
         )
 
-    async def audit(self, cluster: str | None) -> Reply:
-        entries = await self.requests.audit_log(limit=500 if cluster else AUDIT_ROWS)
-        if cluster:
-            entries = [
-                e for e in entries if e.cluster == cluster or e.cluster.endswith(f"/{cluster}")
-            ][:AUDIT_ROWS]
-        title = f"Audit log{f' for {cluster}' if cluster else ''}"
-        reply = Reply(title).add(Heading(title))
-        if not entries:
-            return reply.add(Text("Nothing recorded yet."))
-        rows = [
-            (
-                datetime.fromtimestamp(entry.at, UTC).strftime("%m-%d %H:%M:%S"),
-                entry.cluster.rsplit("/", 1)[-1],
-                entry.action,
-                entry.actor,
-                entry.request_id or "",
-            )
-            for entry in entries
-        ]
-        return reply.add(
-            Table.of(("WHEN", "CLUSTER", "ACTION", "BY", "REQUEST"), rows),
-            Note("Newest first, times in UTC."),
-        )
+    async def audit(self, query: Audit) -> Reply:
+        return await AuditLog(self.requests).page(query, self.clock())

@@ -23,6 +23,7 @@ from tests.support.demo_stack import (
     TRAIN01,
     Stack,
     demo_stack,
+    ends_and_mentions,
     is_card,
     pool_of,
     text_of,
@@ -479,7 +480,8 @@ async def test_restart_mid_operation_resumes_and_posts_once(tmp_path: Path) -> N
             await stack.wait_for(lambda: second_done(second), limit=20)
             messages = await stack.messages()
             finals = [t for t in thread_of(messages, card) if "done, finished in" in t]
-            assert len(finals) == 1 and len(thread_of(messages, card)) == 1
+            ends, mentions = ends_and_mentions(thread_of(messages, card))
+            assert len(finals) == 1 and len(ends) == 1 and len(mentions) == 1
             done = next(m for m in messages if m["ts"] == card["ts"])
             assert "*Done*" in text_of(done)
         finally:
@@ -514,7 +516,8 @@ async def test_crash_mid_operation_resumes_after_the_lease(tmp_path: Path) -> No
             await stack.wait_for(lambda: second_done(second), limit=30)
             messages = await stack.messages()
             finals = [t for t in thread_of(messages, card) if "done, finished in" in t]
-            assert len(finals) == 1 and len(thread_of(messages, card)) == 1
+            ends, mentions = ends_and_mentions(thread_of(messages, card))
+            assert len(finals) == 1 and len(ends) == 1 and len(mentions) == 1
             # the duration is the operation's own (3 s), not stretched by the failover
             took = re.search(r"finished in (\d+) s", finals[0])
             assert took is not None and int(took.group(1)) in (3, 4), finals[0]

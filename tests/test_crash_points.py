@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.jobs import CRASH_EXIT
+from tests.support.demo_stack import ends_and_mentions
 from tests.support.postgres import fresh_database, query
 from tests.support.processes import replica, sandbox, wait_until
 
@@ -79,8 +80,9 @@ def test_a_crash_at_any_step_loses_nothing(point: str, kind: str, tmp_path: Path
         finally:
             one.stop()
         assert len(box.requests("PATCH")) == 1  # sent once, whatever died
-        thread = box.thread(card["ts"])
+        thread, mentions = ends_and_mentions(box.thread(card["ts"]))
         assert len(thread) == 1, thread  # one message tells the end; none repeated
         assert "done, finished in" in thread[0]
+        assert len(mentions) == 1 and "<@U0ALICE>" in mentions[0]  # told once, never twice
         final_card = next(m for m in box.messages() if m["ts"] == card["ts"])
         assert "*Done*" in str(final_card["blocks"])

@@ -266,3 +266,15 @@ async def test_an_uploaded_file_is_served_only_with_the_bot_token(stack: Stack) 
 )
 def test_which_commands_ask_for_a_form(text: str, ask: FormAsk | None) -> None:
     assert form_for(text) == ask
+
+
+def test_full_width_digits_and_letters_are_read_as_ascii() -> None:
+    from handlers.commands import Resize, help_reply, parse
+
+    assert parse("resize ｔｒａｉｎ０１ a4 ３") == Resize("train01", "a4", 3, 3)
+    assert parse("resize train01\u3000a4 ２:５") == Resize(
+        "train01", "a4", 2, 5
+    )  # ideographic space
+    assert form_for("ｒｅｓｉｚｅ") == FormAsk(FormKind.RESIZE)
+    shown = " ".join(str(part) for part in help_reply(None).parts)
+    assert "Full-width digits and letters" in shown

@@ -79,4 +79,15 @@ async def test_the_resize_form_and_the_home_tab_in_the_browser(tmp_path: Path) -
         await expect(page.locator("#connection")).to_have_text("live")
         await expect(card).to_be_visible()
         await expect(page.locator(".message.ephemeral")).to_have_count(0)
+        # emoji are drawn with the page's own font (no empty boxes), and it has an icon
+        loaded = await page.evaluate(
+            "document.fonts.load(\"16px 'Noto Emoji'\", '\\u26a0').then(f => f.length)"
+        )
+        assert loaded >= 1
+        drawn = await page.evaluate("Mrkdwn.render(':warning: careful')")
+        assert '<span class="emoji" title=":warning:">\u26a0\ufe0f</span>' in drawn
+        icon = await page.evaluate(
+            "fetch(document.querySelector('link[rel=icon]').href).then(r => r.status)"
+        )
+        assert icon == 200
         assert errors == []

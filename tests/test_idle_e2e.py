@@ -411,3 +411,33 @@ async def test_reserved_capacity_alert_promises_no_saving(tmp_path: Path) -> Non
         assert "~$212.00/h" in text  # the reserved B200 nodes are still paid for
         assert "~$0.00/h until the reservation `b200-res` is released" in text
         assert "frees the nodes for other work but no money" in text
+
+
+async def test_unsnooze_and_stop_keeping_right_on_the_alert(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    await stack.click("alice", alert["ts"], "idle_snooze")  # the menu's first choice
+    await stack.wait(lambda ms: any(m["ts"] == alert["ts"] and "Snoozed" in text_of(m) for m in ms))
+    snoozed = await current(stack, alert["ts"])
+    buttons = [
+        e["action_id"] for b in snoozed["blocks"] if b["type"] == "actions" for e in b["elements"]
+    ]
+    assert buttons == ["idle_unsnooze"]
+    await stack.click("bob", alert["ts"], "idle_unsnooze")
+    await stack.wait(
+        lambda ms: any(
+            m["ts"] == alert["ts"] and "*Un-snoozed* by <@U0BOB>" in text_of(m) for m in ms
+        )
+    )
+    # watched again: the next sweep alerts afresh
+    messages = await stack.wait(
+        lambda ms: any(m["ts"] != alert["ts"] and is_alert(m) and "Keep" in text_of(m) for m in ms)
+    )
+    again = next(m for m in messages if m["ts"] != alert["ts"] and is_alert(m))
+    await stack.click("alice", again["ts"], "idle_keep")
+    await stack.wait(lambda ms: any(m["ts"] == again["ts"] and "Kept" in text_of(m) for m in ms))
+    kept = await current(stack, again["ts"])
+    assert "*Kept* by <@U0ALICE>" in text_of(kept)
+    await stack.click("bob", again["ts"], "idle_unkeep")
+    await stack.wait(
+        lambda ms: any(m["ts"] == again["ts"] and "No longer kept" in text_of(m) for m in ms)
+    )

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.support.demo_stack import text_of
+from tests.support.demo_stack import ends_and_mentions, text_of
 from tests.support.postgres import fresh_database, query
 from tests.support.processes import Replica, Sandbox, replica, sandbox, wait_until
 
@@ -107,7 +107,8 @@ def test_two_replicas_act_as_one_bot(pair: tuple[Sandbox, str, Replica, Replica]
         limit=60,
         what="the end of the operation",
     )
-    thread = box.thread(card["ts"])
+    thread, mentions = ends_and_mentions(box.thread(card["ts"]))
     assert len(thread) == 1 and "done, finished in" in thread[0]
+    assert len(mentions) == 1
     assert len(box.requests("PATCH")) == 1
     assert query(url, "SELECT state FROM approval_requests") == [("succeeded",)]

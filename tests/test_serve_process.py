@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.demo_stack import ends_and_mentions
 from tests.support.processes import (
     Replica,
     Sandbox,
@@ -72,8 +73,9 @@ def test_sigterm_drains_and_a_restart_finishes_the_operation(box: Sandbox, tmp_p
         second.start()
         wait_until(lambda: final_posted(tmp_path), limit=40)
         assert request_row(tmp_path)[0] == "succeeded"
-        thread = box.thread(card["ts"])
+        thread, mentions = ends_and_mentions(box.thread(card["ts"]))
         assert len(thread) == 1 and "done, finished in" in thread[0]
+        assert len(mentions) == 1
         assert len(box.requests("PATCH")) == 1
     finally:
         first.stop()

@@ -172,7 +172,8 @@ async def test_the_operation_is_followed_to_exactly_one_end(bot: Bot) -> None:
     assert request.state == RequestState.SUCCEEDED
     assert "Done" in text(bot.edits_of(request.card_ts)[-1])
     thread = [r for _, _, r, parent in bot.messenger.posted if parent == request.card_ts]
-    assert len(thread) == 1  # one thread message, edited to the end
+    assert len(thread) == 2  # one thread message, edited to the end, and one mention
+    assert "your request" in text(thread[1]) and "U0ALICE" in text(thread[1])
     edits = len(bot.messenger.edits)
     bot.clock.advance(60)
     assert await tracker.poll_due() == 0 and len(bot.messenger.edits) == edits  # nothing more

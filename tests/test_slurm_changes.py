@@ -62,7 +62,6 @@ async def test_unset_and_refusals_before_any_card(stack: Stack) -> None:
         "/cluster slurm train01 set PurgeJobAfter=1": "managed by the service",
         "/cluster slurm train01 set Prolog=/x.sh": "use the prolog/epilog scripts",
         "/cluster slurm train01 set PreemptMode=SOMETIMES": "PreemptMode=SOMETIMES is not valid",
-        "/cluster slurm train01 set PriorityWeightAge=１２": "use a whole number",
         "/cluster slurm train01 unset PreemptMode": "PreemptMode is not set on train01",
         "/cluster slurm train01 set PriorityWeightFairshare=10000": "nothing would change",
         "/cluster slurm train01 set PreemptMode": "'PreemptMode' is not KEY=VALUE",

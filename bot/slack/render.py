@@ -24,6 +24,7 @@ from handlers.replies import (
     Fields,
     Heading,
     Line,
+    Link,
     Note,
     Part,
     Reply,
@@ -90,6 +91,11 @@ def span(part: Span) -> str:
         return f"<#{escape(part.channel_id)}>"
     if isinstance(part, Time):
         return date(part.epoch)
+    if isinstance(part, Link):
+        # a link's target may not hold the characters that end it (|, >) or start another
+        if not part.url.startswith("https://") or any(c in part.url for c in "|<> "):
+            return escape(part.label)
+        return f"<{part.url.replace('&', '&amp;')}|{escape(part.label)}>"
     assert isinstance(part, Caution)
     return ":warning: "
 

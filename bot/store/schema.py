@@ -34,6 +34,7 @@ requests = sa.Table(
     sa.Column("lease_until", sa.Float, nullable=False, server_default="0"),
     sa.Column("progress_ts", sa.String(32)),
     sa.Column("executing_at", sa.Float),
+    sa.Column("mention_ts", sa.String(32)),
 )
 OPEN_REQUEST_INDEX = "one_open_request_per_cluster"
 # A cluster has at most one request under way: two people asking at once, on two replicas,

@@ -236,11 +236,27 @@ class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows):
         async with self.engine.begin() as connection:
             await connection.execute(schema.audit.insert().values(**row))
 
-    async def audit_log(self, cluster: str | None = None, limit: int = 20) -> list[AuditEntry]:
+    async def audit_log(
+        self,
+        cluster: str | None = None,
+        limit: int = 20,
+        *,
+        actor: str | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> list[AuditEntry]:
         table = schema.audit
         query = sa.select(table).order_by(table.c.at.desc(), table.c.id.desc()).limit(limit)
         if cluster is not None:
-            query = query.where(table.c.cluster == cluster)
+            query = query.where(
+                sa.or_(table.c.cluster == cluster, table.c.cluster.endswith(f"/{cluster}"))
+            )
+        if actor is not None:
+            query = query.where(table.c.actor == actor)
+        if after is not None:
+            query = query.where(table.c.at >= after)
+        if before is not None:
+            query = query.where(table.c.at < before)
         async with self.engine.connect() as connection:
             rows = await connection.execute(query)
             return [AuditEntry(**dict(r._mapping)) for r in rows]

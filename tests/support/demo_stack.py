@@ -178,3 +178,13 @@ async def demo_stack(
 def thread_of(messages: list[dict[str, object]], card: dict[str, object]) -> list[str]:
     """The texts of the messages in a card's thread."""
     return [text_of(m) for m in messages if m["thread_ts"] == card["ts"]]
+
+
+MENTION = "your request"  # how the reply that mentions the requester reads
+
+
+def ends_and_mentions(texts: list[str]) -> tuple[list[str], list[str]]:
+    """A thread's messages: those that show progress and the end, and those that mention the
+    requester to tell how it ended (one of each, whatever crashed in between)."""
+    mentions = [t for t in texts if MENTION in t]
+    return [t for t in texts if MENTION not in t], mentions

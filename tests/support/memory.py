@@ -138,8 +138,23 @@ class MemoryStore:
     async def audit(self, entry: AuditEntry) -> None:
         self.entries.append(replace(entry, id=next(self._ids)))
 
-    async def audit_log(self, cluster: str | None = None, limit: int = 20) -> list[AuditEntry]:
-        found = [e for e in self.entries if cluster is None or e.cluster == cluster]
+    async def audit_log(
+        self,
+        cluster: str | None = None,
+        limit: int = 20,
+        *,
+        actor: str | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> list[AuditEntry]:
+        found = [
+            e
+            for e in self.entries
+            if (cluster is None or e.cluster == cluster or e.cluster.endswith(f"/{cluster}"))
+            and (actor is None or e.actor == actor)
+            and (after is None or e.at >= after)
+            and (before is None or e.at < before)
+        ]
         return sorted(found, key=lambda e: (e.at, e.id or 0), reverse=True)[:limit]
 
     # -- tracked operations --------------------------------------------------------------------

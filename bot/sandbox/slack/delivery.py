@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -135,6 +136,18 @@ def _show_ack(ws: Workspace, delivery: Delivery, channel: Channel, user: User) -
     )
 
 
+def escape_mentions(ws: Workspace, text: str) -> str:
+    """With "Escape channels, users, and links" on (the manifest's ``should_escape: true``),
+    Slack sends a mention of a person as ``<@U123|name>`` (https://docs.slack.dev/interactivity/
+    implementing-slash-commands, "Parsing the payload")."""
+
+    def person(found: re.Match[str]) -> str:
+        user = next((u for u in ws.users.values() if u.name == found.group(1)), None)
+        return f"<@{user.id}|{user.name}>" if user is not None else found.group(0)
+
+    return re.sub(r"(?<![<\w])@([a-z0-9._-]+)", person, text)
+
+
 async def deliver_command(
     ws: Workspace,
     session: aiohttp.ClientSession,
@@ -151,6 +164,7 @@ async def deliver_command(
         raise SlackError("msg_too_long", status=400)
     if channel.members and user.id not in channel.members:
         raise SlackError("channel_not_found", status=404)  # not their conversation
+    rest = escape_mentions(ws, rest) if ws.escape_commands else rest
     # The fields of Slack's own example (https://api.slack.com/interactivity/slash-commands):
     # enterprise_id and enterprise_name only in an Enterprise Grid org.
     payload = {

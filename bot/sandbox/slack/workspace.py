@@ -166,6 +166,7 @@ class Workspace:
     enterprise_id: str | None = None  # set for an Enterprise Grid org (users are W...)
     enterprise_name: str | None = None
     command: str = "/cluster"
+    escape_commands: bool = True  # the manifest's should_escape: mentions arrive as <@U…|name>
     ack_deadline: float = 3.0  # Slack's limit for the HTTP 200 ack
     clock: Callable[[], float] = time.time
     users: dict[str, User] = field(default_factory=dict)

@@ -45,8 +45,24 @@ const Mrkdwn = (() => {
     return slackText(`<${body}>`);
   }
 
+  // Slack draws :shortcodes: as emoji; these are the ones a bot commonly sends. The page ships
+  // a font with emoji (fonts/noto-emoji.css), so none shows as an empty box.
+  const EMOJI = {
+    warning: "\u26a0\ufe0f", white_check_mark: "\u2705", heavy_check_mark: "\u2714\ufe0f",
+    x: "\u274c", no_entry: "\u26d4", hourglass: "\u231b", hourglass_flowing_sand: "\u23f3",
+    zzz: "\ud83d\udca4", moneybag: "\ud83d\udcb0", rotating_light: "\ud83d\udea8",
+    information_source: "\u2139\ufe0f", lock: "\ud83d\udd12", wastebasket: "\ud83d\uddd1\ufe0f",
+    recycle: "\u267b\ufe0f", tada: "\ud83c\udf89", eyes: "\ud83d\udc40", pushpin: "\ud83d\udccc",
+    arrow_right: "\u27a1\ufe0f", gear: "\u2699\ufe0f", bulb: "\ud83d\udca1",
+  };
+
+  function emoji(text) {
+    return text.replace(/:([a-z0-9_+-]+):/g, (whole, name) =>
+      EMOJI[name] ? `<span class="emoji" title=":${name}:">${EMOJI[name]}</span>` : whole);
+  }
+
   function format(text) {
-    return text
+    return emoji(text)
       .replace(/(^|[\s(])\*([^*\n]+)\*(?=$|[\s).,!?:;])/g, "$1<b>$2</b>")
       .replace(/(^|[\s(])_([^_\n]+)_(?=$|[\s).,!?:;])/g, "$1<i>$2</i>")
       .replace(/(^|[\s(])~([^~\n]+)~(?=$|[\s).,!?:;])/g, "$1<s>$2</s>")

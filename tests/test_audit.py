@@ -1,0 +1,104 @@
+"""``/cluster audit``: people by mention, the change in words, outcome and duration, filters
+by cluster, person and time, and Older pages through the stand-ins."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from handlers.actions import AuditPage
+from handlers.audit_view import Audit, AuditLog, parse_audit
+from handlers.entities import AuditEntry
+from handlers.grammar import CommandError
+from handlers.replies import Button, Buttons, Text, plain
+from tests.support.demo_stack import demo_stack, text_of, thread_of
+from tests.support.memory import MemoryStore
+
+
+async def test_the_log_says_who_changed_what_and_how_it_ended(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path) as stack:
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("bob", card["ts"], "approve")
+        await stack.wait(lambda ms: any("done, finished" in t for t in thread_of(ms, card)), 20)
+        card = await stack.card("alice", "/cluster slurm train01 set PreemptMode=REQUEUE")
+        await stack.click("bob", card["ts"], "reject")
+        await stack.wait(
+            lambda ms: any("rejected" in text_of(m) for m in ms if m["ts"] == card["ts"])
+        )
+
+        log = text_of(await stack.reply_to("carol", "/cluster audit train01"))
+        assert "<@U0ALICE> requested train01: a4: 2 → 3 nodes" in log, log
+        assert "<@U0BOB> approved train01" in log
+        assert "succeeded train01: a4: 2 → 3 nodes · finished in" in log and "· took " in log
+        assert "<@U0BOB> rejected train01: set PreemptMode = REQUEUE" in log
+        assert log.index("rejected") < log.index("succeeded")  # newest first
+
+        mine = text_of(await stack.reply_to("carol", "/cluster audit by @bob"))
+        assert "<@U0ALICE> requested" not in mine and "<@U0BOB> approved" in mine
+        assert "No entries." in text_of(await stack.reply_to("carol", "/cluster audit cpu01"))
+        recent = text_of(await stack.reply_to("carol", "/cluster audit since 1h"))
+        assert "approved train01" in recent
+
+
+async def test_older_pages_through_in_place(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path) as stack:
+        for n in range(20):
+            await stack.service.core.ledger.record("U0ALICE", f"step{n:02d}", "c/cpu01", None)
+        first = await stack.reply_to("carol", "/cluster audit")
+        assert "step19" in text_of(first) and "step05" in text_of(first)
+        assert "step04" not in text_of(first)
+        await stack.click("carol", first["ts"], "audit_older")
+        older = await stack.wait(
+            lambda ms: any(m["ts"] == first["ts"] and "step04" in text_of(m) for m in ms)
+        )
+        page = text_of(next(m for m in older if m["ts"] == first["ts"]))
+        assert "step00" in page and "step05" not in page and "Older" not in page
+
+
+async def test_a_page_ends_where_the_next_begins() -> None:
+    store = MemoryStore()
+    for n in range(31):
+        await store.audit(AuditEntry(at=1000.0 + n, actor="U0ALICE", action=f"a{n}", cluster="x"))
+    log = AuditLog(store)
+    seen: list[str] = []
+    before = None
+    while True:
+        reply = await log.page(Audit(before=before), 5000.0)
+        lines = [plain(p.spans) for p in reply.parts if isinstance(p, Text)]
+        seen += [line.split()[4] for line in lines if line.endswith(" x")]
+        pages = [p.buttons[0] for p in reply.parts if isinstance(p, Buttons)]
+        if not pages:
+            break
+        assert isinstance(pages[0], Button) and isinstance(pages[0].action, AuditPage)
+        before = pages[0].action.before
+    assert seen == [f"a{n}" for n in range(30, -1, -1)]  # each once, newest first
+
+
+@pytest.mark.parametrize(
+    ("words", "query"),
+    [
+        ([], Audit()),
+        (["TRAIN01"], Audit("train01")),
+        (["by", "U0BOB"], Audit(by="U0BOB")),
+        (["train01", "by", "<@U0BOB|bob>", "since", "7d"], Audit("train01", "U0BOB", 7 * 86400)),
+        (["since", "12h"], Audit(since=12 * 3600)),
+    ],
+)
+def test_the_words_of_audit(words: list[str], query: Audit) -> None:
+    assert parse_audit(words) == query
+
+
+@pytest.mark.parametrize(
+    ("words", "reason"),
+    [
+        (["by"], "use by USER or since 7d"),
+        (["by", "@bob"], "mention them (@name) or give their user id"),
+        (["since", "forever"], "is not a time back such as 7d"),
+        (["train01", "lately"], "audit takes 'lately'"),
+    ],
+)
+def test_bad_audit_words(words: list[str], reason: str) -> None:
+    with pytest.raises(CommandError, match=re.escape(reason)):
+        parse_audit(words)
