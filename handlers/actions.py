@@ -30,6 +30,7 @@ class ActionId(StrEnum):
     SWEEP_NOW = "idle_sweep_now"
     RESTORE = "restore"
     AUDIT_PAGE = "audit_older"
+    AUDIT_CSV = "audit_csv"
     OPEN_RESIZE_FORM = "open_form_resize"
     OPEN_DELETE_FORM = "open_form_delete"
 
@@ -150,22 +151,32 @@ class OpenForm:
 class AuditPage:
     """The next page of an audit log: entries older than ``before``, with the same filters."""
 
-    before: float
+    before: float | None
     cluster: str | None = None
     by: str | None = None
     since: int | None = None
-    action_id = ActionId.AUDIT_PAGE
+    csv: bool = False  # the whole log so filtered, as a CSV file in the channel
+
+    @property
+    def action_id(self) -> ActionId:
+        return ActionId.AUDIT_CSV if self.csv else ActionId.AUDIT_PAGE
 
     @property
     def value(self) -> str:
-        return f"{self.before!r}|{self.cluster or ''}|{self.by or ''}|{self.since or ''}"
+        before = "" if self.before is None else repr(self.before)
+        return f"{before}|{self.cluster or ''}|{self.by or ''}|{self.since or ''}"
 
 
-def _audit_page(value: str) -> AuditPage:
-    parts = value.split("|")
+def _audit_page(value: str, csv: bool = False) -> AuditPage:
     try:
-        before, cluster, by, since = parts
-        return AuditPage(float(before), cluster or None, by or None, int(since) if since else None)
+        before, cluster, by, since = value.split("|")
+        return AuditPage(
+            float(before) if before else None,
+            cluster or None,
+            by or None,
+            int(since) if since else None,
+            csv,
+        )
     except ValueError:
         raise ActionError("That page of the audit log is not one clusterbot offers.") from None
 
@@ -216,6 +227,7 @@ DECODERS: dict[ActionId, Callable[[str], Action]] = {
     ActionId.SWEEP_NOW: lambda v: SweepNow(),
     ActionId.RESTORE: lambda v: Restore(_needs(v)),
     ActionId.AUDIT_PAGE: _audit_page,
+    ActionId.AUDIT_CSV: lambda v: _audit_page(v, csv=True),
     ActionId.OPEN_RESIZE_FORM: lambda v: OpenForm("resize"),
     ActionId.OPEN_DELETE_FORM: lambda v: OpenForm("delete"),
 }

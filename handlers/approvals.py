@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import secrets
 
-from bot.vertex.errors import NotFoundError
+from bot.vertex.errors import NotFoundError, VertexError
 from bot.vertex.names import ClusterName
 from handlers.approval_card import request_card
-from handlers.clusters import ClusterDirectory
+from handlers.clusters import ClusterDirectory, error_text
 from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
@@ -154,6 +154,8 @@ class Approvals:
             request = await self.request_restore(user, deleted.channel, deleted.cluster)
         except CommandError as error:
             return notice("Not restored", error.reason)
+        except VertexError as error:  # the control plane could not be asked: say so plainly
+            return notice("Not restored", error_text(error, "ask to restore it"))
         return notice("Restore asked", f"The request {request.id} is posted for approval.")
 
     async def submit(

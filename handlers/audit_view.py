@@ -8,6 +8,8 @@ and how long the request took. **Older** shows the next page in place of this on
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ USER = re.compile(r"^<@([UW][A-Z0-9]{2,})(\|[^>]*)?>$|^([UW][A-Z0-9]{2,})$")
 SINCE = re.compile(r"^(\d{1,4})([mhdw])$")
 UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 LINE = 300  # characters of one entry at most
+CSV_ROWS = 10_000  # entries in a CSV export at most
 
 
 @dataclass(frozen=True)
@@ -74,16 +77,21 @@ def change_words(plan: ChangePlan) -> str:
     return wanted(plan)
 
 
+def _details(entry: AuditEntry) -> dict[str, object]:
+    try:
+        details = json.loads(entry.details or "{}")
+    except ValueError:
+        return {}
+    return details if isinstance(details, dict) else {}
+
+
 def _entry(entry: AuditEntry, request: ApprovalRequest | None) -> Text:
     when = datetime.fromtimestamp(entry.at, UTC).strftime("%b %d %H:%M")
     cluster = entry.cluster.rsplit("/", 1)[-1]
     words = [f" {entry.action} ", cluster]
     if request is not None:
         words.append(f": {change_words(request.plan)}")
-    try:
-        details = json.loads(entry.details or "{}")
-    except ValueError:
-        details = {}
+    details = _details(entry)
     if details.get("outcome"):
         words.append(f" · {details['outcome']}")
     if request is not None and request.finished_at and entry.at >= request.finished_at - 1:
@@ -118,12 +126,46 @@ class AuditLog:
         for entry in entries:
             reply.add(_entry(entry, requests.get(entry.request_id or "")))
         reply.add(Note("Newest first, times in UTC."))
+        buttons = [Button(AuditPage(None, query.cluster, query.by, query.since, True), "CSV")]
         if more:
-            older_than = entries[-1].at
-            reply.add(
-                Buttons(
-                    (Button(AuditPage(older_than, query.cluster, query.by, query.since), "Older"),),
-                    block_id="audit-page",
-                )
+            next_page = AuditPage(entries[-1].at, query.cluster, query.by, query.since)
+            buttons.insert(0, Button(next_page, "Older"))
+        return reply.add(Buttons(tuple(buttons), block_id="audit-page"))
+
+    async def csv(self, query: Audit, now: float) -> tuple[str, str, int]:
+        """The log so filtered, up to ``CSV_ROWS`` entries, newest first: (file name, text,
+        rows)."""
+        after = now - query.since if query.since else None
+        entries = await self.source.audit_log(
+            query.cluster, CSV_ROWS, actor=query.by, after=after, before=None
+        )
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(
+            ["time_utc", "actor", "action", "cluster", "request", "change", "outcome", "took_s"]
+        )
+        requests: dict[str, ApprovalRequest | None] = {}
+        for entry in entries:
+            rid = entry.request_id or ""
+            if rid and rid not in requests:
+                requests[rid] = await self.source.get_request(rid)
+            request = requests.get(rid)
+            outcome = _details(entry).get("outcome") or ""
+            took = ""
+            if request is not None and request.finished_at and entry.at >= request.finished_at - 1:
+                took = f"{request.finished_at - request.created_at:.0f}"
+            writer.writerow(
+                [
+                    datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%d %H:%M:%S"),
+                    entry.actor,
+                    entry.action,
+                    entry.cluster,
+                    rid,
+                    change_words(request.plan) if request is not None else "",
+                    outcome,
+                    took,
+                ]
             )
-        return reply
+        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M")
+        scope = f"-{query.cluster}" if query.cluster else ""
+        return f"audit{scope}-{stamp}.csv", out.getvalue(), len(entries)

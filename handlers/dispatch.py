@@ -186,7 +186,14 @@ class Dispatcher:
             reason = error_text(error, f"run /cluster {name}")
             return Answer(error_reply(reason), name, Outcome.UPSTREAM_ERROR, reason=reason)
 
-    async def click(self, user: str, action_id: str, value: str, card_ts: str | None) -> Answer:
+    async def click(
+        self,
+        user: str,
+        action_id: str,
+        value: str,
+        card_ts: str | None,
+        channel: str | None = None,
+    ) -> Answer:
         """The answer to a button or menu click, shown to the clicker alone."""
         try:
             action = decode(action_id, value)
@@ -199,13 +206,15 @@ class Dispatcher:
             return Answer(
                 notice("Not allowed", refusal), action_id, Outcome.DENIED, replace_original=False
             )
-        reply = await self._act(action, user, role, card_ts)
+        reply = await self._act(action, user, role, card_ts, channel)
         # a new report or page takes the place of the one clicked
-        in_place = isinstance(action, SweepNow | AuditPage)
+        in_place = isinstance(action, SweepNow) or (
+            isinstance(action, AuditPage) and not action.csv
+        )
         return Answer(reply, action_id, replace_original=in_place)
 
     async def _act(
-        self, action: Action, user: str, role: Role, card_ts: str | None
+        self, action: Action, user: str, role: Role, card_ts: str | None, channel: str | None
     ) -> Reply | None:
         approvals = self.core.approvals
         if isinstance(action, Decide):
@@ -216,6 +225,8 @@ class Dispatcher:
             return await self.core.reports.sweep_now()
         if isinstance(action, AuditPage):
             query = Audit(action.cluster, action.by, action.since, action.before)
+            if action.csv:
+                return await self.core.reports.audit_csv(query, channel or "", user)
             return await self.core.reports.audit(query)
         if isinstance(action, Restore):
             return await approvals.restore_clicked(user, action.request_id)

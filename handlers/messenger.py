@@ -47,3 +47,7 @@ class Messenger(Protocol):
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         """A message only this user sees."""
         ...
+
+    async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
+        """Share a text file in the channel, with a comment."""
+        ...

@@ -11,8 +11,9 @@ from handlers.clusters import ClusterDirectory, list_reply, show_reply
 from handlers.costs import PriceBook
 from handlers.idle_alert import report
 from handlers.jobs_view import fairshare_reply, jobs_reply
+from handlers.messenger import Messenger, MessengerError
 from handlers.ports import ActivityReader, Clock, OperationStore, RequestStore
-from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
+from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text, notice
 from handlers.restore import deleted_reply
 from handlers.slurm_scripts import script_reply
 from handlers.slurm_view import slurm_reply
@@ -39,7 +40,9 @@ class Reports:
         clock: Clock,
         activity: ActivityReader,
         sweeper: Sweeper | None = None,
+        messenger: Messenger | None = None,
     ) -> None:
+        self.messenger = messenger
         self.activity = activity
         self.directory = directory
         self.requests = requests
@@ -148,3 +151,16 @@ class Reports:
 
     async def audit(self, query: Audit) -> Reply:
         return await AuditLog(self.requests).page(query, self.clock())
+
+    async def audit_csv(self, query: Audit, channel: str, user: str) -> Reply:
+        """The log as a CSV file shared in the channel it was asked in."""
+        if self.messenger is None or not channel:
+            return notice("No file", "clusterbot cannot share files here.")
+        name, text, rows = await AuditLog(self.requests).csv(query, self.clock())
+        try:
+            await self.messenger.upload(
+                channel, name, text, f"Audit log, {rows} entries, asked by <@{user}>"
+            )
+        except MessengerError as error:
+            return notice("No file", f"Slack refused the file ({error.code}).")
+        return notice("Audit log shared", f"{name} ({rows} entries) is in the channel.")

@@ -139,7 +139,14 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         interval=options.sweep_interval,
     )
     reports = Reports(
-        directory, ports.requests, ports.operations, prices, clock, ports.activity, sweeper
+        directory,
+        ports.requests,
+        ports.operations,
+        prices,
+        clock,
+        ports.activity,
+        sweeper,
+        ports.messenger,
     )
     releases = None
     if ports.releases is not None:

@@ -68,11 +68,15 @@ async def test_a_page_ends_where_the_next_begins() -> None:
         reply = await log.page(Audit(before=before), 5000.0)
         lines = [plain(p.spans) for p in reply.parts if isinstance(p, Text)]
         seen += [line.split()[4] for line in lines if line.endswith(" x")]
-        pages = [p.buttons[0] for p in reply.parts if isinstance(p, Buttons)]
-        if not pages:
+        buttons = [b for p in reply.parts if isinstance(p, Buttons) for b in p.buttons]
+        older = [
+            b.action
+            for b in buttons
+            if isinstance(b, Button) and isinstance(b.action, AuditPage) and not b.action.csv
+        ]
+        if not older:
             break
-        assert isinstance(pages[0], Button) and isinstance(pages[0].action, AuditPage)
-        before = pages[0].action.before
+        before = older[0].before
     assert seen == [f"a{n}" for n in range(30, -1, -1)]  # each once, newest first
 
 
@@ -102,3 +106,26 @@ def test_the_words_of_audit(words: list[str], query: Audit) -> None:
 def test_bad_audit_words(words: list[str], reason: str) -> None:
     with pytest.raises(CommandError, match=re.escape(reason)):
         parse_audit(words)
+
+
+async def test_the_log_is_shared_as_a_csv_file(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path) as stack:
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("bob", card["ts"], "reject")
+        await stack.wait(lambda ms: any("your request" in t for t in thread_of(ms, card)))
+        log = await stack.reply_to("carol", "/cluster audit train01")
+        await stack.click("carol", log["ts"], "audit_csv")
+
+        def shared(messages: list[dict[str, object]]) -> list[dict[str, object]]:
+            return [m for m in messages if m.get("files")]
+
+        [message] = shared(await stack.wait(shared))
+        assert "Audit log, 2 entries, asked by <@U0CAROL>" in str(message["text"])
+        [file] = message["files"]  # type: ignore[misc]
+        assert file["name"].startswith("audit-train01-") and file["name"].endswith(".csv")
+        headers = {"Authorization": f"Bearer {stack.workspace.bot_token}"}
+        async with stack.session.get(file["url_private"], headers=headers) as reply:
+            rows = (await reply.text()).splitlines()
+        assert rows[0] == "time_utc,actor,action,cluster,request,change,outcome,took_s"
+        assert ",U0BOB,rejected," in rows[1] and "a4: 2 → 3 nodes" in rows[1]
+        assert ",U0ALICE,requested," in rows[2]

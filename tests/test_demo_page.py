@@ -101,6 +101,9 @@ async def test_idle_alert_and_its_snooze_menu_in_the_browser(tmp_path: Path) -> 
         await expect(answered).to_contain_text("Snoozed by @alice for 8 h")
         await expect(answered.locator("select")).to_have_count(0)  # the menu is gone
         await expect(answered.locator("button")).to_have_text(["Un-snooze"])
+        await answered.locator("button", has_text="Un-snooze").click()
+        await expect(answered).to_contain_text("Un-snoozed by @alice: watched again")
+        await expect(answered.locator("button")).to_have_count(0)
 
 
 async def test_the_job_queue_in_the_browser(tmp_path: Path) -> None:

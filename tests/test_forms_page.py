@@ -71,8 +71,16 @@ async def test_the_resize_form_and_the_home_tab_in_the_browser(tmp_path: Path) -
         await page.click("#modal-cancel")
         await expect(modal).to_be_hidden()
 
-        # a private reply is gone after a reload, as in Slack
+        # alice withdraws her own request on its card; the thread tells her, by mention
         await page.click("#channel-list li:first-child")
+        await card.locator("button", has_text="Withdraw").click()
+        await expect(card).to_contain_text("Withdrawn by @alice")
+        await expect(card.locator(".block-actions button")).to_have_count(0)
+        await card.locator(".replies").click()
+        await expect(page.locator("#thread")).to_contain_text("your request")
+        await expect(page.locator("#thread")).to_contain_text("was withdrawn")
+
+        # a private reply is gone after a reload, as in Slack
         await run(page, "/cluster help")
         await expect(page.locator(".message.ephemeral")).to_have_count(1)
         await page.reload()
@@ -90,4 +98,28 @@ async def test_the_resize_form_and_the_home_tab_in_the_browser(tmp_path: Path) -
             "fetch(document.querySelector('link[rel=icon]').href).then(r => r.status)"
         )
         assert icon == 200
+        assert errors == []
+
+
+async def test_the_script_form_takes_an_uploaded_file_in_the_browser(tmp_path: Path) -> None:
+    require(chromium_available(), "Chromium (/usr/bin/chromium)")
+    script = tmp_path / "gpu-check.sh"
+    script.write_text("#!/bin/bash\n# the GPUs answer before each job\nnvidia-smi -L\n")
+    async with demo_stack(tmp_path) as stack, chromium() as browser:
+        page, errors = await open_sandbox(browser, stack.url, 1280, 820)
+        await page.select_option("#user-picker", "U0ALICE")
+        await run(page, "/cluster slurm train01 prolog add")
+        await expect(page.locator("#modal-title")).to_have_text("Add a prolog script")
+        pasted = page.locator('#modal .block-input[data-block-id="paste"] textarea')
+        await pasted.fill("echo one")
+        await page.set_input_files('#modal .block-input[data-block-id="file"] input', script)
+        await page.click("#modal-submit")
+        error = page.locator('#modal .block-input[data-block-id="file"] .input-error')
+        await expect(error).to_contain_text("not both")
+        await pasted.fill("")
+        await page.click("#modal-submit")
+        await expect(page.locator("#modal")).to_be_hidden()
+        card = page.locator(".message", has=page.locator(".block-header", has_text="Slurm scripts"))
+        await expect(card).to_contain_text("add prolog at place 2")
+        await expect(card).to_contain_text(f"{len(script.read_bytes())} bytes")
         assert errors == []

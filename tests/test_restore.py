@@ -108,3 +108,17 @@ def test_an_alert_that_recommends_delete_says_it_can_be_undone() -> None:
     assert "/cluster restore cpu01" in blocks
     scale = dataclasses.replace(entry, recommendation=Recommendation.SCALE_TO_ZERO)
     assert "/cluster restore" not in json.dumps(render(alert_card(scale, 0.0, AutoAction.OFF))[1])
+
+
+async def test_restore_clicked_while_the_control_plane_fails_says_so(stack: Stack) -> None:
+    card = await stack.card("alice", "/cluster delete cpu01")
+    await stack.click("bob", card["ts"], "approve")
+    await finished(stack, card)
+    await stack.fault(method="GET", path="modelDevelopmentClusters", status=503, count=100)
+    await stack.click("alice", card["ts"], "restore")
+    messages = await stack.wait(
+        lambda ms: any(m["ephemeral_to"] == "U0ALICE" and "Not restored" in text_of(m) for m in ms)
+    )
+    told = next(m for m in messages if "Not restored" in text_of(m))
+    assert "internal error" not in text_of(told).lower()
+    assert "control plane" in text_of(told).lower() or "unavailable" in text_of(told).lower()

@@ -303,8 +303,11 @@ class SlackEdge:
         url = str(body.get("response_url") or "")
         card_ts = (body.get("container") or {}).get("message_ts")
         try:
+            channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
+                "channel_id"
+            )
             answer = await self.dispatcher.click(
-                user, str(action["action_id"]), _action_value(action), card_ts
+                user, str(action["action_id"]), _action_value(action), card_ts, channel
             )
         except Exception:
             answer = Answer(internal_error(f"{action.get('action_id')} by {user}"))

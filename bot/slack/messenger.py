@@ -141,6 +141,22 @@ class SlackMessenger:
 
         await self.pacer.must("chat.postEphemeral", send)
 
+    async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
+        """files.uploadV2: an upload URL, the bytes, then the share in the channel."""
+
+        async def send() -> None:
+            await self._call(
+                self.client.files_upload_v2(
+                    channel=channel,
+                    filename=filename,
+                    title=filename,
+                    content=self.redactor.clean_text(content),
+                    initial_comment=self.redactor.clean_text(comment),
+                )
+            )
+
+        await self.pacer.must("files.completeUploadExternal", send)
+
     async def _call(self, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
         try:
             return await call
@@ -166,3 +182,6 @@ class LogMessenger:
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         self.log.info("to %s in %s: %s", user, channel, reply.summary)
+
+    async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
+        self.log.info("file %s (%d bytes) to %s: %s", filename, len(content), channel, comment)

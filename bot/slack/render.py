@@ -39,6 +39,9 @@ from handlers.replies import (
 )
 
 MAX_BLOCKS = 50
+# Characters of monospace that fit the narrowest place a reply is read: a phone, or the
+# desktop's thread pane (about 380 px). A wider table is drawn as lines that wrap instead.
+MOBILE_WIDTH = 60
 SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")  # user ids (W: Enterprise Grid)
 SECTION_LIMIT = 3000
 FIELD_LIMIT = 2000
@@ -122,6 +125,24 @@ def lines_of(table: Table) -> list[str]:
             else:
                 cells.append(cell if i == count - 1 else cell.ljust(widths[i]))
         lines.append(escape(COLUMN_GAP.join(cells).rstrip()))
+    return lines
+
+
+def wrapped(table: Table) -> list[str]:
+    """A table too wide for a phone or the thread pane, as one line a row that wraps: the
+    first cell in bold, then each other cell with its column's title (``STATE RUNNING``);
+    empty and "-" cells are left out."""
+    titles = [c.title for c in table.columns]
+    lines = []
+    for row in table.rows:
+        if not row:
+            continue
+        rest = [
+            f"{titles[i]} {escape(cell)}" if titles[i] else escape(cell)
+            for i, cell in enumerate(row)
+            if i > 0 and cell.strip() not in ("", "-")
+        ]
+        lines.append(" · ".join([f"*{escape(row[0])}*" if row[0] else "", *rest]).strip(" ·"))
     return lines
 
 
@@ -212,9 +233,15 @@ def _blocks(part: Part) -> list[dict[str, Any]]:
     if isinstance(part, Rule):
         return [{"type": "divider"}]
     if isinstance(part, Table):
+        lines = lines_of(part)
+        if len(part.columns) > 1 and max(map(len, lines), default=0) > MOBILE_WIDTH:
+            return [
+                {"type": "section", "text": {"type": "mrkdwn", "text": chunk}}
+                for chunk in _chunks(wrapped(part), SECTION_LIMIT)
+            ]
         return [
             {"type": "section", "text": {"type": "mrkdwn", "text": f"```{chunk}```"}}
-            for chunk in _chunks(lines_of(part), SECTION_LIMIT - 6)
+            for chunk in _chunks(lines, SECTION_LIMIT - 6)
         ]
     assert isinstance(part, Buttons)
     block: dict[str, Any] = {"type": "actions", "elements": [_button(b) for b in part.buttons[:25]]}

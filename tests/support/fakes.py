@@ -17,6 +17,7 @@ class FakeMessenger:
     posted: list[tuple[str, str, Reply, str | None]] = field(default_factory=list)
     edits: list[tuple[str, str, Reply]] = field(default_factory=list)
     whispers: list[tuple[str, str, Reply]] = field(default_factory=list)
+    files: list[tuple[str, str, str, str]] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
@@ -31,3 +32,8 @@ class FakeMessenger:
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         self.whispers.append((channel, user, reply))
+
+    async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
+        if self.refuse:
+            raise MessengerError(self.refuse)
+        self.files.append((channel, filename, content, comment))

@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.slack import view_delivery
+from bot.sandbox.slack import uploads, view_delivery
 from bot.sandbox.slack.keys import SESSION, WORKSPACE, error_response, json_body, origin_of
 from bot.sandbox.slack.workspace import SlackError
 
@@ -129,7 +129,12 @@ async def favicon(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "favicon.svg")
 
 
+async def upload(request: web.Request) -> web.Response:
+    return await uploads.upload(request, request.app[WORKSPACE])
+
+
 def install(app: web.Application) -> None:
+    app.router.add_post("/sandbox/upload/{file_id}", upload)
     app.router.add_get("/sandbox/api/views", list_views)
     app.router.add_post("/sandbox/api/submit", submit)
     app.router.add_post("/sandbox/api/suggest", suggest)

@@ -181,6 +181,7 @@ class Views:
         self.stacks: dict[str, list[str]] = {}
         self.homes: dict[str, str] = {}
         self.files: dict[str, File] = {}
+        self.uploads: dict[str, Any] = {}  # files.getUploadURLExternal, not yet completed
 
     # -- triggers ----------------------------------------------------------------------------
 

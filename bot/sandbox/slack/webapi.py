@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.slack import blockkit
+from bot.sandbox.slack import blockkit, uploads
 from bot.sandbox.slack.workspace import Message, SlackError, Workspace
 
 Args = dict[str, Any]
@@ -313,6 +313,8 @@ METHODS: dict[str, Method] = {
     "views.push": views_push,
     "views.update": views_update,
     "views.publish": views_publish,
+    "files.getUploadURLExternal": uploads.get_upload_url,
+    "files.completeUploadExternal": uploads.complete_upload,
 }
 
 

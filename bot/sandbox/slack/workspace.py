@@ -98,9 +98,11 @@ class Message:
     ephemeral_to: str | None = None
     edited: dict[str, str] | None = None
     bot_id: str | None = None
+    files: list[dict[str, Any]] = field(default_factory=list)  # shared by files.uploadV2
 
     def to_api(self) -> dict[str, Any]:
         return {
+            "files": self.files,
             "ts": self.ts,
             "channel": self.channel,
             "user": self.user,
