@@ -21,8 +21,10 @@ from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
 from handlers.grammar import MAX_NODES, POOL_ID, CommandError, cluster_word, normal
 from handlers.plans import PlanError, plan_resize
-from handlers.slurm_commands import SlurmScripts
+from handlers.slurm_commands import SlurmConfig, SlurmScripts
 from handlers.slurm_scripts import scripts_of
+from handlers.slurm_settings import KNOWN
+from handlers.slurm_settings import normal as normal_key
 
 OPTIONS = 100  # an external select shows at most 100 options
 LISTING_SECONDS = 30.0  # how long the cluster list behind a select is reused while typing
@@ -33,6 +35,7 @@ class FormKind:
     RESIZE = "resize"
     DELETE = "delete"
     SCRIPT = "script"
+    SETTING = "setting"  # one slurm.conf key
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class FormAsk:
 
     @property
     def subcommand(self) -> str:
-        return "slurm" if self.kind == FormKind.SCRIPT else self.kind
+        return "slurm" if self.kind in (FormKind.SCRIPT, FormKind.SETTING) else self.kind
 
 
 def form_for(text: str) -> FormAsk | None:
@@ -67,6 +70,8 @@ def form_for(text: str) -> FormAsk | None:
             return FormAsk(FormKind.RESIZE, cluster, pool)
         if name == "delete" and not args:
             return FormAsk(FormKind.DELETE)
+        if name == "slurm" and len(args) == 2 and args[1].lower() == "set":
+            return FormAsk(FormKind.SETTING, cluster_word(args[0], "slurm"))
         if name == "slurm" and len(args) in (3, 4) and args[1].lower() in ("prolog", "epilog"):
             verb, rest = args[2].lower(), args[3:]
             if verb not in ("add", "replace") or (rest and not rest[0].isdigit()):
@@ -228,6 +233,35 @@ class Forms:
             cluster.name or cluster.cluster_id, which, verb, int(number), content=script
         )
         return command, {}
+
+
+def setting_choices(cluster: Cluster) -> list[Choice]:
+    """The slurm.conf keys a form offers: the known ones, then those set now, with values."""
+    config = dict(cluster.slurm.config or {})
+    current = {normal_key(k): (k, v) for k, v in config.items()}
+    keys = [k.name for k in KNOWN.values()]
+    keys += sorted(k for k in config if normal_key(k) not in KNOWN)
+    choices = []
+    for key in keys:
+        _name, value = current.get(normal_key(key), (key, None))
+        shown = f"{key} = {value}" if value is not None else f"{key} (not set)"
+        choices.append(Choice(key, shown[:75]))
+    return choices[:OPTIONS]
+
+
+def check_setting(
+    cluster: Cluster, key: str | None, value: str | None
+) -> tuple[SlurmConfig | None, dict[str, str]]:
+    """The command for one key and value, or the problems by field; the value's own checks
+    are the plan's, as for the typed command."""
+    if not key:
+        return None, {"key": "choose a setting"}
+    if not (value or "").strip():
+        return None, {
+            "value": "give a value (to remove a key, type /cluster slurm CLUSTER unset KEY)"
+        }
+    assert value is not None
+    return SlurmConfig(cluster.name or cluster.cluster_id, sets=((key, value.strip()),)), {}
 
 
 def _count(text: str | None, field: str, errors: dict[str, str]) -> int | None:

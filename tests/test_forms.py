@@ -260,6 +260,8 @@ async def test_an_uploaded_file_is_served_only_with_the_bot_token(stack: Stack) 
         ("slurm t1 epilog add 2", FormAsk(FormKind.SCRIPT, "t1", which="epilog", place=2)),
         ("slurm t1 epilog replace 2", FormAsk(FormKind.SCRIPT, "t1", which="epilog", replace=2)),
         ("slurm t1 epilog replace", None),
+        ("slurm t1 set", FormAsk(FormKind.SETTING, "t1")),
+        ("slurm t1 set PreemptMode=OFF", None),
         ("slurm t1 epilog remove 2", None),
         ("list", None),
     ],
@@ -278,3 +280,21 @@ def test_full_width_digits_and_letters_are_read_as_ascii() -> None:
     assert form_for("ｒｅｓｉｚｅ") == FormAsk(FormKind.RESIZE)
     shown = " ".join(str(part) for part in help_reply(None).parts)
     assert "Full-width digits and letters" in shown
+
+
+async def test_a_slurm_setting_is_changed_from_a_form(stack: Stack) -> None:
+    await stack.command("alice", "/cluster slurm train01 set")
+    form = await modal(stack, "alice", "value")
+    assert form["title"] == "Change a Slurm setting"
+    keys = next(b for b in form["blocks"] if b["block_id"] == "key")
+    labels = [o["text"]["text"] for o in keys["element"]["options"]]
+    assert "PriorityType = priority/multifactor" in labels and "PreemptMode (not set)" in labels
+    answer = await submit(
+        stack, "alice", form, {"key": {"form_key": "PreemptMode"}, "value": {"form_value": "X"}}
+    )
+    assert "PreemptMode=X is not valid" in answer["errors"]["value"]  # the plan's own check
+    answer = await submit(stack, "alice", form, {"value": {"form_value": "REQUEUE"}})
+    assert answer["errors"] == {}, answer
+    messages = await stack.wait(lambda ms: any(is_card(m) for m in ms))
+    card = text_of(next(m for m in messages if is_card(m)))
+    assert "Slurm settings request: train01" in card and "set PreemptMode = REQUEUE" in card

@@ -253,9 +253,30 @@ def script_view(
     return _modal(meta, title[:24], "Ask for approval", blocks)
 
 
+def setting_view(meta: Meta, cluster_id: str, choices: Sequence[Choice]) -> dict[str, Any]:
+    key: dict[str, Any] = {
+        "type": "static_select",
+        "action_id": "form_key",
+        "placeholder": _plain("Choose a setting", 150),
+        "options": [option(c) for c in choices],
+    }
+    value = {"type": "plain_text_input", "action_id": "form_value", "max_length": 500}
+    blocks = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"slurm.conf of *{cluster_id}*"}},
+        _input("key", "Setting", key),
+        _input("value", "Value", value, hint="Known keys are checked and explained on the card."),
+        _context("The whole config map is sent with the new value; a second person approves."),
+    ]
+    return _modal(meta, "Change a Slurm setting", "Ask for approval", blocks)
+
+
 def loading_view(meta: Meta, note: str) -> dict[str, Any]:
     """A form whose cluster is being read; it has no fields yet, so no submit."""
-    titles = {FormKind.RESIZE: "Resize a node pool", FormKind.DELETE: "Delete a cluster"}
+    titles = {
+        FormKind.RESIZE: "Resize a node pool",
+        FormKind.DELETE: "Delete a cluster",
+        FormKind.SETTING: "Change a Slurm setting",
+    }
     return {
         "type": "modal",
         "callback_id": CALLBACK,

@@ -31,18 +31,24 @@ from bot.slack.modal_views import (
     option,
     resize_view,
     script_view,
+    setting_view,
 )
 from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
 from handlers.dispatch import Answer, Dispatcher, Outcome
-from handlers.forms import FormAsk, FormKind, Forms
+from handlers.forms import FormAsk, FormKind, Forms, check_setting, setting_choices
 from handlers.grammar import CommandError
 from handlers.replies import error_reply
 from handlers.slurm_scripts import scripts_of
 
 SUBMIT_WAIT = 2.0  # seconds a submission's ack waits for the request (Slack allows 3)
 FILE_LIMIT = 64 * 1024
-LAST_FIELD = {FormKind.RESIZE: "max", FormKind.DELETE: "confirm", FormKind.SCRIPT: "place"}
+LAST_FIELD = {
+    FormKind.RESIZE: "max",
+    FormKind.DELETE: "confirm",
+    FormKind.SCRIPT: "place",
+    FormKind.SETTING: "value",
+}
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +178,8 @@ class Modals:
             pools = ", ".join(f"{p.id} ({p.bounds} nodes)" for p in cluster.node_pools)
             summary = f"This deletes *{cluster.cluster_id}*: pools {pools}; it costs {cost} now."
             return delete_view(meta, chosen, summary)
+        if meta.kind == FormKind.SETTING:
+            return setting_view(meta, cluster.cluster_id, setting_choices(cluster))
         if meta.kind == FormKind.SCRIPT:
             which = meta.which or "prolog"
             meta.place = meta.place if meta.place and not meta.place.endswith(":0") else None
@@ -275,7 +283,7 @@ class Modals:
             if errors or command is None:
                 return errors
             channel = meta.channel or self.home_channel or ""
-            name = "slurm" if meta.kind == FormKind.SCRIPT else meta.kind
+            name = FormAsk(meta.kind).subcommand
             answer = await self.dispatcher.submit(user, channel, name, command)
         except CommandError as error:
             return {"cluster": error.reason}
@@ -297,6 +305,9 @@ class Modals:
     ) -> tuple[Any, dict[str, str]]:
         if meta.kind == FormKind.DELETE:
             return self.forms.check_delete(cluster, _entry(values, "confirm").get("value"))
+        if meta.kind == FormKind.SETTING:
+            key = _picked(_entry(values, "key"))
+            return check_setting(cluster, key, _entry(values, "value").get("value"))
         if meta.kind == FormKind.SCRIPT:
             files, problem = await self._files(_entry(values, "file").get("files") or [])
             if problem:
