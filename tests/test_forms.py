@@ -298,3 +298,18 @@ async def test_a_slurm_setting_is_changed_from_a_form(stack: Stack) -> None:
     messages = await stack.wait(lambda ms: any(is_card(m) for m in ms))
     card = text_of(next(m for m in messages if is_card(m)))
     assert "Slurm settings request: train01" in card and "set PreemptMode = REQUEUE" in card
+
+
+def test_without_a_form_the_words_are_still_needed() -> None:
+    """Where no form can open (no trigger: the dispatcher alone), the command's own parser
+    still says what is missing."""
+    from handlers.commands import parse
+    from handlers.grammar import CommandError
+
+    for text, reason in (
+        ("slurm train01 set", "slurm set needs KEY=VALUE"),
+        ("resize train01", "resize needs"),
+        ("slurm train01 prolog add", "takes the script in a form"),
+    ):
+        with pytest.raises(CommandError, match=reason):
+            parse(text)
