@@ -80,9 +80,21 @@ async def test_the_resize_form_and_the_home_tab_in_the_browser(tmp_path: Path) -
         await expect(page.locator("#thread")).to_contain_text("your request")
         await expect(page.locator("#thread")).to_contain_text("was withdrawn")
 
+        # the audit log as a CSV file in the channel, opened from the page
+        await run(page, "/cluster audit train01")
+        audit = page.locator(".message.ephemeral", has_text="Audit log for train01")
+        await audit.locator("button", has_text="CSV").click()
+        shared = page.locator("#messages a.file")
+        await expect(shared).to_contain_text("audit-train01-")
+        async with page.expect_popup() as opened:
+            await shared.click()
+        csv_page = await opened.value
+        await expect(csv_page.locator("body")).to_contain_text("time_utc,actor,action")
+        await csv_page.close()
+
         # a private reply is gone after a reload, as in Slack
-        await run(page, "/cluster help")
-        await expect(page.locator(".message.ephemeral")).to_have_count(1)
+        await run(page, "/cluster help")  # private, with the audit log and its answer
+        await expect(page.locator(".message.ephemeral")).to_have_count(3)
         await page.reload()
         await expect(page.locator("#connection")).to_have_text("live")
         await expect(card).to_be_visible()

@@ -8,6 +8,7 @@
   a view (``block_actions`` when the element dispatches).
 - ``POST /sandbox/api/suggest {"user", "view_id", "action_id", "value"}`` -> the app's
   ``options`` for what was typed in an external select.
+- ``GET /sandbox/api/files/ID``: a shared file, as the page opens it.
 - ``POST /sandbox/api/home {"user"}`` -> ``app_home_opened``; ``POST /sandbox/api/close
   {"user", "view_id"}`` closes the user's modals (the Cancel button).
 """
@@ -125,6 +126,17 @@ async def file(request: web.Request) -> web.StreamResponse:
     return web.Response(body=stored.content, content_type="text/plain")
 
 
+async def page_file(request: web.Request) -> web.Response:
+    """A shared file as the page (Slack's own client, signed in) opens it."""
+    stored = request.app[WORKSPACE].views.files.get(request.match_info["id"])
+    if stored is None:
+        return web.Response(status=404, text="file not found")
+    disposition = f'inline; filename="{stored.name}"'
+    return web.Response(
+        body=stored.content, content_type="text/plain", headers={"Content-Disposition": disposition}
+    )
+
+
 async def favicon(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "favicon.svg")
 
@@ -141,4 +153,5 @@ def install(app: web.Application) -> None:
     app.router.add_post("/sandbox/api/home", open_home)
     app.router.add_post("/sandbox/api/close", close)
     app.router.add_get("/sandbox/files/{id}/{name}", file)
+    app.router.add_get("/sandbox/api/files/{id}", page_file)
     app.router.add_get("/favicon.ico", favicon)

@@ -206,6 +206,13 @@ function renderMessage(message, { inThread = false } = {}) {
   } else {
     content.appendChild(el("div", "text", Mrkdwn.render(message.text, names())));
   }
+  for (const file of message.files || []) {
+    const link = el("a", "file", `${Mrkdwn.escapeHtml(file.title || file.name)} <span class="file-size">${file.size.toLocaleString()} bytes</span>`);
+    link.href = `/sandbox/api/files/${encodeURIComponent(file.id)}`;
+    link.target = "_blank";
+    link.rel = "noopener";
+    content.appendChild(link);
+  }
   if (message.ephemeral_to) content.appendChild(el("div", "ephemeral-note", "Only visible to you"));
   if (!inThread) {
     const replies = state.messages.filter((m) => m.thread_ts === message.ts && m.ts !== message.ts);
