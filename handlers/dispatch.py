@@ -74,10 +74,6 @@ class Answer:
     reason: str | None = None  # why it was refused or failed, in one line (for a form's field)
 
 
-class _Unknown(Exception):
-    """The caller's role is not at hand for an instant answer."""
-
-
 @dataclass
 class Core:
     """The services the commands run on (``handlers.commands.Services``)."""
@@ -128,17 +124,17 @@ class Dispatcher:
         assert answer is not None
         return answer
 
-    async def refusal(self, user: str, channel: str, name: str) -> Answer | None:
-        """Why ``user`` may not use subcommand ``name`` here at all (its least role), so a
-        form is not opened for nothing; None when they may."""
-        entry = BY_NAME[name]
-        return await self._allowed(entry, entry.role, user, channel, instant=False)
+    async def refusal(self, user: str, channel: str, name: str, needed: Role) -> Answer | None:
+        """Why ``user`` may not ask subcommand ``name`` for what needs role ``needed`` here,
+        so a form is not opened for nothing; None when they may."""
+        refusal, _role = await self._allowed(BY_NAME[name], needed, user, channel, instant=False)
+        return refusal
 
     async def _allowed(
         self, entry: Subcommand[Any], needed: Role, user: str, channel: str, *, instant: bool
-    ) -> Answer | None:
-        """A refusal by channel or role; None when allowed. Raises _Unknown when the role
-        is not at hand for an instant answer."""
+    ) -> tuple[Answer | None, Role | None]:
+        """A refusal by channel or role (None when allowed), and the caller's role (None when
+        an instant answer does not have it at hand)."""
         name = entry.name
         if not self.policy.channel_allowed(channel):
             allowed: Line = joined([ChannelRef(c) for c in self.policy.channels])
@@ -148,36 +144,29 @@ class Dispatcher:
                 *allowed,
                 ".",
             )
-            return Answer(refusal, name, Outcome.DENIED)
+            return Answer(refusal, name, Outcome.DENIED), None
         role = self.roles.known(user) if instant else await self.roles.of(user)
-        if role is None:
-            raise _Unknown
-        if role < needed:
-            reason = (
-                f"/cluster {name} needs the {needed.label} role; you are {role.label}. "
-                "An admin can grant it in the policy file."
-            )
-            return Answer(error_reply(reason), name, Outcome.DENIED, reason=reason)
-        return None
+        if role is None or role >= needed:
+            return None, role
+        reason = (
+            f"/cluster {name} needs the {needed.label} role; you are {role.label}. "
+            "An admin can grant it in the policy file."
+        )
+        return Answer(error_reply(reason), name, Outcome.DENIED, reason=reason), role
 
     async def _run(
         self, entry: Subcommand[Any], command: Any, user: str, channel: str, *, instant: bool
     ) -> Answer | None:
         name = entry.name
         try:
-            refusal = await self._allowed(
-                entry, entry.needed(command), user, channel, instant=instant
-            )
+            needed = entry.needed(command)
+            refusal, role = await self._allowed(entry, needed, user, channel, instant=instant)
             if refusal is not None:
                 return refusal
-            if instant and not entry.instant:
+            if role is None or (instant and not entry.instant):
                 return None
-            role = self.roles.known(user) if instant else await self.roles.of(user)
-            assert role is not None
             reply = await entry.run(self.core, command, Caller(user, channel, role))
             return Answer(reply, name, public=reply.public if reply else False)
-        except _Unknown:
-            return None
         except CommandError as error:
             name = error.subcommand or name
             reply = error_reply(error.reason, error.usage)

@@ -21,6 +21,7 @@ from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
 from handlers.grammar import MAX_NODES, POOL_ID, CommandError, cluster_word, normal
 from handlers.plans import PlanError, plan_resize
+from handlers.policy import Role
 from handlers.slurm_commands import SlurmConfig, SlurmScripts
 from handlers.slurm_scripts import scripts_of
 from handlers.slurm_settings import KNOWN
@@ -48,6 +49,11 @@ class FormAsk:
     which: str | None = None  # SCRIPT: "prolog" or "epilog"
     replace: int | None = None  # SCRIPT: the place of the script to replace
     place: int | None = None  # SCRIPT: where to add (None: at the end)
+
+    @property
+    def role(self) -> Role:
+        """Every form asks for a change: an operator's (reading needs no form)."""
+        return Role.OPERATOR
 
     @property
     def subcommand(self) -> str:
@@ -125,7 +131,8 @@ class Forms:
         return self._clusters[1]
 
     async def clusters(self, typed: str) -> list[Choice]:
-        """Clusters whose id contains what was typed (in any case), cheapest last."""
+        """Clusters whose id contains what was typed (in any case): those that start with it
+        first, each group by id."""
         needle = typed.strip().lower()
         found = [c for c in await self._all() if needle in c.cluster_id]
         found.sort(key=lambda c: (not c.cluster_id.startswith(needle), c.cluster_id))
@@ -137,6 +144,12 @@ class Forms:
         return Choice(
             cluster.name or cluster.cluster_id, f"{cluster.cluster_id} · {region} · {cost}"
         )
+
+    def deletes(self, cluster: Cluster) -> str:
+        """What a delete of the cluster removes, and what it costs now."""
+        pools = ", ".join(f"{p.id} ({p.bounds} nodes)" for p in cluster.node_pools)
+        cost = money(self.prices.cluster_hour(cluster))
+        return f"This deletes *{cluster.cluster_id}*: pools {pools}; it costs {cost} now."
 
     async def cluster(self, key: str, subcommand: str) -> Cluster:
         return await self.directory.resolve(key, subcommand)
@@ -184,10 +197,8 @@ class Forms:
             errors["max"] = f"MAX {high} is less than MIN {low}"
         if errors or pool_id is None or low is None or high is None:
             return None, errors
-        try:
-            plan_resize(cluster, pool_id, low, high, self.prices)
-        except PlanError as error:
-            return None, {"max": str(error)}
+        # what the plan refuses (a size the pool has, the login pool's rules) the request
+        # itself says, at the form's last field
         return Resize(cluster.name or cluster.cluster_id, pool_id, low, high), {}
 
     @staticmethod

@@ -313,3 +313,20 @@ def test_without_a_form_the_words_are_still_needed() -> None:
     ):
         with pytest.raises(CommandError, match=reason):
             parse(text)
+
+
+async def test_what_the_plan_refuses_shows_at_a_field_the_form_has(stack: Stack) -> None:
+    await stack.command("alice", "/cluster resize train01 a4")
+    form = await modal(stack, "alice", "min:a4")
+    same = await submit(stack, "alice", form, {"max:a4": {"form_max": "2"}})  # a4 is 2 now
+    assert list(same["errors"]) == ["max:a4"]
+    assert "already has bounds 2" in same["errors"]["max:a4"]
+    # a script form has no cluster field: a cluster problem shows at its last field
+    await stack.command("carol", "/cluster slurm train01 prolog add")
+    assert await views(stack, "carol") == []  # a viewer gets no form
+    await stack.command("alice", "/cluster slurm train01 prolog add")
+    script = await modal(stack, "alice", "paste")
+    stack.simulator.clusters.pop(TRAIN01)
+    gone = await submit(stack, "alice", script, {"paste": {"form_paste": "echo hi"}})
+    assert list(gone["errors"]) == ["place"] and "train01" in gone["errors"]["place"]
+    assert not [m for m in await stack.messages() if is_card(m)]

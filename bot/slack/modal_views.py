@@ -164,12 +164,13 @@ def resize_view(
     return _modal(meta, "Resize a node pool", "Ask for approval", blocks)
 
 
-def delete_view(meta: Meta, chosen: Choice | None, summary: str = "") -> dict[str, Any]:
+def delete_view(
+    meta: Meta, chosen: Choice | None, cluster_id: str = "", summary: str = ""
+) -> dict[str, Any]:
     blocks = [_cluster_field(chosen)]
     if chosen is None:
         blocks.append(_context("Choose the cluster to delete."))
         return _modal(meta, "Delete a cluster", "Ask to delete", blocks)
-    cluster_id = chosen.label.split(" · ")[0]
     if summary:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": summary[:3000]}})
     blocks.append(

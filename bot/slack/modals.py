@@ -35,14 +35,20 @@ from bot.slack.modal_views import (
 )
 from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
-from handlers.dispatch import Answer, Dispatcher, Outcome
-from handlers.forms import FormAsk, FormKind, Forms, check_setting, setting_choices
+from handlers.dispatch import Dispatcher, Outcome
+from handlers.forms import (
+    MAX_SCRIPT_BYTES,
+    FormAsk,
+    FormKind,
+    Forms,
+    check_setting,
+    setting_choices,
+)
 from handlers.grammar import CommandError
 from handlers.replies import error_reply
 from handlers.slurm_scripts import scripts_of
 
 SUBMIT_WAIT = 2.0  # seconds a submission's ack waits for the request (Slack allows 3)
-FILE_LIMIT = 64 * 1024
 LAST_FIELD = {
     FormKind.RESIZE: "max",
     FormKind.DELETE: "confirm",
@@ -59,12 +65,14 @@ def _values(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {block: next(iter(actions.values()), {}) for block, actions in state.items() if actions}
 
 
-def _entry(values: dict[str, dict[str, Any]], prefix: str) -> dict[str, Any]:
-    """The entry of the field named ``prefix`` (``min`` finds ``min:a4``)."""
-    for block, entry in values.items():
-        if block == prefix or block.startswith(prefix + ":"):
-            return entry
-    return {}
+def _block(values: dict[str, dict[str, Any]], field: str) -> str | None:
+    """The block of the field named ``field`` (``min`` is ``min:a4``), if the form has it."""
+    return next((b for b in values if b == field or b.startswith(field + ":")), None)
+
+
+def _entry(values: dict[str, dict[str, Any]], field: str) -> dict[str, Any]:
+    """The entry of the field named ``field``."""
+    return values.get(_block(values, field) or "", {})
 
 
 def _picked(entry: dict[str, Any]) -> str | None:
@@ -101,7 +109,7 @@ class Modals:
     async def open(self, ack: Any, body: dict[str, Any], ask: FormAsk) -> None:
         """Open the form a command asked for (or say why not, in the ack)."""
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
-        refusal = await self.dispatcher.refusal(user, channel, ask.subcommand)
+        refusal = await self.dispatcher.refusal(user, channel, ask.subcommand, ask.role)
         if refusal is not None and refusal.reply is not None:
             await ack(**self.responder.message(refusal.reply))
             return
@@ -116,18 +124,21 @@ class Modals:
         channel = self.home_channel or ""
         if kind not in (FormKind.RESIZE, FormKind.DELETE):
             return
-        refusal = await self.dispatcher.refusal(user, channel, kind)
+        ask = FormAsk(kind)
+        refusal = await self.dispatcher.refusal(user, channel, ask.subcommand, ask.role)
         if refusal is not None:
             log.info("form %s not opened for %s: %s", kind, user, refusal.reason)
             return
-        await self._open(user, channel, str(body["trigger_id"]), FormAsk(kind), None)
+        await self._open(user, channel, str(body["trigger_id"]), ask, None)
 
     async def _open(
         self, user: str, channel: str, trigger: str, ask: FormAsk, response_url: Any
     ) -> None:
         meta = Meta(ask.kind, channel, ask.cluster, ask.which)
-        if ask.kind == FormKind.SCRIPT:
-            meta.place = f"replace:{ask.replace}" if ask.replace else f"add:{ask.place or 0}"
+        if ask.replace:
+            meta.place = f"replace:{ask.replace}"
+        elif ask.place:
+            meta.place = f"add:{ask.place}"
         try:
             opened = await self.client.views_open(trigger_id=trigger, view=self._first_view(meta))
         except SlackApiError as error:
@@ -174,15 +185,11 @@ class Modals:
     ) -> dict[str, Any]:
         chosen = self.forms.cluster_choice(cluster)
         if meta.kind == FormKind.DELETE:
-            cost = chosen.label.split(" · ")[-1]
-            pools = ", ".join(f"{p.id} ({p.bounds} nodes)" for p in cluster.node_pools)
-            summary = f"This deletes *{cluster.cluster_id}*: pools {pools}; it costs {cost} now."
-            return delete_view(meta, chosen, summary)
+            return delete_view(meta, chosen, cluster.cluster_id, self.forms.deletes(cluster))
         if meta.kind == FormKind.SETTING:
             return setting_view(meta, cluster.cluster_id, setting_choices(cluster))
         if meta.kind == FormKind.SCRIPT:
             which = meta.which or "prolog"
-            meta.place = meta.place if meta.place and not meta.place.endswith(":0") else None
             heads = [(s.splitlines() or [""])[0] for s in scripts_of(cluster, which)]
             return script_view(meta, cluster.cluster_id, self.forms.places(cluster, which), heads)
         pool_id = _picked(values.get("pool", {}))
@@ -273,6 +280,20 @@ class Modals:
         self, user: str, meta: Meta, values: dict[str, dict[str, Any]]
     ) -> dict[str, str]:
         """Make the request; the problems keyed by the block that shows them ({} when made)."""
+        errors = await self._problems(user, meta, values)
+        last = LAST_FIELD.get(meta.kind, "cluster")
+
+        def shown_at(field: str) -> str:
+            # a problem goes to its field's block, or to the form's last field when the form
+            # has no such field (a script form has no cluster field)
+            return _block(values, field) or _block(values, last) or last
+
+        return {shown_at(field): text for field, text in errors.items()}
+
+    async def _problems(
+        self, user: str, meta: Meta, values: dict[str, dict[str, Any]]
+    ) -> dict[str, str]:
+        """What is wrong, by field name ({} when the request was made)."""
         last = LAST_FIELD.get(meta.kind, "cluster")
         try:
             key = _picked(values.get("cluster", {})) or meta.cluster
@@ -292,10 +313,6 @@ class Modals:
         except Exception:
             internal_error(f"form {meta.kind} from {user}")
             return {last: "An internal error occurred; it has been logged."}
-        return self._answered(answer, last)
-
-    @staticmethod
-    def _answered(answer: Answer, last: str) -> dict[str, str]:
         if answer.outcome == Outcome.OK:
             return {}
         return {last: (answer.reason or "the request was not made")[:300]}
@@ -323,12 +340,7 @@ class Modals:
         command, errors = self.forms.check_resize(
             cluster, pool, _entry(values, "min").get("value"), _entry(values, "max").get("value")
         )
-        return command, {self._block(values, k): v for k, v in errors.items()}
-
-    @staticmethod
-    def _block(values: dict[str, dict[str, Any]], field: str) -> str:
-        """The block id that shows a field's error (``min`` is ``min:a4``)."""
-        return next((b for b in values if b == field or b.startswith(field + ":")), field)
+        return command, errors
 
     async def _files(self, files: list[dict[str, Any]]) -> tuple[list[str], str]:
         """Each uploaded file's text, read from its ``url_private`` with the bot token."""
@@ -340,8 +352,8 @@ class Modals:
         assert session is not None
         try:
             for file in files:
-                if int(file.get("size") or 0) > FILE_LIMIT:
-                    return [], f"{file.get('name')} is over {FILE_LIMIT // 1024} KiB"
+                if int(file.get("size") or 0) > MAX_SCRIPT_BYTES:
+                    return [], f"{file.get('name')} is over {MAX_SCRIPT_BYTES // 1024} KiB"
                 headers = {"Authorization": f"Bearer {self.client.token}"}
                 url = str(file.get("url_private"))
                 limit = aiohttp.ClientTimeout(total=1.5)
