@@ -20,11 +20,11 @@ from handlers.entities import ApprovalRequest, AuditEntry
 from handlers.grammar import CommandError, cluster_word, echo
 from handlers.plans import ChangePlan, PlanKind, wanted
 from handlers.ports import RequestStore
-from handlers.replies import Button, Buttons, Heading, Note, Reply, Text, UserRef
+from handlers.replies import USER_ID, Button, Buttons, Heading, Note, Reply, Text, UserRef
 from handlers.words import duration
 
 PAGE = 15
-USER = re.compile(r"^<@([UW][A-Z0-9]{2,})(\|[^>]*)?>$|^([UW][A-Z0-9]{2,})$")
+USER = re.compile(f"^<@({USER_ID})(\\|[^>]*)?>$|^({USER_ID})$")  # a mention or a user id
 SINCE = re.compile(r"^(\d{1,4})([mhdw])$")
 UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 LINE = 300  # characters of one entry at most
@@ -85,6 +85,13 @@ def _details(entry: AuditEntry) -> dict[str, object]:
     return details if isinstance(details, dict) else {}
 
 
+def _took(entry: AuditEntry, request: ApprovalRequest | None) -> float | None:
+    """How long the request took, on the entry that ended it (None on any other)."""
+    if request is None or not request.finished_at or entry.at < request.finished_at - 1:
+        return None
+    return request.finished_at - request.created_at
+
+
 def _entry(entry: AuditEntry, request: ApprovalRequest | None) -> Text:
     when = datetime.fromtimestamp(entry.at, UTC).strftime("%b %d %H:%M")
     cluster = entry.cluster.rsplit("/", 1)[-1]
@@ -94,8 +101,9 @@ def _entry(entry: AuditEntry, request: ApprovalRequest | None) -> Text:
     details = _details(entry)
     if details.get("outcome"):
         words.append(f" · {details['outcome']}")
-    if request is not None and request.finished_at and entry.at >= request.finished_at - 1:
-        words.append(f" · took {duration(request.finished_at - request.created_at)}")
+    took = _took(entry, request)
+    if took is not None:
+        words.append(f" · took {duration(took)}")
     text = "".join(words)
     if len(text) > LINE:
         text = text[: LINE - 1] + "…"
@@ -106,11 +114,22 @@ class AuditLog:
     def __init__(self, source: RequestStore) -> None:
         self.source = source
 
-    async def page(self, query: Audit, now: float) -> Reply:
+    async def _entries(self, query: Audit, now: float, limit: int) -> list[AuditEntry]:
         after = now - query.since if query.since else None
-        entries = await self.source.audit_log(
-            query.cluster, PAGE + 1, actor=query.by, after=after, before=query.before
+        return await self.source.audit_log(
+            query.cluster, limit, actor=query.by, after=after, before=query.before
         )
+
+    async def _requests(self, entries: list[AuditEntry]) -> dict[str, ApprovalRequest | None]:
+        """The request behind each entry, read once each."""
+        requests: dict[str, ApprovalRequest | None] = {}
+        for entry in entries:
+            if entry.request_id and entry.request_id not in requests:
+                requests[entry.request_id] = await self.source.get_request(entry.request_id)
+        return requests
+
+    async def page(self, query: Audit, now: float) -> Reply:
+        entries = await self._entries(query, now, PAGE + 1)
         more, entries = len(entries) > PAGE, entries[:PAGE]
         title = f"Audit log for {query.cluster}" if query.cluster else "Audit log"
         reply = Reply(title).add(Heading(title))
@@ -119,10 +138,7 @@ class AuditLog:
         if not entries:
             older = " older" if query.before else ""
             return reply.add(Text(f"No{older} entries."))
-        requests: dict[str, ApprovalRequest | None] = {}
-        for entry in entries:
-            if entry.request_id and entry.request_id not in requests:
-                requests[entry.request_id] = await self.source.get_request(entry.request_id)
+        requests = await self._requests(entries)
         for entry in entries:
             reply.add(_entry(entry, requests.get(entry.request_id or "")))
         reply.add(Note("Newest first, times in UTC."))
@@ -135,25 +151,18 @@ class AuditLog:
     async def csv(self, query: Audit, now: float) -> tuple[str, str, int]:
         """The log so filtered, up to ``CSV_ROWS`` entries, newest first: (file name, text,
         rows)."""
-        after = now - query.since if query.since else None
-        entries = await self.source.audit_log(
-            query.cluster, CSV_ROWS, actor=query.by, after=after, before=None
-        )
+        entries = await self._entries(query, now, CSV_ROWS)
+        requests = await self._requests(entries)
         out = io.StringIO()
         writer = csv.writer(out)
         writer.writerow(
             ["time_utc", "actor", "action", "cluster", "request", "change", "outcome", "took_s"]
         )
-        requests: dict[str, ApprovalRequest | None] = {}
         for entry in entries:
             rid = entry.request_id or ""
-            if rid and rid not in requests:
-                requests[rid] = await self.source.get_request(rid)
             request = requests.get(rid)
             outcome = _details(entry).get("outcome") or ""
-            took = ""
-            if request is not None and request.finished_at and entry.at >= request.finished_at - 1:
-                took = f"{request.finished_at - request.created_at:.0f}"
+            took = _took(entry, request)
             writer.writerow(
                 [
                     datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%d %H:%M:%S"),
@@ -163,7 +172,7 @@ class AuditLog:
                     rid,
                     change_words(request.plan) if request is not None else "",
                     outcome,
-                    took,
+                    "" if took is None else f"{took:.0f}",
                 ]
             )
         stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d-%H%M")

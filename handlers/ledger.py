@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -22,10 +21,9 @@ from handlers.approval_card import (
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
-from handlers.replies import Line
+from handlers.replies import SLACK_USER, Line
 
 log = logging.getLogger(__name__)
-SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")  # a Slack user id, as mentions take it
 
 # Called once a request has ended (with the request as it ended), e.g. to restore the idle
 # alert a remedy came from. Must be safe to call twice.

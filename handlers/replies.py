@@ -9,6 +9,7 @@ it: the Slack renderer (``bot/slack/render.py``) turns it into Block Kit and mrk
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -28,6 +29,12 @@ class Em:
 @dataclass(frozen=True)
 class Code:
     text: str
+
+
+# A Slack user id (W: Enterprise Grid), which a mention can name; anything else (the policy,
+# a pipeline's service account) is shown as a name.
+USER_ID = r"[UW][A-Z0-9]{2,}"
+SLACK_USER = re.compile(f"^{USER_ID}$")
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ link or markup. Limits: https://api.slack.com/reference/block-kit/blocks.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
 from bot.redact import Redactor
 from handlers.replies import (
+    SLACK_USER,
     Button,
     Buttons,
     Caution,
@@ -42,7 +42,6 @@ MAX_BLOCKS = 50
 # Characters of monospace that fit the narrowest place a reply is read: a phone, or the
 # desktop's thread pane (about 380 px). A wider table is drawn as lines that wrap instead.
 MOBILE_WIDTH = 60
-SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")  # user ids (W: Enterprise Grid)
 SECTION_LIMIT = 3000
 FIELD_LIMIT = 2000
 FIELDS_PER_SECTION = 10

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +73,7 @@ async def complete_upload(ws: Workspace, args: dict[str, Any], origin: str) -> d
         pending = _pending(ws).pop(str(item.get("id")), None)
         if pending is None or pending.content is None:
             raise SlackError("file_not_found")
-        stored = File(str(item["id"]), pending.name, pending.content, ws.bot.id, time.time())
+        stored = File(str(item["id"]), pending.name, pending.content, ws.bot.id, ws.clock())
         ws.views.files[stored.id] = stored
         shared.append({**stored.to_api(origin), "title": str(item.get("title") or pending.name)})
     if channel is not None:

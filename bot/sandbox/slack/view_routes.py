@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from aiohttp import web
 
 from bot.sandbox.slack import uploads, view_delivery
 from bot.sandbox.slack.keys import SESSION, WORKSPACE, error_response, json_body, origin_of
-from bot.sandbox.slack.workspace import SlackError
+from bot.sandbox.slack.workspace import SlackError, User, Workspace
 
 STATIC = Path(__file__).with_name("static")
 
@@ -36,78 +37,95 @@ async def list_views(request: web.Request) -> web.Response:
     return web.json_response({"views": [v.to_sandbox() for v in ws.views.of_user(user.id)]})
 
 
-async def submit(request: web.Request) -> web.Response:
+Work = Callable[[web.Request, Workspace, User, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+async def _as_user(
+    request: web.Request, work: Work, body: dict[str, Any] | None = None
+) -> web.Response:
+    """Resolve the body's user, do the work and answer what it returns; a SlackError is the
+    answer instead."""
     ws = request.app[WORKSPACE]
     try:
-        body = await json_body(request)
+        body = body if body is not None else await json_body(request)
         user = ws.user(str(body.get("user", "")))
-        values = body.get("values") or {}
-        if not isinstance(values, dict) or not all(isinstance(v, dict) for v in values.values()):
-            raise SlackError("invalid_values", status=400)
-        delivery, errors = await view_delivery.deliver_submission(
-            ws, request.app[SESSION], origin_of(request), user, str(body.get("view_id")), values
-        )
+        return web.json_response(await work(request, ws, user, body))
     except SlackError as error:
         return error_response(error)
-    return web.json_response({**delivery.to_api(), "errors": errors})
+
+
+async def _submit(
+    request: web.Request, ws: Workspace, user: User, body: dict[str, Any]
+) -> dict[str, Any]:
+    values = body.get("values") or {}
+    if not isinstance(values, dict) or not all(isinstance(v, dict) for v in values.values()):
+        raise SlackError("invalid_values", status=400)
+    delivery, errors = await view_delivery.deliver_submission(
+        ws, request.app[SESSION], origin_of(request), user, str(body.get("view_id")), values
+    )
+    return {**delivery.to_api(), "errors": errors}
+
+
+async def _click(
+    request: web.Request, ws: Workspace, user: User, body: dict[str, Any]
+) -> dict[str, Any]:
+    delivery = await view_delivery.deliver_view_action(
+        ws,
+        request.app[SESSION],
+        origin_of(request),
+        user,
+        str(body.get("view_id")),
+        str(body.get("action_id", "")),
+        body.get("value"),
+    )
+    return delivery.to_api()
+
+
+async def _suggest(
+    request: web.Request, ws: Workspace, user: User, body: dict[str, Any]
+) -> dict[str, Any]:
+    options = await view_delivery.deliver_suggestion(
+        ws,
+        request.app[SESSION],
+        user,
+        str(body.get("view_id")),
+        str(body.get("action_id", "")),
+        str(body.get("value") or ""),
+    )
+    return {"options": options}
+
+
+async def _home(
+    request: web.Request, ws: Workspace, user: User, body: dict[str, Any]
+) -> dict[str, Any]:
+    return (await view_delivery.deliver_home_opened(ws, request.app[SESSION], user)).to_api()
+
+
+async def _close(
+    request: web.Request, ws: Workspace, user: User, body: dict[str, Any]
+) -> dict[str, Any]:
+    ws.views.clear(user.id)
+    return {"ok": True}
+
+
+async def submit(request: web.Request) -> web.Response:
+    return await _as_user(request, _submit)
 
 
 async def view_click(request: web.Request, body: dict[str, Any]) -> web.Response:
-    ws = request.app[WORKSPACE]
-    try:
-        user = ws.user(str(body.get("user", "")))
-        delivery = await view_delivery.deliver_view_action(
-            ws,
-            request.app[SESSION],
-            origin_of(request),
-            user,
-            str(body.get("view_id")),
-            str(body.get("action_id", "")),
-            body.get("value"),
-        )
-    except SlackError as error:
-        return error_response(error)
-    return web.json_response(delivery.to_api())
+    return await _as_user(request, _click, body)
 
 
 async def suggest(request: web.Request) -> web.Response:
-    ws = request.app[WORKSPACE]
-    try:
-        body = await json_body(request)
-        user = ws.user(str(body.get("user", "")))
-        options = await view_delivery.deliver_suggestion(
-            ws,
-            request.app[SESSION],
-            user,
-            str(body.get("view_id")),
-            str(body.get("action_id", "")),
-            str(body.get("value") or ""),
-        )
-    except SlackError as error:
-        return error_response(error)
-    return web.json_response({"options": options})
+    return await _as_user(request, _suggest)
 
 
 async def open_home(request: web.Request) -> web.Response:
-    ws = request.app[WORKSPACE]
-    try:
-        body = await json_body(request)
-        user = ws.user(str(body.get("user", "")))
-        delivery = await view_delivery.deliver_home_opened(ws, request.app[SESSION], user)
-    except SlackError as error:
-        return error_response(error)
-    return web.json_response(delivery.to_api())
+    return await _as_user(request, _home)
 
 
 async def close(request: web.Request) -> web.Response:
-    ws = request.app[WORKSPACE]
-    try:
-        body = await json_body(request)
-        user = ws.user(str(body.get("user", "")))
-    except SlackError as error:
-        return error_response(error)
-    ws.views.clear(user.id)
-    return web.json_response({"ok": True})
+    return await _as_user(request, _close)
 
 
 async def file(request: web.Request) -> web.StreamResponse:
