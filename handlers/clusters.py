@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
+from bot.vertex.facts import ClusterFacts
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from handlers.costs import PRICES_AS_OF, PriceBook, money
@@ -57,7 +59,7 @@ class ClusterDirectory:
         return await self.vertex.list_targets(self.targets, deadline)
 
     async def kept(
-        self, keep: Callable[[Cluster], K], deadline: float | None = None
+        self, keep: Callable[[ClusterFacts], K], deadline: float | None = None
     ) -> Sequence[KeptListing[K]]:
         """Every target, keeping only ``keep(cluster)`` of each cluster (for a sweep of
         thousands, whose whole resources need not be held at once)."""
@@ -105,7 +107,7 @@ def console_link(name: str) -> Link | str:
     return Link(url, "open in the console")
 
 
-def pools_summary(cluster: Cluster, pools: Sequence[str] | None = None) -> str:
+def pools_summary(cluster: ClusterFacts, pools: Sequence[str] | None = None) -> str:
     """``a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200)``, each pool's nodes as they are now."""
     parts = []
     for pool in cluster.node_pools:
@@ -116,7 +118,25 @@ def pools_summary(cluster: Cluster, pools: Sequence[str] | None = None) -> str:
     return ", ".join(parts)
 
 
-def listing_notes(listings: Sequence[Listing]) -> list[Note]:
+class ListRow(NamedTuple):
+    """What the list shows of a cluster, taken from each page as it is read (a tuple of text
+    and numbers: the pools and nodes it was read into are freed at once)."""
+
+    cluster_id: str
+    target: str
+    state: str
+    cost_hour: float | None
+    pools: str
+
+    @classmethod
+    def of(cls, cluster: ClusterFacts, prices: PriceBook) -> ListRow:
+        cost = prices.cluster_hour(cluster)
+        return cls(
+            cluster.cluster_id, str(cluster.target), cluster.state, cost, pools_summary(cluster)
+        )
+
+
+def listing_notes(listings: Sequence[Listing | KeptListing[Any]]) -> list[Note]:
     """Every target that could not be listed and every cluster that could not be read."""
     notes = []
     for listing in listings:
@@ -127,21 +147,16 @@ def listing_notes(listings: Sequence[Listing]) -> list[Note]:
     return notes
 
 
-def list_reply(listings: Sequence[Listing], prices: PriceBook) -> Reply:
-    clusters = [c for listing in listings for c in listing.clusters]
+def list_reply(listings: Sequence[KeptListing[ListRow]]) -> Reply:
+    clusters = [c for listing in listings for c in listing.kept]
+    costs = [c.cost_hour for c in clusters]
     total = len(clusters)
     reply = Reply(summary=f"{total} clusters")
     reply.add(Heading(f"Clusters ({total})"))
     if clusters:
         rows = [
-            (
-                cluster.cluster_id,
-                str(cluster.target),
-                cluster.state,
-                money(prices.cluster_hour(cluster), per_hour=False),
-                pools_summary(cluster),
-            )
-            for cluster in clusters[:LIST_ROWS]
+            (c.cluster_id, c.target, c.state, money(c.cost_hour, per_hour=False), c.pools)
+            for c in clusters[:LIST_ROWS]
         ]
         reply.add(
             Table.of(("CLUSTER", "TARGET", "STATE", "$/H", "POOLS"), rows, right=frozenset({3}))
@@ -157,10 +172,9 @@ def list_reply(listings: Sequence[Listing], prices: PriceBook) -> Reply:
             )
         )
     reply.add(*listing_notes(listings))
-    known = [prices.cluster_hour(c) for c in clusters]
     if clusters:
-        priced = sum(k for k in known if k is not None)
-        unknown = sum(1 for k in known if k is None)
+        priced = sum(k for k in costs if k is not None)
+        unknown = sum(1 for k in costs if k is None)
         tail = f"; {unknown} with unknown prices" if unknown else ""
         reply.add(
             Note(

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from bot.vertex.models import Cluster, NodePool, ProvisioningModel
+from bot.vertex.facts import ClusterFacts
+from bot.vertex.models import NodePool, ProvisioningModel
 
 PRICES_AS_OF = "2026-11"
 # USD per node-hour, approximate us-central1 on-demand list prices. Set [prices] in the policy
@@ -47,7 +48,7 @@ LIST_PRICES: dict[str, float] = {
     "c3-standard-88": 4.66,
     "e2-standard-8": 0.268,
 }
-DISCOUNTS = {ProvisioningModel.SPOT: 0.35, ProvisioningModel.FLEX_START: 0.5}
+DISCOUNTS: dict[str, float] = {ProvisioningModel.SPOT: 0.35, ProvisioningModel.FLEX_START: 0.5}
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class PriceBook:
         if base is None:
             return None
         model = pool.provisioning_model or ""
-        return base * next((f for m, f in DISCOUNTS.items() if m == model), 1.0)
+        return base * DISCOUNTS.get(model, 1.0)
 
     def pool_hour(self, pool: NodePool, nodes: int) -> float | None:
         """``nodes`` of this pool for an hour; 0 nodes cost nothing even at an unknown price."""
@@ -93,7 +94,7 @@ class PriceBook:
         """What the pool may cost with ``low`` to ``high`` nodes."""
         return Range(self.pool_hour(pool, low), self.pool_hour(pool, high))
 
-    def pools_hour(self, cluster: Cluster, pools: Iterable[NodePool]) -> float | None:
+    def pools_hour(self, cluster: ClusterFacts, pools: Iterable[NodePool]) -> float | None:
         """These pools' nodes that exist now; None when any has nodes at an unknown price."""
         total = 0.0
         for pool in pools:
@@ -103,10 +104,10 @@ class PriceBook:
             total += cost
         return total
 
-    def cluster_hour(self, cluster: Cluster) -> float | None:
+    def cluster_hour(self, cluster: ClusterFacts) -> float | None:
         return self.pools_hour(cluster, cluster.node_pools)
 
-    def freed_hour(self, cluster: Cluster, pools: Iterable[NodePool]) -> float | None:
+    def freed_hour(self, cluster: ClusterFacts, pools: Iterable[NodePool]) -> float | None:
         """Money per hour that removing every node of these pools stops paying. Reserved
         pools free nothing: the reservation is billed until it is released."""
         return self.pools_hour(cluster, (p for p in pools if not p.reserved))

@@ -16,7 +16,6 @@ from typing import Protocol
 
 from handlers.actions import OpenForm
 from handlers.approval_card import cost_change
-from handlers.clusters import list_reply
 from handlers.costs import money
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.idle_alert import IDLE_PAYING
@@ -88,8 +87,7 @@ class Home:
             )
         await self._operations(reply)
         await self._idle(reply)
-        listings = await self.reports.directory.listings(self.reports.directory.read_deadline)
-        clusters = list_reply(listings, self.reports.prices)
+        clusters = await self.reports.clusters()
         reply.add(Rule(), *clusters.parts)
         return reply
 

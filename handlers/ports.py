@@ -1,8 +1,8 @@
 """What the core needs from the world, as Protocols; the adapters in ``bot/`` implement them.
 
-The core may use the control plane's resource models and typed errors (``bot.vertex.models``
-and ``bot.vertex.errors``), which load no adapter library; everything else comes in through
-these ports, built once in the composition root (``bot/app.py``).
+The core may use the control plane's resource models and typed errors (``bot.vertex.models``,
+``bot.vertex.facts`` and ``bot.vertex.errors``), which load no adapter library; everything
+else comes in through these ports, built once in the composition root (``bot/app.py``).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from bot.vertex.facts import ClusterFacts
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation, Share, SlurmActivity, SlurmJob
@@ -82,10 +83,11 @@ class ControlPlane(Protocol):
     async def list_kept(
         self,
         targets: Iterable[Target],
-        keep: Callable[[Cluster], K],
+        keep: Callable[[ClusterFacts], K],
         deadline: float | None = None,
     ) -> Sequence[KeptListing[K]]:
-        """As ``list_targets``, keeping only ``keep(cluster)`` of each, page by page."""
+        """As ``list_targets``, keeping only ``keep(cluster)`` of each, page by page; the
+        cluster may be read only as far as ``ClusterFacts`` goes."""
         ...
 
     async def update_cluster(self, cluster: Cluster, update_mask: Sequence[str]) -> Operation: ...

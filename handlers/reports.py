@@ -7,7 +7,7 @@ from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.operations import Share
 from handlers.actions import SweepNow
 from handlers.audit_view import Audit, AuditLog
-from handlers.clusters import ClusterDirectory, list_reply, show_reply
+from handlers.clusters import ClusterDirectory, ListRow, list_reply, show_reply
 from handlers.costs import PriceBook
 from handlers.idle_alert import report
 from handlers.jobs_view import fairshare_reply, jobs_reply
@@ -52,8 +52,10 @@ class Reports:
         self.sweeper = sweeper
 
     async def clusters(self) -> Reply:
-        listings = await self.directory.listings(self.directory.read_deadline)
-        return list_reply(listings, self.prices)
+        listings = await self.directory.kept(
+            lambda cluster: ListRow.of(cluster, self.prices), self.directory.read_deadline
+        )
+        return list_reply(listings)
 
     async def cluster(self, key: str) -> Reply:
         return show_reply(await self.directory.resolve(key, "show"), self.prices)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from bot.vertex.errors import SlurmUnreadableError
-from bot.vertex.models import Cluster
+from bot.vertex.facts import ClusterFacts
 from handlers.alerts import IdleAlerts
 from handlers.clusters import ClusterDirectory, pools_summary
 from handlers.costs import PriceBook
@@ -114,7 +114,7 @@ class Swept:
     reservations: tuple[str, ...]
 
     @classmethod
-    def of(cls, cluster: Cluster, prices: PriceBook) -> Swept:
+    def of(cls, cluster: ClusterFacts, prices: PriceBook) -> Swept:
         compute = list(cluster.compute_pools())
         paying = [p.id for p in compute if cluster.nodes(p)]
         labels = cluster.labels or {}

@@ -123,10 +123,8 @@ async def test_readyz_and_replies_say_why_google_cloud_cannot_be_reached(
         assert reply.status == 503 and body["database"] is True
         assert "no Application Default Credentials were found" in body["credentials"]
         from bot.slack.render import render
-        from handlers.clusters import list_reply
 
-        listing = await service.core.directory.listings(1.0)
-        _text, blocks = render(list_reply(listing, service.core.approvals.prices))
+        _text, blocks = render(await service.core.reports.clusters())
         shown = text_of({"text": "", "blocks": blocks})
         assert "Could not list demo-project/us-central1: clusterbot cannot authenticate" in shown
         assert "no Application Default Credentials were found" in shown

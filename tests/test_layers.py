@@ -41,10 +41,11 @@ def test_the_core_loads_no_adapter_library() -> None:
     assert len(modules) > 20
     loaded = loaded_after("\n".join(f"import handlers.{m}" for m in modules))
     assert [m for m in loaded if m.split(".")[0] in ADAPTERS] == []
-    # from bot/ only the resource models (names, operations) and typed errors
+    # from bot/ only the resource models (names, facts, operations) and typed errors
     assert {m for m in loaded if m.startswith("bot.")} <= {
         "bot.vertex",
         "bot.vertex.models",
+        "bot.vertex.facts",
         "bot.vertex.names",
         "bot.vertex.operations",
         "bot.vertex.errors",

@@ -5,7 +5,9 @@ Slurm Job API requests the docs show. Sources are in each fixture (tests/fixture
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,14 +17,18 @@ from pydantic import SecretStr
 
 from bot.app import ClusterbotService
 from bot.settings import Settings
+from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import MalformedReplyError
+from bot.vertex.facts import ClusterFacts
 from bot.vertex.models import Cluster, ProvisioningModel
 from bot.vertex.names import Target
 from bot.vertex.operations import Operation
+from bot.vertex.summary import ClusterSummary
+from handlers.costs import PriceBook
 from handlers.idle import Status
 from handlers.policy import Policy
-from tests.conftest import Simulator
+from tests.conftest import RecordedSleeps, Simulator
 
 FIXTURES = Path(__file__).with_name("fixtures") / "docs"
 CREATES = sorted(FIXTURES.glob("create_*.json"))
@@ -233,3 +239,95 @@ async def test_sweep_over_filestore_lustre_flex_start_and_reserved_pools(
     assert reserved.freed_hour == 0.0 and reserved.reservations == ("b200-res",)
     cpu = by_id["cpuonly"]
     assert cpu.freed_hour == cpu.cost_hour and cpu.cost_hour
+
+
+def facts(cluster: ClusterFacts) -> tuple[object, ...]:
+    """Everything a listing or a sweep reads of a cluster."""
+    return (
+        cluster.name,
+        cluster.cluster_id,
+        cluster.target,
+        cluster.state,
+        cluster.labels,
+        cluster.login_pool_id,
+        [p.id for p in cluster.compute_pools()],
+        [
+            (p.id, p.machine_description, p.bounds, p.reserved, cluster.nodes(p))
+            for p in cluster.node_pools
+        ],
+        cluster.reports_nodes,
+        PriceBook.with_overrides().cluster_hour(cluster),
+    )
+
+
+async def test_a_listing_reads_what_the_whole_resource_says(
+    client: VertexClient, simulator: Simulator
+) -> None:
+    for path in CREATES:
+        await create(simulator, IDS[path.stem], fixture(path.name)["body"])
+    simulator.state.clusters[f"{US.parent}/modelDevelopmentClusters/cpuonly"]["labels"] = {
+        "team": "a"
+    }
+    [whole] = await client.list_targets([US])
+    [summary] = await client.list_kept([US], lambda cluster: cluster)
+    assert len(whole.clusters) == 2 + len(CREATES) and not whole.unreadable
+    assert [facts(c) for c in summary.kept] == [facts(c) for c in whole.clusters]
+    # the pages read are not trivial: logins, nodes counted, labels, costs
+    assert sum(1 for c in summary.kept if c.login_pool_id and c.reports_nodes) >= len(CREATES)
+    assert any(c.labels for c in summary.kept)
+    # a pool that cannot be read names its cluster in a summary too; a field a summary does
+    # not read (an event) does not hide the cluster from the list
+    broken = json.loads(
+        json.dumps(simulator.state.clusters[f"{US.parent}/modelDevelopmentClusters/cpu01"])
+    )
+    broken["name"] = f"{US.parent}/modelDevelopmentClusters/odd01"
+    broken["nodePools"][0]["scalingSpec"] = {"minNodeCount": "many"}
+    simulator.state.clusters[broken["name"]] = broken
+    events = simulator.state.clusters[f"{US.parent}/modelDevelopmentClusters/gpufs"]
+    events["clusterEvents"] = [{"eventTime": "not a time"}]
+    [summary] = await client.list_kept([US], lambda cluster: cluster.cluster_id)
+    [bad] = summary.unreadable
+    assert bad.name.endswith("/odd01") and "scalingSpec.minNodeCount" in bad.problem
+    assert "gpufs" in summary.kept and "odd01" not in summary.kept
+
+
+async def test_what_a_listing_does_not_keep_is_freed_page_by_page(
+    simulator: Simulator, sleeps: RecordedSleeps
+) -> None:
+    """Each page is read into summaries, reduced by ``keep`` and freed while the collector is
+    paused: the summaries of an earlier page are never alive, and the collector never walks
+    one."""
+
+    read: list[weakref.ref[ClusterSummary]] = []
+
+    def alive() -> int:
+        return sum(1 for r in read if r() is not None)
+
+    calls: list[tuple[bool, int]] = []
+
+    def keep(cluster: ClusterSummary) -> str:
+        read.append(weakref.ref(cluster))
+        calls.append((gc.isenabled(), alive()))
+        return cluster.cluster_id
+
+    collections: list[int] = []
+
+    def collecting(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(alive())
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at every allocation the collector may run at
+    gc.callbacks.append(collecting)
+    try:
+        async with VertexClient(
+            StaticToken("t"), base_url=simulator.url, page_size=1, sleep=sleeps
+        ) as client:
+            [listing] = await client.list_kept([US], keep)
+    finally:
+        gc.callbacks.remove(collecting)
+        gc.set_threshold(*threshold)
+    assert sorted(listing.kept) == ["cpu01", "train01"] and len(calls) == 2
+    assert calls == [(False, 1), (False, 1)]  # kept while paused, one page at a time
+    assert collections and set(collections) == {0}  # never walked a summary
+    assert alive() == 0 and gc.isenabled()

@@ -34,6 +34,7 @@ from bot.vertex.errors import (
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation, SlurmResponse
+from bot.vertex.summary import ClusterSummary
 from bot.vertex.transport import Transport, field_path, json_object, read_model, read_model_json
 
 API_VERSION = "v1beta1"
@@ -67,6 +68,7 @@ class TargetListing:
 
 
 K = TypeVar("K")
+C = TypeVar("C", Cluster, ClusterSummary)
 
 
 @dataclass(frozen=True)
@@ -103,14 +105,20 @@ def _comparable(value: Any) -> Any:
     return value
 
 
-class ListPage(BaseModel):
+class ListPage(BaseModel, Generic[C]):
     """A list reply read straight from its bytes (the keys of view-clusters, or the older
-    manage-cluster page's)."""
+    manage-cluster page's), each cluster as ``C`` reads it."""
 
     model_config = ConfigDict(extra="ignore")
-    modelDevelopmentClusters: list[Cluster] | None = None
-    clusters: list[Cluster] | None = None
+    modelDevelopmentClusters: list[C] | None = None
+    clusters: list[C] | None = None
     nextPageToken: str | None = None
+
+
+_PAGES: dict[type[BaseModel], type[ListPage[Any]]] = {
+    Cluster: ListPage[Cluster],
+    ClusterSummary: ListPage[ClusterSummary],
+}
 
 
 @contextmanager
@@ -127,36 +135,45 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _whole(cluster: Cluster) -> Cluster:
+def _same(cluster: C) -> C:
     return cluster
 
 
-def _read_page(body: bytes) -> tuple[list[Cluster], list[UnreadableCluster], str | None]:
-    try:
-        with _collector_paused():
-            page = ListPage.model_validate_json(body)
-    except ValidationError:
-        return _read_page_slowly(body)
-    found = page.modelDevelopmentClusters or page.clusters or []
-    return found, [], page.nextPageToken
+def _read_page(
+    body: bytes, model: type[C], keep: Callable[[C], K]
+) -> tuple[list[K], list[UnreadableCluster], str | None]:
+    """``keep`` of each cluster of a page, with the clusters that could not be read and the
+    next page's token. What is not kept is freed before the collector runs again: it then
+    walks only what was kept, not every object the page was read into."""
+    with _collector_paused():
+        try:
+            page = _PAGES[model].model_validate_json(body)
+        except ValidationError:
+            return _read_page_slowly(body, model, keep)
+        found = page.modelDevelopmentClusters or page.clusters or []
+        kept, token = [keep(cluster) for cluster in found], page.nextPageToken
+        del page, found
+    return kept, [], token
 
 
-def _read_page_slowly(body: bytes) -> tuple[list[Cluster], list[UnreadableCluster], str | None]:
+def _read_page_slowly(
+    body: bytes, model: type[C], keep: Callable[[C], K]
+) -> tuple[list[K], list[UnreadableCluster], str | None]:
     """Cluster by cluster, naming each that cannot be read and the field at fault."""
     document = json_object(body)
     items: list[Any] = next(
         (document[k] for k in LIST_KEYS if isinstance(document.get(k), list)), []
     )
-    clusters: list[Cluster] = []
+    kept: list[K] = []
     unreadable: list[UnreadableCluster] = []
     for item in items:
         try:
-            clusters.append(Cluster.model_validate(item))
+            kept.append(keep(model.model_validate(item)))
         except ValidationError as error:
             name = item.get("name") if isinstance(item, dict) else None
             unreadable.append(UnreadableCluster(str(name or "?"), field_path(error)))
     next_token = document.get("nextPageToken")
-    return clusters, unreadable, next_token if isinstance(next_token, str) else None
+    return kept, unreadable, next_token if isinstance(next_token, str) else None
 
 
 class VertexClient(Transport):
@@ -169,12 +186,13 @@ class VertexClient(Transport):
 
     # -- reads -----------------------------------------------------------------------------
 
-    async def iter_pages(
-        self, target: Target, deadline: float | None = None
-    ) -> AsyncIterator[tuple[list[Cluster], list[UnreadableCluster]]]:
-        """A target's clusters a page at a time, following nextPageToken, with the clusters
-        of each page that could not be read. A page is decoded straight from its bytes; only
-        a page with a cluster that does not fit is read again cluster by cluster, to name it."""
+    async def _pages(
+        self, target: Target, model: type[C], keep: Callable[[C], K], deadline: float | None
+    ) -> AsyncIterator[tuple[list[K], list[UnreadableCluster]]]:
+        """What is kept of a target's clusters a page at a time, following nextPageToken, with
+        the clusters of each page that could not be read. A page is decoded straight from its
+        bytes; only a page with a cluster that does not fit is read again cluster by cluster,
+        to name it."""
         url = self._collection_url(target)
         token: str | None = None
         seen: set[str] = set()
@@ -185,8 +203,8 @@ class VertexClient(Transport):
             body = await self._call_raw(
                 "list", "GET", url, params=params, safe=True, deadline=deadline
             )
-            clusters, unreadable, next_token = _read_page(body)
-            yield clusters, unreadable
+            kept, unreadable, next_token = _read_page(body, model, keep)
+            yield kept, unreadable
             token = next_token or None
             if token is None:
                 return
@@ -197,7 +215,7 @@ class VertexClient(Transport):
     async def list_target(self, target: Target, deadline: float | None = None) -> TargetListing:
         """Every cluster of a target; a cluster that cannot be read is named, not fatal. A
         target that cannot be listed raises its ``VertexError``."""
-        [kept] = await self.list_kept([target], _whole, deadline)
+        [kept] = await self._kept([target], Cluster, _same, deadline)
         if kept.error is not None:
             raise kept.error
         return TargetListing(kept.target, kept.kept, unreadable=kept.unreadable)
@@ -215,16 +233,26 @@ class VertexClient(Transport):
         """
         return [
             TargetListing(k.target, k.kept, k.error, k.unreadable)
-            for k in await self.list_kept(targets, _whole, deadline)
+            for k in await self._kept(targets, Cluster, _same, deadline)
         ]
 
     async def list_kept(
         self,
         targets: Iterable[Target],
-        keep: Callable[[Cluster], K],
+        keep: Callable[[ClusterSummary], K],
         deadline: float | None = None,
     ) -> list[KeptListing[K]]:
-        """As ``list_targets``, keeping only ``keep(cluster)`` of each cluster, page by page."""
+        """As ``list_targets``, reading each cluster as a ``ClusterSummary`` and keeping only
+        ``keep(summary)`` of it, page by page."""
+        return await self._kept(targets, ClusterSummary, keep, deadline)
+
+    async def _kept(
+        self,
+        targets: Iterable[Target],
+        model: type[C],
+        keep: Callable[[C], K],
+        deadline: float | None,
+    ) -> list[KeptListing[K]]:
         bound = asyncio.Semaphore(self._concurrency)
 
         async def one(target: Target) -> KeptListing[K]:
@@ -233,8 +261,8 @@ class VertexClient(Transport):
             try:
                 async with asyncio.timeout(deadline):
                     async with bound:
-                        async for page, bad in self.iter_pages(target, deadline):
-                            kept += [keep(cluster) for cluster in page]
+                        async for page, bad in self._pages(target, model, keep, deadline):
+                            kept += page
                             unreadable += bad
             except VertexError as error:
                 return KeptListing(target, [], error)

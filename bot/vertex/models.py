@@ -14,7 +14,6 @@ everything the server returned, including fields newer than this code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -22,14 +21,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from bot.vertex.names import ClusterName, Target
+from bot.vertex.facts import ClusterFacts
 
 # Fields the server sets; a spec kept for re-creation leaves them out (schema: `output: true`).
 OUTPUT_ONLY = ("name", "createTime", "updateTime", "startTime", "clusterStatus", "clusterEvents")
 OUTPUT_ONLY_POOL = ("effectiveFlexStartMaxDuration",)
 
 
-def _open(default: Any = None) -> Any:
+def open_enum(default: Any = None) -> Any:
     """A field typed ``SomeEnum | str``: known values become the enum, unknown ones stay text."""
     return Field(default, union_mode="left_to_right")
 
@@ -113,7 +112,7 @@ class EventType(StrEnum):
 
 
 class ReservationAffinity(ApiModel):
-    reservation_affinity_type: ReservationAffinityType | str | None = _open()
+    reservation_affinity_type: ReservationAffinityType | str | None = open_enum()
     key: str | None = None
     values: list[str] | None = None
 
@@ -141,7 +140,7 @@ class BootDisk(ApiModel):
 
 
 class ConfidentialInstanceConfig(ApiModel):
-    confidential_instance_type: ConfidentialInstanceType | str | None = _open()
+    confidential_instance_type: ConfidentialInstanceType | str | None = open_enum()
 
 
 class NodePool(ApiModel):
@@ -150,7 +149,7 @@ class NodePool(ApiModel):
     enable_public_ips: bool | None = None
     machine_spec: MachineSpec | None = None
     scaling_spec: ScalingSpec | None = None
-    provisioning_model: ProvisioningModel | str | None = _open()
+    provisioning_model: ProvisioningModel | str | None = open_enum()
     boot_disk: BootDisk | None = None
     startup_script: str | None = None
     # Resource names ("projects/P/locations/ZONE/instances/NAME"), not objects.
@@ -285,8 +284,8 @@ class PhysicalHost(ApiModel):
 
 class NodeStatus(ApiModel):
     node_pool_id: str | None = None
-    node_pool_type: NodePoolType | str | None = _open()
-    node_state: NodeState | str | None = _open()
+    node_pool_type: NodePoolType | str | None = open_enum()
+    node_state: NodeState | str | None = open_enum()
     instance_id: str | None = None
     instance_name: str | None = None
     create_time: datetime | None = None
@@ -296,19 +295,19 @@ class NodeStatus(ApiModel):
 
 
 class ClusterStatus(ApiModel):
-    state: ClusterState | str | None = _open()
+    state: ClusterState | str | None = open_enum()
     detail: str | None = None
     error: Status | None = None
     nodes_status: list[NodeStatus] | None = None  # one entry per node that exists
 
 
 class ClusterEvent(ApiModel):
-    event_type: EventType | str | None = _open()
+    event_type: EventType | str | None = open_enum()
     event_message: str | None = None
     event_time: datetime | None = None
 
 
-class Cluster(ApiModel):
+class Cluster(ClusterFacts, ApiModel):
     name: str | None = None
     display_name: str | None = None
     labels: dict[str, str] | None = None
@@ -325,22 +324,6 @@ class Cluster(ApiModel):
     runtime: dict[str, Any] | None = None  # output only: training services, XManager
 
     @property
-    def parsed_name(self) -> ClusterName:
-        return ClusterName.parse(self.name or "")
-
-    @property
-    def cluster_id(self) -> str:
-        return self.parsed_name.cluster_id
-
-    @property
-    def target(self) -> Target:
-        return self.parsed_name.target
-
-    @property
-    def state(self) -> str:
-        return (self.cluster_status.state if self.cluster_status else None) or "STATE_UNSPECIFIED"
-
-    @property
     def slurm(self) -> SlurmSpec:
         spec = self.orchestrator_spec.slurm_spec if self.orchestrator_spec else None
         return spec or SlurmSpec()
@@ -348,29 +331,6 @@ class Cluster(ApiModel):
     @property
     def login_pool_id(self) -> str | None:
         return self.slurm.login_node_pool_id
-
-    def pool(self, pool_id: str) -> NodePool | None:
-        """A pool by id; the API may return pools in another order than they were sent."""
-        return next((p for p in self.node_pools if p.id == pool_id), None)
-
-    def compute_pools(self) -> Iterator[NodePool]:
-        """Pools that run jobs: every pool but the login pool."""
-        return (p for p in self.node_pools if p.id != self.login_pool_id)
-
-    @property
-    def reports_nodes(self) -> bool:
-        """Whether ``clusterStatus.nodesStatus`` lists the nodes. The login pool always has a
-        node, so a cluster with nodes reports at least one; an absent list means the status
-        is not known yet (while provisioning, say), not that there are none."""
-        return bool(self.cluster_status and self.cluster_status.nodes_status)
-
-    def nodes(self, pool: NodePool) -> int:
-        """Nodes of a pool that exist now (and are paid for): counted from ``nodesStatus``,
-        or the pool's minimum, which Slurm always keeps, when nodes are not reported."""
-        if not self.reports_nodes:
-            return pool.min_nodes
-        assert self.cluster_status is not None and self.cluster_status.nodes_status is not None
-        return sum(1 for n in self.cluster_status.nodes_status if n.node_pool_id == pool.id)
 
     def spec(self) -> dict[str, Any]:
         """What it takes to create this cluster again: the resource without output fields."""
