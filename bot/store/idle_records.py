@@ -102,6 +102,13 @@ class IdleRecords:
         fresh = [(r, v) for r, v in items if v == 0]
         changed = [(r, v) for r, v in items if v != 0]
         lost: set[str] = set()
+        # one statement, compiled once and cached; SQLAlchemy sends the rows as a few
+        # multi-row INSERTs ("insertmanyvalues"), each answering the rows it wrote
+        new_row = (
+            insert(table)
+            .on_conflict_do_nothing(index_elements=["cluster"])
+            .returning(table.c.cluster)
+        )
         async with self.engine.begin() as connection:
             for start in range(0, len(fresh), 500):
                 chunk = fresh[start : start + 500]
@@ -114,13 +121,7 @@ class IdleRecords:
                     }
                     for r, _ in chunk
                 ]
-                statement = (
-                    insert(table)
-                    .values(rows)
-                    .on_conflict_do_nothing(index_elements=["cluster"])
-                    .returning(table.c.cluster)
-                )
-                written = {row.cluster for row in await connection.execute(statement)}
+                written = {row.cluster for row in await connection.execute(new_row, rows)}
                 lost |= {r.cluster for r, _ in chunk if r.cluster not in written}
             for start in range(0, len(changed), 500):  # each chunk's awaits free the loop
                 chunk = changed[start : start + 500]
