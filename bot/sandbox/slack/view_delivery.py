@@ -4,9 +4,10 @@
   ``container.type`` "view" and the whole view, state included, and no ``response_url``
   (https://docs.slack.dev/reference/interaction-payloads/block_actions-payload).
 - A submit: ``view_submission``; the ack's body decides what the modal does next
-  (``response_action``: ``errors`` shows messages at their blocks, ``update`` and ``push``
-  show a new view, ``clear`` closes every view; an empty ack closes this one:
-  https://docs.slack.dev/surfaces/modals#interactions).
+  (``response_action``: ``errors`` shows messages at their input blocks, ``update`` and
+  ``push`` show a new view, ``clear`` closes every view; an empty ack closes this one:
+  https://docs.slack.dev/surfaces/modals#interactions); any other answer leaves the modal
+  open under Slack's "We had some trouble connecting" banner.
 - Typing in an external select: ``block_suggestion``; the ack's body holds ``options`` (at
   most 100) (https://docs.slack.dev/reference/block-kit/block-elements/select-menu-element).
 - Opening the Home tab: the Events API's ``app_home_opened`` in an ``event_callback``
@@ -27,6 +28,7 @@ from bot.sandbox.slack.views import View
 from bot.sandbox.slack.workspace import SlackError, User, Workspace
 
 MAX_OPTIONS = 100
+TROUBLE = "We had some trouble connecting. Try again?"
 
 
 def _common(ws: Workspace, user: User, view: View) -> dict[str, Any]:
@@ -129,23 +131,45 @@ async def deliver_submission(
     }
     delivery = await _interactive(session, ws, payload)
     if delivery.status != 200:
-        # Slack keeps the modal open and says it could not reach the app
-        view.errors = {"": "We had some trouble connecting. Try again?"}
-        ws.publish_views(user.id)
-        return delivery, view.errors
-    return delivery, _after_submit(ws, user, view, delivery.body)
+        return delivery, _trouble(ws, user, view)
+    try:
+        return delivery, _after_submit(ws, user, view, delivery.body)
+    except SlackError:  # a view in the answer that Slack would refuse
+        return delivery, _trouble(ws, user, view)
+
+
+def _trouble(ws: Workspace, user: User, view: View) -> dict[str, str]:
+    """Slack keeps the modal open, what was typed in it kept, with its banner "We had some
+    trouble connecting. Try again?" above it (and nothing at any field)."""
+    view.errors = {"": TROUBLE}
+    ws.publish_views(user.id)
+    return view.errors
 
 
 def _after_submit(ws: Workspace, user: User, view: View, body: str) -> dict[str, str]:
-    answer: Any = {}
-    if body.strip():
-        try:
-            answer = json.loads(body)
-        except ValueError:
-            answer = {}
+    """The modal after the app's answer to a submission. An empty body closes the modal; a
+    body must otherwise be a JSON object with a ``response_action`` Slack knows. ``errors``
+    is keyed by the ``block_id`` of an input block of the view
+    (https://docs.slack.dev/surfaces/modals, "Displaying errors in views"): a body of another
+    shape, or errors naming another block, is shown as the trouble banner instead, the
+    app's messages nowhere (reported of Slack's client in slackapi/bolt-js#554,
+    slack-go/slack#1013, slackapi/bolt-python#922)."""
+    if not body.strip():
+        ws.views.close_top(user.id)
+        return {}
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return _trouble(ws, user, view)
     action = answer.get("response_action") if isinstance(answer, dict) else None
     if action == "errors":
-        view.errors = {str(k): str(v) for k, v in (answer.get("errors") or {}).items()}
+        errors = answer.get("errors")
+        inputs = {
+            str(b.get("block_id")) for b in view.spec.get("blocks", []) if b.get("type") == "input"
+        }
+        if not isinstance(errors, dict) or not errors or not set(errors) <= inputs:
+            return _trouble(ws, user, view)
+        view.errors = {str(k): str(v) for k, v in errors.items()}
         ws.publish_views(user.id)
         return view.errors
     if action == "update":
@@ -156,7 +180,7 @@ def _after_submit(ws: Workspace, user: User, view: View, body: str) -> dict[str,
     elif action == "clear":
         ws.views.clear(user.id)
     else:
-        ws.views.close_top(user.id)
+        return _trouble(ws, user, view)
     return {}
 
 
