@@ -12,6 +12,7 @@ Buttons open the same forms as ``/cluster resize`` and ``/cluster delete``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from handlers.actions import OpenForm
@@ -39,13 +40,31 @@ def _request_rows(requests: Sequence[ApprovalRequest]) -> list[tuple[str, str, s
     return rows
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What every person's tab shows alike, read once for all the tabs of a refresh: the
+    pending requests (each tab picks its own from them), operations in flight, idle
+    clusters and every cluster."""
+
+    pending: list[ApprovalRequest]
+    shared: Reply
+
+
 class Home:
     def __init__(self, reports: Reports, requests: PendingRequests, policy: Policy) -> None:
         self.reports = reports
         self.requests = requests
         self.policy = policy
 
-    async def view(self, user: str, role: Role) -> Reply:
+    async def snapshot(self) -> Snapshot:
+        shared = Reply("shared")
+        await self._operations(shared)
+        await self._idle(shared)
+        clusters = await self.reports.clusters()
+        shared.add(Rule(), *clusters.parts)
+        return Snapshot(await self.requests.requests_in([RequestState.PENDING]), shared)
+
+    def view(self, user: str, role: Role, snapshot: Snapshot) -> Reply:
         reply = Reply("clusterbot Home").add(
             Heading("clusterbot"),
             Text("Vertex AI training clusters: your requests, changes under way, idle cost."),
@@ -60,7 +79,7 @@ class Home:
                     block_id="home-forms",
                 )
             )
-        pending = await self.requests.requests_in([RequestState.PENDING])
+        pending = snapshot.pending
         mine = [r for r in pending if r.requester == user]
         waiting = [
             r
@@ -85,11 +104,7 @@ class Home:
                     ".",
                 )
             )
-        await self._operations(reply)
-        await self._idle(reply)
-        clusters = await self.reports.clusters()
-        reply.add(Rule(), *clusters.parts)
-        return reply
+        return reply.add(*snapshot.shared.parts)
 
     async def _operations(self, reply: Reply) -> None:
         operations = [o for o in await self.reports.operations.active_operations() if not o.done]

@@ -75,3 +75,24 @@ async def test_a_home_button_opens_the_resize_form(stack: Stack) -> None:
 
     [modal] = await stack.wait_for(form)
     assert modal["title"] == "Resize a node pool"
+
+
+async def test_a_refresh_lists_the_clusters_once_for_every_tab(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path, expiry_seconds=600, sweep_interval=3600) as stack:
+        sweeper = stack.service.core.sweeper
+        await stack.wait_for(sweeper.latest)  # the sweep at start, which lists too, is done
+        for user in ("alice", "bob", "carol"):
+            await open_home(stack, user)
+
+        async def listings() -> int:
+            calls = await stack.requests("GET")
+            return sum(1 for r in calls if r["path"].endswith("/modelDevelopmentClusters"))
+
+        await stack.card("alice", "/cluster resize train01 a4 3")
+        assert await stack.service.home_tab.refresh() == 2  # alice's and bob's tabs changed
+        before = await listings()
+        assert await stack.service.home_tab.refresh() == 0  # nothing new
+        # one listing of each target for the three tabs, not one for each tab
+        assert await listings() - before == len(stack.service.settings.targets)
+        carol = shown(await home_of(stack, "carol") or {})
+        assert "Waiting for your approval (0)" in carol and "Your requests (0)" in carol

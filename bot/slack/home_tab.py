@@ -2,7 +2,8 @@
 when what it shows has changed.
 
 Every ``REFRESH_SECONDS`` the tab of each person who opened it within ``WATCH_SECONDS`` is
-rendered afresh and published only if it differs from what they have; at most
+rendered afresh (from one reading of the clusters, operations and requests for all of them)
+and published only if it differs from what they have; at most
 ``PUBLISH_PER_MINUTE`` publishes a minute, under views.publish's Tier 4 (100+ a minute,
 https://docs.slack.dev/reference/methods/views.publish). The tab is each person's own view,
 so nothing is lost when the process restarts: the next open publishes it again.
@@ -23,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.redact import Redactor
 from bot.slack.render import render
-from handlers.home import Home
+from handlers.home import Home, Snapshot
 from handlers.ports import RoleSource
 
 REFRESH_SECONDS = 30.0
@@ -60,12 +61,12 @@ class HomeTab:
         user = str(event.get("user"))
         self.watchers[user] = self.clock()
         self.shown.pop(user, None)  # publish now, whatever was shown before
-        await self.publish(user)
+        await self.publish(user, await self.home.snapshot())
 
-    async def publish(self, user: str) -> bool:
+    async def publish(self, user: str, snapshot: Snapshot) -> bool:
         """Publish the user's tab if it changed; False when it did not need to (or could
         not, within the budget)."""
-        reply = await self.home.view(user, await self.roles.of(user))
+        reply = self.home.view(user, await self.roles.of(user), snapshot)
         _text, blocks = render(reply, self.redactor)
         view = {"type": "home", "blocks": blocks}
         digest = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
@@ -93,7 +94,10 @@ class HomeTab:
         for user in [u for u, at in self.watchers.items() if now - at > WATCH_SECONDS]:
             del self.watchers[user]
             self.shown.pop(user, None)
+        if not self.watchers:
+            return 0
+        snapshot = await self.home.snapshot()  # the clusters are listed once for every tab
         published = 0
         for user in list(self.watchers):
-            published += await self.publish(user)
+            published += await self.publish(user, snapshot)
         return published
