@@ -107,3 +107,7 @@ def test_a_table_wider_than_a_phone_is_drawn_as_lines_that_wrap() -> None:
         "POOLS a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200)"
     )
     assert len("train01  demo-project/us-central1  a4: 2 x a4-highgpu-8g (8 x") > MOBILE_WIDTH
+    # the width is what a person sees: "&" takes one column, not the five of "&amp;"
+    ampersands = Table.of(("WHO", "NOTE"), [("R&D", "&" * 50)])
+    [block] = render(Reply("t").add(ampersands))[1]
+    assert block["text"]["text"] == f"```WHO  NOTE\nR&amp;D  {'&amp;' * 50}```"

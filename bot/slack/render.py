@@ -50,7 +50,10 @@ COLUMN_GAP = "  "
 
 def escape(text: object) -> str:
     """Neutralise ``&``, ``<`` and ``>`` so text cannot mention, link or break markup."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = str(text)
+    if "&" not in text and "<" not in text and ">" not in text:
+        return text  # most cells: nothing to do, and no copy made
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def clip(text: str, limit: int, tail: str = "…") -> str:
@@ -106,15 +109,29 @@ def mrkdwn(spans: Line) -> str:
     return "".join(span(s) for s in spans)
 
 
+def _layout(table: Table) -> tuple[list[tuple[str, ...]], list[int]]:
+    """The rows to draw (the header first when the columns have titles) and the width of
+    each column: its widest cell."""
+    titled = any(c.title for c in table.columns)
+    rows = [tuple(c.title for c in table.columns), *table.rows] if titled else list(table.rows)
+    count = len(table.columns)
+    widths = [max((len(r[i]) for r in rows if i < len(r)), default=0) for i in range(count)]
+    return rows, widths
+
+
+def table_width(table: Table) -> int:
+    """How many monospace characters the table's widest line takes, as a person sees it."""
+    _rows, widths = _layout(table)
+    return sum(widths) + len(COLUMN_GAP) * max(0, len(widths) - 1)
+
+
 def lines_of(table: Table) -> list[str]:
     """The table's rows with each column padded to its widest cell, numbers aligned right
     (a last column of words is left ragged); the header only when the columns have titles."""
-    titled = any(c.title for c in table.columns)
-    rows = [tuple(c.title for c in table.columns), *table.rows] if titled else list(table.rows)
+    rows, widths = _layout(table)
     if not rows:
         return []
     count = len(table.columns)
-    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(count)]
     lines = []
     for row in rows:
         cells = []
@@ -232,15 +249,14 @@ def _blocks(part: Part) -> list[dict[str, Any]]:
     if isinstance(part, Rule):
         return [{"type": "divider"}]
     if isinstance(part, Table):
-        lines = lines_of(part)
-        if len(part.columns) > 1 and max(map(len, lines), default=0) > MOBILE_WIDTH:
+        if len(part.columns) > 1 and table_width(part) > MOBILE_WIDTH:
             return [
                 {"type": "section", "text": {"type": "mrkdwn", "text": chunk}}
                 for chunk in _chunks(wrapped(part), SECTION_LIMIT)
             ]
         return [
             {"type": "section", "text": {"type": "mrkdwn", "text": f"```{chunk}```"}}
-            for chunk in _chunks(lines, SECTION_LIMIT - 6)
+            for chunk in _chunks(lines_of(part), SECTION_LIMIT - 6)
         ]
     assert isinstance(part, Buttons)
     block: dict[str, Any] = {"type": "actions", "elements": [_button(b) for b in part.buttons[:25]]}
