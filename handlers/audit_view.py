@@ -120,13 +120,9 @@ class AuditLog:
             query.cluster, limit, actor=query.by, after=after, before=query.before
         )
 
-    async def _requests(self, entries: list[AuditEntry]) -> dict[str, ApprovalRequest | None]:
-        """The request behind each entry, read once each."""
-        requests: dict[str, ApprovalRequest | None] = {}
-        for entry in entries:
-            if entry.request_id and entry.request_id not in requests:
-                requests[entry.request_id] = await self.source.get_request(entry.request_id)
-        return requests
+    async def _requests(self, entries: list[AuditEntry]) -> dict[str, ApprovalRequest]:
+        """The request behind each entry, all read together."""
+        return await self.source.get_requests([e.request_id for e in entries if e.request_id])
 
     async def page(self, query: Audit, now: float) -> Reply:
         entries = await self._entries(query, now, PAGE + 1)

@@ -4,6 +4,7 @@ leases, audit, idle records) held alike by them and by the in-memory ports."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -125,6 +126,24 @@ async def test_request_round_trip(store: Rows) -> None:
     loaded = await store.get_request("r1")
     assert loaded == a_request()
     assert await store.get_request("nope") is None
+
+
+async def test_many_requests_are_read_together(store: Rows) -> None:
+    def numbered(n: int) -> ApprovalRequest:  # one open request a cluster
+        request = a_request(f"r{n}")
+        cluster = f"projects/p/locations/r/modelDevelopmentClusters/c{n}"
+        return dataclasses.replace(
+            request, plan=request.plan.model_copy(update={"cluster": cluster})
+        )
+
+    ids = [f"r{n}" for n in range(1, 1201)]  # more than one chunk of 500
+    for n in range(1, 1201):
+        await store.add_request(numbered(n))
+    asked = [*ids[::-1], "r7", "nope"]  # repeated and missing ids too
+    found = await store.get_requests(asked)
+    assert set(found) == set(ids)
+    assert found["r7"] == numbered(7) and found["r1200"] == numbered(1200)
+    assert await store.get_requests([]) == {}
 
 
 async def test_exactly_one_of_fifty_concurrent_transitions_wins(store: Rows) -> None:

@@ -129,6 +129,18 @@ class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows):
             ).first()
         return _request(row) if row else None
 
+    async def get_requests(self, request_ids: Sequence[str]) -> dict[str, ApprovalRequest]:
+        wanted = list(dict.fromkeys(request_ids))
+        found: dict[str, ApprovalRequest] = {}
+        async with self.engine.connect() as connection:
+            for start in range(0, len(wanted), 500):  # within every database's bound
+                chunk = wanted[start : start + 500]
+                rows = await connection.execute(
+                    sa.select(schema.requests).where(schema.requests.c.id.in_(chunk))
+                )
+                found.update((row.id, _request(row)) for row in rows)
+        return found
+
     async def transition(
         self,
         request_id: str,

@@ -74,6 +74,9 @@ class MemoryStore:
         found = self.requests.get(request_id)
         return copy.deepcopy(found) if found else None
 
+    async def get_requests(self, request_ids: Sequence[str]) -> dict[str, ApprovalRequest]:
+        return {i: copy.deepcopy(self.requests[i]) for i in request_ids if i in self.requests}
+
     async def transition(
         self,
         request_id: str,
