@@ -111,6 +111,7 @@ async def test_user_groups_are_read_on_a_freshly_booted_machine() -> None:
     policy = Policy.model_validate({"roles": {"approver": ["S0APPROVERS"]}})
     now = [0.0]
     async with slack_stack(with_bot=False) as stack:
+        stack.workspace.scopes.add("usergroups:read")  # the manifest's optional scope
         roles = Roles(policy, web_client(TOKEN, stack.api_url), clock=lambda: now[0])
         assert await roles.of("U0BOB") == Role.APPROVER  # read at once, not "fresh and empty"
         stack.workspace.groups["S0APPROVERS"] = ["U0CAROL"]

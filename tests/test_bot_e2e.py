@@ -531,6 +531,7 @@ async def test_roles_from_a_slack_user_group(tmp_path: Path) -> None:
         {"roles": {"operator": ["U0ALICE"], "approver": ["S0APPROVERS"]}, "default_role": "viewer"}
     )
     async with demo_stack(tmp_path, policy=policy) as stack:
+        stack.workspace.scopes.add("usergroups:read")  # the manifest's optional scope, granted
         stack.workspace.groups["S0APPROVERS"] = ["U0CAROL"]  # carol approves through the group
         card = await stack.card("alice", "/cluster resize train01 a4 3")
         await stack.click("bob", card["ts"], "approve")  # bob is only a viewer here
@@ -544,6 +545,30 @@ async def test_roles_from_a_slack_user_group(tmp_path: Path) -> None:
             lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
         )
         assert len(await stack.requests("PATCH")) == 1
+
+
+async def test_a_user_group_without_its_scope_grants_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Installed without usergroups:read, Slack answers missing_scope: the group's members
+    get the default role, and the log says which group could not be read and why."""
+    policy = Policy.model_validate(
+        {"roles": {"operator": ["U0ALICE"], "approver": ["S0APPROVERS"]}, "default_role": "viewer"}
+    )
+    async with demo_stack(tmp_path, policy=policy) as stack:
+        stack.workspace.groups["S0APPROVERS"] = ["U0CAROL"]
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("carol", card["ts"], "approve")
+        await stack.wait(
+            lambda ms: any(
+                m["ephemeral_to"] == "U0CAROL" and "you are viewer" in text_of(m) for m in ms
+            )
+        )
+        assert await stack.requests("PATCH") == []
+    assert (
+        "cannot read user group S0APPROVERS: missing_scope (the app needs the usergroups:read "
+        "scope)" in caplog.text
+    )
 
 
 async def test_channels_outside_the_policy_are_refused(tmp_path: Path) -> None:

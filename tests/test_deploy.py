@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from bot.cli import build_parser
+from bot.sandbox.slack.workspace import INSTALLED_SCOPES
 from bot.settings import Settings, env_name
 from bot.slack.listeners import COMMAND
 from handlers.actions import ActionId
@@ -154,6 +155,8 @@ def test_manifest_matches_what_the_code_registers(name: str) -> None:
         "files:read",
         "files:write",
     }
+    # the stand-in's bot token has exactly these, and refuses a method needing another
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == INSTALLED_SCOPES
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True
     assert manifest["settings"]["event_subscriptions"]["bot_events"] == ["app_home_opened"]
     settings = manifest["settings"]

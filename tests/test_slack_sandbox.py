@@ -294,6 +294,30 @@ async def test_auth_test_and_tokens(stack: SlackStack) -> None:
         assert (await raw.json())["error"] == "unknown_method"
 
 
+async def test_a_method_needs_its_scope(stack: SlackStack) -> None:
+    """The bot token has the manifest's scopes; a method needing another is refused with
+    Slack's missing_scope, naming what was needed and what the token has."""
+    client = web_client(stack)
+    for call, needed in (
+        (client.users_info(user="U0ALICE"), "users:read"),
+        (client.usergroups_users_list(usergroup="S0APPROVERS"), "usergroups:read"),
+        (client.conversations_info(channel="C0MLINFRA"), "channels:read"),
+    ):
+        with pytest.raises(SlackApiError) as caught:
+            await call
+        reply = caught.value.response
+        assert reply["error"] == "missing_scope" and reply["needed"] == needed
+        assert reply["provided"] == "chat:write,commands,files:read,files:write"
+    stack.workspace.scopes |= {"users:read", "usergroups:read", "channels:read"}
+    assert (await client.users_info(user="U0ALICE"))["user"]["name"] == "alice"
+    assert (await client.usergroups_users_list(usergroup="S0APPROVERS"))["users"] == ["U0BOB"]
+    assert (await client.conversations_info(channel="C0MLINFRA"))["channel"]["id"] == "C0MLINFRA"
+    stack.workspace.scopes.discard("chat:write")
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_postMessage(channel="ml-infra", text="hello")
+    assert caught.value.response["needed"] == "chat:write"
+
+
 async def test_post_update_delete_permalink(stack: SlackStack) -> None:
     client = web_client(stack)
     posted = await client.chat_postMessage(channel="ml-infra", text="hello *world*")
@@ -311,6 +335,7 @@ async def test_post_update_delete_permalink(stack: SlackStack) -> None:
     messages = await stack.messages(user="bob")
     assert [m["text"] for m in messages] == ["hello again", "r2"]
     assert messages[0]["edited"] is not None
+    stack.workspace.scopes |= {"users:read", "channels:read"}  # another app's scopes
     info = await client.users_info(user="U0BOB")
     assert info["user"]["name"] == "bob"
     channel = await client.conversations_info(channel="C0MLINFRA")
@@ -527,6 +552,7 @@ async def test_an_enterprise_grid_org_marks_payloads_and_users() -> None:
         await stack.command("dave", "/cluster list")
         client = web_client(stack)
         assert (await client.auth_test())["enterprise_id"] == "E0GRID"
+        stack.workspace.scopes.add("users:read")
         dave = (await client.users_info(user="W0DAVE"))["user"]
         assert dave["enterprise_user"]["enterprise_id"] == "E0GRID"
     await server.close()

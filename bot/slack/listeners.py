@@ -91,7 +91,13 @@ class Roles:
                     reply = await self.client.usergroups_users_list(usergroup=group)
                     members[group] = frozenset(reply.get("users") or [])
                 except SlackApiError as error:
-                    log.warning("cannot read user group %s: %s", group, error.response.get("error"))
+                    needed = error.response.get("needed")  # with missing_scope: the scope
+                    log.warning(
+                        "cannot read user group %s: %s%s",
+                        group,
+                        error.response.get("error"),
+                        f" (the app needs the {needed} scope)" if needed else "",
+                    )
                     members[group] = frozenset()
             self._members, self._fetched = members, self.clock()
         return self._member_of(user)

@@ -230,6 +230,10 @@ async def users_info(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
 
 async def conversations_info(ws: Workspace, args: Args, origin: str) -> dict[str, Any]:
     channel = ws.channel(_require(args, "channel", "channel_not_found"))
+    # the scope follows the kind of conversation (conversations.info, "Required scopes")
+    require_scope(
+        ws, "im:read" if channel.is_im else "groups:read" if channel.is_private else "channels:read"
+    )
     if not channel.bot_member and (channel.is_private or channel.is_im):
         raise SlackError("channel_not_found")  # the bot cannot see conversations it is not in
     document: dict[str, Any] = {
@@ -334,6 +338,29 @@ async def read_args(request: web.Request) -> Args:
     return args
 
 
+# The bot token scope each method needs ("Required scopes" on each method's page,
+# https://docs.slack.dev/reference/methods): auth.test, chat.getPermalink and views.* need
+# none; conversations.info's depends on the conversation (checked there).
+SCOPES = {
+    "chat.postMessage": "chat:write",
+    "chat.postEphemeral": "chat:write",
+    "chat.update": "chat:write",
+    "chat.delete": "chat:write",
+    "users.info": "users:read",
+    "usergroups.users.list": "usergroups:read",
+    "files.getUploadURLExternal": "files:write",
+    "files.completeUploadExternal": "files:write",
+}
+
+
+def require_scope(ws: Workspace, scope: str) -> None:
+    """Slack's answer to a token without the scope: ``missing_scope``, with what was needed
+    and what the token has (https://docs.slack.dev/authentication/tokens, and each method's
+    "Errors")."""
+    if scope not in ws.scopes:
+        raise SlackError("missing_scope", needed=scope, provided=",".join(sorted(ws.scopes)))
+
+
 def check_token(ws: Workspace, request: web.Request, args: Args, method: str) -> None:
     header = request.headers.get("Authorization", "")
     token = header[7:].strip() if header.lower().startswith("bearer ") else args.get("token")
@@ -353,6 +380,8 @@ async def call(ws: Workspace, limits: RateLimits, name: str, request: web.Reques
             raise SlackError("unknown_method")
         args = await read_args(request)
         check_token(ws, request, args, name)
+        if name in SCOPES:
+            require_scope(ws, SCOPES[name])
         wait = limits.check(name, ws.clock(), str(args.get("channel") or "") or None)
         if wait is not None:
             return web.json_response(

@@ -149,6 +149,10 @@ DEMO_CHANNELS = (
 # Users created in an Enterprise Grid org get W ids; older members keep their U ids
 # (https://api.slack.com/enterprise/grid, "User IDs").
 GRID_USER = User("W0DAVE", "dave", "viewer", "Dave Grid")
+# The bot scopes the app is installed with: what deploy/slack/manifest.yaml asks for, its
+# optional ones left out (tests/test_deploy.py holds the two together). A method whose scope
+# is not granted answers missing_scope, as Slack does.
+INSTALLED_SCOPES = frozenset({"commands", "chat:write", "files:read", "files:write"})
 BLOCK_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789=+/"
 
 
@@ -165,6 +169,7 @@ class Workspace:
     )
     bot_id: str = "B0BOT"
     app_token: str | None = None  # xapp-...: apps.connections.open hands out a Socket Mode URL
+    scopes: set[str] = field(default_factory=lambda: set(INSTALLED_SCOPES))  # the bot token's
     enterprise_id: str | None = None  # set for an Enterprise Grid org (users are W...)
     enterprise_name: str | None = None
     command: str = "/cluster"
