@@ -136,7 +136,7 @@ class ListRow(NamedTuple):
         )
 
 
-def listing_notes(listings: Sequence[Listing | KeptListing[Any]]) -> list[Note]:
+def listing_notes(listings: Sequence[KeptListing[Any]]) -> list[Note]:
     """Every target that could not be listed and every cluster that could not be read."""
     notes = []
     for listing in listings:

@@ -164,9 +164,7 @@ def _after_submit(ws: Workspace, user: User, view: View, body: str) -> dict[str,
     action = answer.get("response_action") if isinstance(answer, dict) else None
     if action == "errors":
         errors = answer.get("errors")
-        inputs = {
-            str(b.get("block_id")) for b in view.spec.get("blocks", []) if b.get("type") == "input"
-        }
+        inputs = {block_id for block_id, _e, block in view.inputs() if block["type"] == "input"}
         if not isinstance(errors, dict) or not errors or not set(errors) <= inputs:
             return _trouble(ws, user, view)
         view.errors = {str(k): str(v) for k, v in errors.items()}
