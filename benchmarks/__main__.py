@@ -9,13 +9,14 @@ import asyncio
 import sys
 from collections.abc import Callable
 
-from benchmarks import ack, fuzz, listing, scale, startup, sweep
+from benchmarks import ack, big_queue, fuzz, listing, scale, startup, sweep
 from benchmarks.harness import Results
 
 BENCHMARKS: dict[str, Callable[[Results], None]] = {
     "startup": startup.run,
     "listing": lambda r: asyncio.run(listing.run(r)),
     "sweep": lambda r: asyncio.run(sweep.run(r)),
+    "big_queue": lambda r: asyncio.run(big_queue.run(r)),
     "ack": lambda r: asyncio.run(ack.run(r)),
     "scale": lambda r: asyncio.run(scale.run(r)),
     "fuzz": fuzz.run,

@@ -123,7 +123,7 @@ class ClusterbotService:
             reports=self.store,
             records=self.records,
             control_plane=self.vertex,
-            activity=SlurmReader(self.vertex, settings.slurm_api_version),
+            activity=SlurmReader(self.vertex, settings.slurm_api_version, book=self.store),
             messenger=self.messenger,
             roles=self.roles,
             clock=clock,

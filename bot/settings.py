@@ -81,7 +81,8 @@ class Settings(BaseSettings):
     slack_api_url: str = "https://slack.com/api/"
     policy_file: Path | None = None
     alert_channel: str | None = None
-    slurm_api_version: str = Field("v0.0.42", pattern=r"^v0\.0\.\d+$")
+    # unset: each cluster's data parser is found (newest first) and kept in the database
+    slurm_api_version: str | None = Field(None, pattern=r"^v0\.0\.\d+$")
     # Control-plane calls in flight at once. It bounds calls at once, not calls a minute: the
     # API's quotas count requests per minute per project and region and answer 429 with
     # Retry-After when passed, which the client honours. 32 lets a sweep of 1,000 clusters

@@ -54,6 +54,8 @@ class IdleEntry:
     recommendation_reason: str = ""
     reservations: tuple[str, ...] = ()
     jobs_hidden: bool = False
+    # what holds the queue and which nodes run nothing, every second part a command
+    notes: tuple[tuple[str, ...], ...] = ()
     kept_by: str | None = None
     kept_at: float | None = None
     snoozed_by: str | None = None
@@ -73,6 +75,7 @@ class IdleEntry:
         freed_hour: float | None,
         reservations: tuple[str, ...] = (),
         jobs_hidden: bool = False,
+        notes: tuple[tuple[str, ...], ...] = (),
     ) -> IdleEntry:
         return cls(
             cluster=cluster,
@@ -87,6 +90,7 @@ class IdleEntry:
             recommendation_reason=verdict.recommendation_reason,
             reservations=reservations,
             jobs_hidden=jobs_hidden,
+            notes=notes,
             kept_by=record.kept_by,
             kept_at=record.kept_at,
             snoozed_by=record.snoozed_by,
@@ -114,10 +118,16 @@ class IdleEntry:
         if values.get("recommendation"):
             values["recommendation"] = Recommendation(values["recommendation"])
         values["reservations"] = tuple(values.get("reservations") or ())
+        values["notes"] = tuple(tuple(str(p) for p in n) for n in values.get("notes") or ())
         return cls(**values)
 
 
 _ENTRY_FIELDS = tuple(f.name for f in fields(IdleEntry))
+
+
+def note_line(parts: tuple[str, ...]) -> Line:
+    """A kept note as a line: every second part is a command."""
+    return tuple(Code(part) if index % 2 else part for index, part in enumerate(parts) if part)
 
 
 def _reservations(entry: IdleEntry) -> Line:
@@ -142,7 +152,7 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
             Strong(cluster),
             " (",
             Code(entry.target),
-            ") has had no Slurm jobs since ",
+            ") has had no Slurm jobs that run or can start since ",
             Time(since),
             f" ({duration(now - since)}) while paying for its nodes.",
         ),
@@ -157,6 +167,8 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
         ),
         Text(Em(entry.recommendation_reason)),
     )
+    for parts in entry.notes:
+        reply.add(Note(*note_line(parts), "."))
     if entry.recommendation == Recommendation.DELETE:
         reply.add(
             Note(
@@ -294,6 +306,8 @@ def report(
     if snoozed:
         reply.add(Note(f"Snoozed, not counted above: {', '.join(e.cluster_id for e in snoozed)}."))
     for entry in entries:
+        for parts in entry.notes:
+            reply.add(Note(f"{entry.cluster_id}: ", *note_line(parts), "."))
         if entry.jobs_hidden:
             reply.add(
                 Note(
@@ -314,8 +328,9 @@ def report(
         reply.add(Buttons(tuple(buttons[:25]), block_id="idle-report"))
     reply.add(
         Note(
-            "busy: jobs, allocated nodes, an operation or not RUNNING · waiting: quiet, not yet "
-            "idle · free: no compute nodes · unknown: activity could not be read, never alerted"
+            "busy: jobs that run or can start, working nodes, an operation or not RUNNING · "
+            "held jobs and jobs that cannot start are not busy · waiting: quiet, not yet idle · "
+            "free: no compute nodes · unknown: activity could not be read, never alerted"
         )
     )
     return reply

@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 from bot.vertex.facts import ClusterFacts
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
-from bot.vertex.operations import Operation, Share, SlurmActivity, SlurmJob
+from bot.vertex.operations import Operation, Share, SlurmJob, SlurmNode
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
@@ -116,12 +116,12 @@ class ActivityReader(Protocol):
     """A cluster's Slurm, read through the control plane's proxy; each raises
     ``SlurmUnreadableError`` with the reason."""
 
-    async def activity(self, cluster: str) -> SlurmActivity:
-        """Slurm's jobs and nodes, counted."""
-        ...
-
     async def jobs(self, cluster: str) -> list[SlurmJob]:
         """Every job slurmrestd lists to the bot (running, pending, ending)."""
+        ...
+
+    async def nodes(self, cluster: str) -> list[SlurmNode]:
+        """Every Slurm node, with its state and reason."""
         ...
 
     async def shares(self, cluster: str) -> list[Share]:

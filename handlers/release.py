@@ -29,6 +29,7 @@ from handlers.plans import PlanError, plan_delete, plan_scale_to_zero
 from handlers.policy import Policy, ReleaseAction
 from handlers.ports import ActivityReader, Clock, ReleaseStore
 from handlers.replies import Code, Line, Reply, Strong, Text
+from handlers.sweep import slurm_demand
 from handlers.words import duration
 
 log = logging.getLogger(__name__)
@@ -125,16 +126,17 @@ class Releases:
     async def check(self, release: Release) -> None:
         now = self.clock()
         try:
-            activity = await self.activity.activity(release.cluster)
+            horizon = max(0.0, release.deadline - now)  # a job due before the timeout counts
+            demand, census = await slurm_demand(self.activity, release.cluster, now, horizon)
         except SlurmUnreadableError as error:
             if now > release.deadline:
                 await self._end(
                     release, ReleaseState.TIMED_OUT, f"Slurm could not be read ({error.reason})"
                 )
             return
-        queued = activity.running_jobs + activity.pending_jobs
-        busy = queued > 0 or bool(activity.busy_nodes)
-        what = f"{activity.running_jobs} running and {activity.pending_jobs} pending jobs"
+        # the idle rules' demand: held jobs and jobs that cannot start do not keep it waiting
+        busy = demand.active or bool(census and (census.working or census.completing))
+        what = f"{demand.running} running and {demand.pending} pending jobs"
         if release.state == ReleaseState.DRAINED and busy:
             await self._end(release, ReleaseState.CANCELLED, f"a job arrived first ({what})")
         elif now > release.deadline:

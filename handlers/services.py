@@ -126,7 +126,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
     clicks = IdleClicks(board, remedies, clock)
     sweeper = Sweeper(
         directory,
-        ActivityObserver(ports.activity, clock, options.concurrency),
+        ActivityObserver(ports.activity, clock, options.concurrency, policy.idle.idle_after),
         ports.records,
         ports.operations,
         ports.reports,

@@ -22,7 +22,19 @@ from bot.vertex.facts import ClusterFacts
 from handlers.alerts import IdleAlerts
 from handlers.clusters import ClusterDirectory, pools_summary
 from handlers.costs import PriceBook
-from handlers.idle import EXEMPT_LABEL, IdleRecord, IdleRules, Observation, Status, Verdict, assess
+from handlers.idle import (
+    EXEMPT_LABEL,
+    IdleRecord,
+    IdleRules,
+    NodeCensus,
+    Observation,
+    QueueDemand,
+    Status,
+    Verdict,
+    assess,
+    node_census,
+    queue_demand,
+)
 from handlers.idle_alert import IdleEntry
 from handlers.ports import (
     ActivityReader,
@@ -147,10 +159,13 @@ class Seen:
 class ActivityObserver:
     """Turns a cluster and what the bot is doing into one observation for the policy."""
 
-    def __init__(self, reader: ActivityReader, clock: Clock, concurrency: int) -> None:
+    def __init__(
+        self, reader: ActivityReader, clock: Clock, concurrency: int, idle_after: float
+    ) -> None:
         self.reader = reader
         self.clock = clock
         self.bound = asyncio.Semaphore(concurrency)
+        self.idle_after = idle_after
 
     async def observe(self, cluster: Swept, busy_clusters: set[str]) -> Observation:
         name = cluster.name
@@ -165,16 +180,23 @@ class ActivityObserver:
             return seen  # busy already: no need to ask Slurm
         try:
             async with self.bound:
-                activity = await self.reader.activity(name)
+                demand, census = await slurm_demand(
+                    self.reader, name, self.clock(), self.idle_after
+                )
         except SlurmUnreadableError as error:
             return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
-        return replace(
-            seen,
-            at=self.clock(),
-            running_jobs=activity.running_jobs,
-            pending_jobs=activity.pending_jobs,
-            busy_nodes=activity.busy_nodes or 0,
-        )
+        return replace(seen, at=self.clock()).with_slurm(demand, census)
+
+
+async def slurm_demand(
+    reader: ActivityReader, cluster: str, now: float, idle_after: float
+) -> tuple[QueueDemand, NodeCensus | None]:
+    """Slurm's queue, and its nodes when the queue shows no demand (jobs may be hidden, or
+    an epilog may still run, and nodes out of service are named)."""
+    demand = queue_demand(await reader.jobs(cluster), now, idle_after)
+    if demand.active:
+        return demand, None
+    return demand, node_census(await reader.nodes(cluster))
 
 
 class Sweeper:
@@ -303,6 +325,7 @@ class Sweeper:
             freed_hour=cluster.freed_hour,
             reservations=cluster.reservations,
             jobs_hidden=item.observation.jobs_hidden,
+            notes=item.observation.queue_notes + item.observation.node_notes,
         )
 
     async def _forget_deleted(self, present: set[str], listed_targets: set[str]) -> None:

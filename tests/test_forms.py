@@ -4,11 +4,16 @@ same request and card as the typed command."""
 
 from __future__ import annotations
 
+import json
+import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
+from slack_sdk.signature import SignatureVerifier
 
 from handlers.forms import FormAsk, FormKind, form_for
 from handlers.slurm_view import script_digest
@@ -330,3 +335,49 @@ async def test_what_the_plan_refuses_shows_at_a_field_the_form_has(stack: Stack)
     gone = await submit(stack, "alice", script, {"paste": {"form_paste": "echo hi"}})
     assert list(gone["errors"]) == ["place"] and "train01" in gone["errors"]["place"]
     assert not [m for m in await stack.messages() if is_card(m)]
+
+
+@pytest.mark.parametrize("metadata", ["not json", "[1, 2]", '{"kind": 3}', ""])
+async def test_a_form_with_metadata_not_ours_is_answered_not_a_500(
+    tmp_path: Path, metadata: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A view with our callback id but private_metadata we did not write (forged, or from
+    another version) gets a clear answer with a logged reference, never an HTTP 500."""
+    payload = {
+        "type": "view_submission",
+        "team": {"id": "T0DEMO"},
+        "user": {"id": "U0ALICE", "name": "alice", "team_id": "T0DEMO"},
+        "api_app_id": "A0CLUSTERBOT",
+        "token": "t",
+        "trigger_id": "1.2.3",
+        "view": {
+            "id": "V0FORGED",
+            "type": "modal",
+            "callback_id": "clusterbot_form",
+            "private_metadata": metadata,
+            "state": {"values": {}},
+            "hash": "1.a",
+        },
+    }
+    body = urlencode({"payload": json.dumps(payload)})
+    async with demo_stack(tmp_path) as stack:
+        stamp = str(int(time.time()))
+        signature = SignatureVerifier(stack.workspace.signing_secret).generate_signature(
+            timestamp=stamp, body=body
+        )
+        async with stack.session.post(
+            f"{stack.url}/slack/events",
+            data=body.encode(),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "X-Slack-Request-Timestamp": stamp,
+                "X-Slack-Signature": signature or "",
+            },
+        ) as reply:
+            assert reply.status == 200
+            answer = await reply.json()
+    assert answer["response_action"] == "update"
+    text = answer["view"]["blocks"][0]["text"]["text"]
+    reference = re.search(r"reference `([0-9a-f]{8})`", text)
+    assert reference is not None and "open it again with `/cluster`" in text
+    assert any(reference.group(1) in r.getMessage() for r in caplog.records)

@@ -250,7 +250,7 @@ def alerts(bot: Bot) -> list[tuple[str, Reply]]:
 
 
 async def test_an_idle_paying_cluster_is_alerted_once(bot: Bot) -> None:
-    bot.activity.jobs[C1] = (0, 0)
+    bot.activity.queues[C1] = (0, 0)
     assert await sweep(bot) == {"c1": Status.WAITING}
     bot.clock.advance(11 * 60)
     assert await sweep(bot) == {"c1": Status.IDLE}
@@ -275,7 +275,7 @@ async def test_what_is_never_alerted(
 ) -> None:
     bot.plane.add(running(cluster_doc(cluster_id="c1", nodes=nodes), nodes=nodes))
     if jobs is not None:
-        bot.activity.jobs[C1] = jobs
+        bot.activity.queues[C1] = jobs
     bot.activity.busy_nodes[C1] = busy_nodes
     await sweep(bot)
     bot.clock.advance(3 * 3600)
@@ -286,7 +286,7 @@ async def test_what_is_never_alerted(
 async def test_an_operators_remedy_waits_and_a_rejection_gives_the_buttons_back(
     bot: Bot,
 ) -> None:
-    bot.activity.jobs[C1] = (0, 0)
+    bot.activity.queues[C1] = (0, 0)
     await sweep(bot)
     bot.clock.advance(11 * 60)
     await sweep(bot)
@@ -302,7 +302,7 @@ async def test_an_operators_remedy_waits_and_a_rejection_gives_the_buttons_back(
 
 
 async def test_a_snoozed_cluster_is_alerted_again_only_after_the_snooze(bot: Bot) -> None:
-    bot.activity.jobs[C1] = (0, 0)
+    bot.activity.queues[C1] = (0, 0)
     await sweep(bot)
     bot.clock.advance(11 * 60)
     await sweep(bot)

@@ -38,8 +38,38 @@ class Meta:
 
     @classmethod
     def load(cls, text: str) -> Meta:
-        data = json.loads(text or "{}")
-        return cls(**{k: data.get(k) for k in ("kind", "channel", "cluster", "which", "place")})
+        """The metadata a form of ours carries; ``BadMetadata`` for anything else (a view
+        with our callback id is not proof that we wrote its metadata)."""
+        try:
+            data = json.loads(text or "{}")
+        except ValueError:
+            raise BadMetadata("private_metadata is not JSON") from None
+        if not isinstance(data, dict):
+            raise BadMetadata("private_metadata is not a JSON object")
+        fields = {k: data.get(k) for k in ("kind", "channel", "cluster", "which", "place")}
+        if not isinstance(fields["kind"], str) or not isinstance(fields["channel"], str):
+            raise BadMetadata("private_metadata has no form kind and channel")
+        if any(v is not None and not isinstance(v, str) for v in fields.values()):
+            raise BadMetadata("private_metadata has a field that is not text")
+        return cls(**fields)  # type: ignore[arg-type]
+
+
+class BadMetadata(ValueError):
+    """A view's ``private_metadata`` is not what our forms write."""
+
+
+def unreadable_form(reference: str) -> dict[str, Any]:
+    """What a person sees in place of a form whose metadata cannot be read."""
+    text = (
+        f"This form could not be read (reference `{reference}`); it has been logged. Close it "
+        "and open it again with `/cluster`."
+    )
+    return {
+        "type": "modal",
+        "title": _plain("clusterbot"),
+        "close": _plain("Close"),
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+    }
 
 
 def _plain(text: str, limit: int = 75) -> dict[str, Any]:

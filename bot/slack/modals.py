@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import secrets
 from typing import Any
 
 import aiohttp
@@ -25,6 +26,7 @@ from bot.slack.listeners import Background, Responder, internal_error
 from bot.slack.modal_views import (
     CALLBACK,
     CLUSTER_ACTION,
+    BadMetadata,
     Meta,
     delete_view,
     loading_view,
@@ -32,6 +34,7 @@ from bot.slack.modal_views import (
     resize_view,
     script_view,
     setting_view,
+    unreadable_form,
 )
 from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
@@ -236,7 +239,11 @@ class Modals:
         self.background.spawn(self._changed(view))
 
     async def _changed(self, view: dict[str, Any]) -> None:
-        meta = Meta.load(str(view.get("private_metadata") or ""))
+        try:
+            meta = Meta.load(str(view.get("private_metadata") or ""))
+        except BadMetadata as error:
+            log.warning("a pick in a form with unreadable metadata ignored: %s", error)
+            return
         values = _values(view)
         key = _picked(values.get("cluster", {}))
         if not key:
@@ -254,7 +261,13 @@ class Modals:
     async def submitted(self, ack: Any, body: dict[str, Any]) -> None:
         view = body["view"]
         user = str(body["user"]["id"])
-        meta = Meta.load(str(view.get("private_metadata") or ""))
+        try:
+            meta = Meta.load(str(view.get("private_metadata") or ""))
+        except BadMetadata as error:
+            reference = secrets.token_hex(4)
+            log.warning("form from %s refused [ref %s]: %s", user, reference, error)
+            await ack(response_action="update", view=unreadable_form(reference))
+            return
         task = asyncio.get_running_loop().create_task(self._submit(user, meta, _values(view)))
         done, _ = await asyncio.wait({task}, timeout=SUBMIT_WAIT)
         if task in done:

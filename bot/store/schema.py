@@ -140,3 +140,12 @@ releases = sa.Table(
     sa.Column("request_id", sa.String(40)),
     sa.Column("outcome", sa.Text),
 )
+
+# The slurmrestd data parser each cluster answered last (v0.0.40 to v0.0.45).
+slurm_versions = sa.Table(
+    "slurm_versions",
+    metadata,
+    sa.Column("cluster", sa.String(300), primary_key=True),
+    sa.Column("version", sa.String(16), nullable=False),
+    sa.Column("learned_at", sa.Float, nullable=False),
+)

@@ -24,6 +24,7 @@ from bot.store.leases import LeaseRows
 from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
 from bot.store.releases import ReleaseRows
+from bot.store.slurm_versions import SlurmVersionRows
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
@@ -65,7 +66,7 @@ def shown(url: str) -> str:
     return f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
 
 
-class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows):
+class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 

@@ -56,26 +56,6 @@ class SlurmResponse(ApiModel):
 
 
 @dataclass(frozen=True)
-class SlurmActivity:
-    """What Slurm says a cluster is doing, read through ``:callSlurmRestApi``.
-
-    Jobs can be hidden from the bot's own Linux account (slurm.conf PrivateData); nodes are
-    not, so an allocated node is activity even when no job is visible.
-    """
-
-    running_jobs: int
-    pending_jobs: int
-    busy_nodes: int | None = None  # ALLOCATED, MIXED or COMPLETING; None when not asked
-    nodes: int | None = None
-    version: str = ""
-
-    @property
-    def jobs_hidden(self) -> bool:
-        """Nodes are working but no running job is visible: jobs are hidden from the bot."""
-        return bool(self.busy_nodes) and self.running_jobs == 0
-
-
-@dataclass(frozen=True)
 class SlurmJob:
     """One job as slurmrestd's ``GET /slurm/v0.0.42/jobs/`` lists it (JOB_INFO), the fields a
     person reads in ``squeue``; times are epoch seconds, None when slurmrestd has none."""
@@ -92,11 +72,25 @@ class SlurmJob:
     node_count: int
     nodes: str
     submitted: int | None
-    started: int | None
+    started: int | None  # for a pending job, Slurm's forecast of its start, when it has one
+    hold: bool = False  # JOB_INFO ``hold``: held by its user or an administrator
+    eligible: int | None = None  # JOB_INFO ``eligible_time``: its begin time while pending
 
     @property
     def pending(self) -> bool:
         return "PENDING" in self.states
+
+
+@dataclass(frozen=True)
+class SlurmNode:
+    """One node as slurmrestd's ``GET /slurm/v0.0.42/nodes/`` lists it (NODE): its state is
+    a base state and flags (``["IDLE", "DRAIN"]``), and ``reason`` is why an administrator or
+    Slurm took it out of service."""
+
+    name: str
+    states: frozenset[str]
+    reason: str
+    partitions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

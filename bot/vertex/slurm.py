@@ -1,82 +1,95 @@
 """Slurm's view of a cluster, read through the control plane's ``:callSlurmRestApi`` proxy.
 
 slurmrestd's JSON is read here and nowhere else. Per manage-clusters-slurm: a GET carries no
-``body``; the docs' examples use data parser ``v0.0.42`` with a trailing slash
-(``/slurm/v0.0.42/jobs/``); calls run as the caller's own Linux account, so other users'
-jobs may be hidden (PrivateData) while nodes are not; an unreachable Slurm controller answers
-UNAVAILABLE ("retry after a short wait"), so the sweep gives each cluster a short deadline.
+``body``; paths end in a slash (``/slurm/v0.0.42/jobs/``); calls run as the caller's own
+Linux account, so other users' jobs may be hidden (PrivateData) while nodes are not; an
+unreachable Slurm controller answers UNAVAILABLE ("retry after a short wait"), so the sweep
+gives each cluster a short deadline.
+
+Which data parser a cluster's slurmrestd serves is learned, not guessed: the versions are
+tried newest first, and the one that answers is kept (in the database, through a
+``VersionBook``), so every later read, on any replica and in ``sweep --once``, asks it at once.
+A long reply is decoded a piece at a time (``bot.vertex.paced``), never holding the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import InvalidArgumentError, SlurmUnreadableError, VertexError
-from bot.vertex.operations import Share, SlurmActivity, SlurmJob, SlurmResponse
+from bot.vertex.operations import Share, SlurmJob, SlurmNode, SlurmResponse
+from bot.vertex.paced import Unreadable, read_object
 
-# Data parser versions the node images' slurmrestd serves (Slurm 24.05 to 25.05), the docs'
-# own first. Tried in this order when a version is refused, then remembered per cluster.
-SUPPORTED_VERSIONS = ("v0.0.42", "v0.0.41", "v0.0.40", "v0.0.43")
-RUNNING_JOB_STATES = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT", "RESIZING"}
-BUSY_NODE_STATES = {"ALLOCATED", "MIXED", "COMPLETING"}
+# The data parsers slurmrestd ships (SchedMD/slurm src/plugins/data_parser/ at each release
+# tag): 24.05 v0.0.39-41, 24.11 v0.0.40-42, 25.05 v0.0.40-43, 25.11 v0.0.41-44, 26.05
+# v0.0.42-45. JOB_INFO and NODE keep the fields read here, with the same names, from v0.0.40
+# to v0.0.45 (testsuite/python/data/openapi_specs/). Tried newest first.
+READABLE_VERSIONS = ("v0.0.45", "v0.0.44", "v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40")
 SWEEP_DEADLINE = 10.0  # seconds a cluster's Slurm may take in all, retries included
 
 
-def _states(value: Any) -> set[str]:
+class VersionBook(Protocol):
+    """Where the data parser each cluster serves is kept between runs."""
+
+    async def slurm_versions(self) -> dict[str, str]: ...
+
+    async def keep_slurm_version(self, cluster: str, version: str, at: float) -> None: ...
+
+
+def _states(value: Any) -> frozenset[str]:
     """A slurmrestd state: a list of flags (v0.0.40+) or one string (older), upper-cased."""
     if isinstance(value, str):
-        return {value.upper()}
+        return frozenset({value.upper()})
     if isinstance(value, list):
-        return {str(v).upper() for v in value}
-    return set()
+        return frozenset(str(v).upper() for v in value)
+    return frozenset()
 
 
-def _document(reply: SlurmResponse, what: str) -> dict[str, Any]:
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def _error_text(body: str) -> str:
+    """slurmrestd's own words for an error: the first of its ``errors`` (JSON replies), or
+    the first line of a ``text/plain`` one ("Authentication failure")."""
     try:
-        document = json.loads(reply.body) if reply.body else {}
+        document = json.loads(body) if body.lstrip().startswith("{") else None
     except ValueError:
-        raise SlurmUnreadableError(f"slurmrestd sent a {what} reply that is not JSON") from None
-    if not isinstance(document, dict):
-        raise SlurmUnreadableError(f"slurmrestd sent a {what} reply that is not an object")
-    if reply.status != 200:
+        document = None
+    if isinstance(document, dict):
         errors = document.get("errors") or []
         first = errors[0] if errors and isinstance(errors[0], dict) else {}
-        detail = first.get("error") or first.get("description") or ""
+        words = [str(first.get(k)) for k in ("error", "description") if first.get(k)]
+        return _first_line(": ".join(dict.fromkeys(words)))
+    return _first_line(body)
+
+
+def _unknown_url(reply: SlurmResponse) -> bool:
+    """slurmrestd's answer to a path it does not serve (a data parser it lacks) is a 404 in
+    ``text/plain``: "Unable to find requested URL endpoint ..." (the 24.11 and 25.11
+    captures); a JSON 404 is an answer about something the path names."""
+    return reply.status == 404 and not reply.body.lstrip().startswith("{")
+
+
+async def read_reply(
+    reply: SlurmResponse, what: str, lists: dict[str, Callable[[Any], Any]] | None = None
+) -> dict[str, Any]:
+    if reply.status != 200:
+        detail = _error_text(reply.body)
         raise SlurmUnreadableError(
             f"slurmrestd answered HTTP {reply.status} to the {what} query"
             + (f": {detail}" if detail else "")
         )
-    return document
-
-
-def count_jobs(document: dict[str, Any]) -> tuple[int, int]:
-    """Running and pending jobs in a ``GET /jobs/`` reply."""
-    running = pending = 0
-    jobs = document.get("jobs")
-    if not isinstance(jobs, list):
-        raise SlurmUnreadableError("slurmrestd's job reply has no job list")
-    for job in jobs:
-        states = _states(job.get("job_state") if isinstance(job, dict) else None)
-        if "PENDING" in states:
-            pending += 1
-        elif RUNNING_JOB_STATES & states:
-            running += 1
-    return running, pending
-
-
-def count_nodes(document: dict[str, Any]) -> tuple[int, int]:
-    """Nodes that are working (allocated, mixed, completing) and all nodes, in ``GET /nodes/``."""
-    nodes = document.get("nodes")
-    if not isinstance(nodes, list):
-        raise SlurmUnreadableError("slurmrestd's node reply has no node list")
-    busy = sum(
-        1
-        for node in nodes
-        if isinstance(node, dict) and BUSY_NODE_STATES & _states(node.get("state"))
-    )
-    return busy, len(nodes)
+    try:
+        return await read_object(reply.body, lists=lists)
+    except Unreadable as error:
+        raise SlurmUnreadableError(f"slurmrestd sent a {what} reply that is {error}") from None
 
 
 def _number(value: Any) -> Any:
@@ -99,35 +112,59 @@ def _float(value: Any) -> float | None:
     return None if number is None else float(number)
 
 
-def read_jobs(document: dict[str, Any]) -> list[SlurmJob]:
-    """The jobs of a ``GET /jobs/`` reply (JOB_INFO: job_id, name, user_name, account,
-    partition, job_state, state_reason, priority, qos, node_count, nodes, submit_time,
-    start_time); an entry that is not an object is skipped."""
-    jobs = document.get("jobs")
-    if not isinstance(jobs, list):
-        raise SlurmUnreadableError("slurmrestd's job reply has no job list")
-    found = []
-    for job in jobs:
-        if not isinstance(job, dict):
-            continue
-        found.append(
-            SlurmJob(
-                job_id=_int(job.get("job_id")) or 0,
-                name=str(job.get("name") or ""),
-                user=str(job.get("user_name") or ""),
-                account=str(job.get("account") or ""),
-                partition=str(job.get("partition") or ""),
-                states=frozenset(_states(job.get("job_state"))),
-                reason=str(job.get("state_reason") or "None"),
-                priority=_int(job.get("priority")),
-                qos=str(job.get("qos") or ""),
-                node_count=_int(job.get("node_count")) or 0,
-                nodes=str(job.get("nodes") or ""),
-                submitted=_int(job.get("submit_time")) or None,
-                started=_int(job.get("start_time")) or None,
-            )
+def read_job(job: Any) -> SlurmJob | None:
+    """One JOB_INFO (job_id, name, user_name, account, partition, job_state, state_reason,
+    hold, priority, qos, node_count, nodes, submit_time, start_time, eligible_time); None
+    for an entry that is not an object."""
+    if not isinstance(job, dict):
+        return None
+    return SlurmJob(
+        job_id=_int(job.get("job_id")) or 0,
+        name=str(job.get("name") or ""),
+        user=str(job.get("user_name") or ""),
+        account=str(job.get("account") or ""),
+        partition=str(job.get("partition") or ""),
+        states=_states(job.get("job_state")),
+        reason=str(job.get("state_reason") or "None"),
+        priority=_int(job.get("priority")),
+        qos=str(job.get("qos") or ""),
+        node_count=_int(job.get("node_count")) or 0,
+        nodes=str(job.get("nodes") or ""),
+        submitted=_int(job.get("submit_time")) or None,
+        started=_int(job.get("start_time")) or None,
+        hold=job.get("hold") is True,
+        eligible=_int(job.get("eligible_time")) or None,
+    )
+
+
+def read_node(node: Any) -> SlurmNode | None:
+    """One NODE (name, state, reason, partitions); None for an entry that is not an object."""
+    if not isinstance(node, dict):
+        return None
+    partitions = node.get("partitions")
+    return SlurmNode(
+        name=str(node.get("name") or ""),
+        states=_states(node.get("state")),
+        reason=str(node.get("reason") or ""),
+        partitions=tuple(str(p) for p in partitions) if isinstance(partitions, list) else (),
+    )
+
+
+def listed(document: dict[str, Any], key: str, what: str) -> list[Any]:
+    """The list a reply holds; slurmrestd's own error, when it sent one instead."""
+    found = document.get(key)
+    if not isinstance(found, list):
+        errors = document.get("errors")
+        detail = _error_text(json.dumps({"errors": errors})) if errors else ""
+        raise SlurmUnreadableError(
+            f"slurmrestd's {what} reply has no {what} list" + (f": {detail}" if detail else "")
         )
-    return found
+    return [item for item in found if item is not None]
+
+
+def read_jobs(document: dict[str, Any]) -> list[SlurmJob]:
+    """The jobs of a decoded ``GET /jobs/`` reply."""
+    return [job for job in map(read_job, listed(document, "jobs", "job")) if job is not None]
 
 
 def read_shares(document: dict[str, Any]) -> list[Share]:
@@ -159,26 +196,44 @@ def read_shares(document: dict[str, Any]) -> list[Share]:
 
 
 class SlurmReader:
-    """Reads a cluster's jobs and nodes, finding the slurmrestd version each cluster serves."""
+    """Reads a cluster's jobs, nodes and shares, asking the data parser the cluster serves."""
 
     def __init__(
         self,
         vertex: VertexClient,
-        preferred: str = SUPPORTED_VERSIONS[0],
+        pinned: str | None = None,
         deadline: float = SWEEP_DEADLINE,
+        book: VersionBook | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.vertex = vertex
-        self.preferred = preferred
+        self.pinned = pinned
         self.deadline = deadline
+        self.book = book
+        self.clock = clock
         self.known: dict[str, str] = {}  # cluster name -> the version that answered
+        self._loaded = book is None
+        self._loading = asyncio.Lock()
+
+    async def _load(self) -> None:
+        async with self._loading:
+            if not self._loaded and self.book is not None:
+                self.known = {**await self.book.slurm_versions(), **self.known}
+                self._loaded = True
 
     def versions(self, cluster: str) -> list[str]:
-        order = [self.known.get(cluster, ""), self.preferred, *SUPPORTED_VERSIONS]
-        return list(dict.fromkeys(v for v in order if v))
+        """The versions to ask, in order: the pinned one alone, or the one the cluster
+        answered last and then every readable one, newest first."""
+        if self.pinned:
+            return [self.pinned]
+        return list(
+            dict.fromkeys(v for v in (self.known.get(cluster, ""), *READABLE_VERSIONS) if v)
+        )
 
-    async def get(self, cluster: str, resource: str) -> dict[str, Any]:
-        """``GET /slurm/{version}/{resource}``, trying versions until one is served;
-        ``resource`` is spelled as slurmrestd's OpenAPI paths are (``jobs/``, ``shares``)."""
+    async def _reply(self, cluster: str, resource: str) -> SlurmResponse:
+        """``GET /slurm/{version}/{resource}`` at the first version that is served."""
+        if not self._loaded:
+            await self._load()
         tried = []
         for version in self.versions(cluster):
             path = f"/slurm/{version}/{resource}"
@@ -191,28 +246,44 @@ class SlurmReader:
                 raise SlurmUnreadableError(
                     f"Slurm could not be reached: {error.user_message}"
                 ) from error
-            if reply.status == 404:
-                tried.append(version)  # slurmrestd serves no such data parser version
+            if _unknown_url(reply):
+                tried.append(version)
                 continue
-            self.known[cluster] = version
-            return _document(reply, resource.strip("/").rstrip("s"))
+            await self._learned(cluster, version)
+            return reply
+        if self.pinned:
+            raise SlurmUnreadableError(
+                f"slurmrestd does not serve {self.pinned}, which CLUSTERBOT_SLURM_API_VERSION "
+                "pins; unset it to find the version the cluster serves"
+            )
         raise SlurmUnreadableError(
             f"slurmrestd served none of the versions {', '.join(tried)}; set "
             "CLUSTERBOT_SLURM_API_VERSION to the one your node image runs"
         )
 
+    async def _learned(self, cluster: str, version: str) -> None:
+        if self.known.get(cluster) == version:
+            return
+        self.known[cluster] = version
+        if self.book is not None and not self.pinned:
+            await self.book.keep_slurm_version(cluster, version, self.clock())
+
+    async def get(
+        self, cluster: str, resource: str, lists: dict[str, Callable[[Any], Any]] | None = None
+    ) -> dict[str, Any]:
+        """The decoded reply to ``GET /slurm/{version}/{resource}``; ``resource`` is spelled
+        as slurmrestd's OpenAPI paths are (``jobs/``, ``shares``)."""
+        reply = await self._reply(cluster, resource)
+        return await read_reply(reply, resource.strip("/").rstrip("s"), lists)
+
     async def jobs(self, cluster: str) -> list[SlurmJob]:
-        return read_jobs(await self.get(cluster, "jobs/"))
+        document = await self.get(cluster, "jobs/", {"jobs": read_job})
+        return [job for job in listed(document, "jobs", "job") if isinstance(job, SlurmJob)]
+
+    async def nodes(self, cluster: str) -> list[SlurmNode]:
+        document = await self.get(cluster, "nodes/", {"nodes": read_node})
+        return [n for n in listed(document, "nodes", "node") if isinstance(n, SlurmNode)]
 
     async def shares(self, cluster: str) -> list[Share]:
         """The fair-share tree; slurmrestd serves it from data parser v0.0.40 on."""
         return read_shares(await self.get(cluster, "shares"))
-
-    async def activity(self, cluster: str) -> SlurmActivity:
-        """Running and pending jobs; nodes too when no job is visible (jobs may be hidden)."""
-        running, pending = count_jobs(await self.get(cluster, "jobs/"))
-        version = self.known.get(cluster, "")
-        if running or pending:
-            return SlurmActivity(running, pending, version=version)
-        busy, total = count_nodes(await self.get(cluster, "nodes/"))
-        return SlurmActivity(running, pending, busy_nodes=busy, nodes=total, version=version)

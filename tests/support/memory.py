@@ -17,7 +17,7 @@ from typing import Any
 from bot.vertex.errors import NotFoundError, SlurmUnreadableError
 from bot.vertex.models import Cluster, ClusterState
 from bot.vertex.names import ClusterName, Target
-from bot.vertex.operations import Operation, SlurmActivity
+from bot.vertex.operations import Operation, SlurmJob, SlurmNode
 from handlers.entities import (
     OPEN_STATES,
     ApprovalRequest,
@@ -391,16 +391,42 @@ class FakeControlPlane:
 
 @dataclass
 class FakeActivity:
-    """What Slurm says per cluster; a cluster missing from ``jobs`` is unreadable."""
+    """What Slurm says per cluster; a cluster missing from ``queues`` is unreadable."""
 
-    jobs: dict[str, tuple[int, int]] = field(default_factory=dict)  # running, pending
+    queues: dict[str, tuple[int, int]] = field(default_factory=dict)  # running, pending
     busy_nodes: dict[str, int] = field(default_factory=dict)
 
-    async def activity(self, cluster: str) -> SlurmActivity:
-        if cluster not in self.jobs:
+    async def jobs(self, cluster: str) -> list[SlurmJob]:
+        if cluster not in self.queues:
             raise SlurmUnreadableError("Slurm did not answer")
-        running, pending = self.jobs[cluster]
-        return SlurmActivity(running, pending, busy_nodes=self.busy_nodes.get(cluster, 0))
+        running, pending = self.queues[cluster]
+        return [_job(i, "RUNNING") for i in range(running)] + [
+            _job(running + i, "PENDING") for i in range(pending)
+        ]
+
+    async def nodes(self, cluster: str) -> list[SlurmNode]:
+        if cluster not in self.queues:
+            raise SlurmUnreadableError("Slurm did not answer")
+        busy = self.busy_nodes.get(cluster, 0)
+        return [SlurmNode(f"n{i}", frozenset({"ALLOCATED"}), "") for i in range(busy)]
+
+
+def _job(index: int, state: str) -> SlurmJob:
+    return SlurmJob(
+        job_id=index + 1,
+        name=f"job-{index}",
+        user="researcher",
+        account="default",
+        partition="default",
+        states=frozenset({state}),
+        reason="None" if state == "RUNNING" else "Priority",
+        priority=1,
+        qos="normal",
+        node_count=1,
+        nodes="",
+        submitted=None,
+        started=None,
+    )
 
 
 @dataclass

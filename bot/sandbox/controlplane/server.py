@@ -77,6 +77,11 @@ async def api_middleware(request: web.Request, handler: Handler) -> web.StreamRe
         "query": dict(request.query),
         "time": rfc3339(state.wall()),
     }
+    if request.method in ("POST", "PATCH") and request.body_exists:
+        try:  # the body is kept by aiohttp: the handler reads it again
+            entry["body"] = json.loads(await request.read())
+        except (ValueError, UnicodeDecodeError):
+            entry["body"] = None  # the handler answers INVALID_ARGUMENT
     state.requests.append(entry)
     state.in_flight += 1
     state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
@@ -146,7 +151,7 @@ def dropped(request: web.Request) -> web.Response:
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:
-    if not request.can_read_body:
+    if not request.body_exists:
         return {}
     try:
         body = await request.json()
@@ -280,17 +285,17 @@ async def cluster_method(request: web.Request) -> web.Response:
         )
         for pool in cluster.get("nodePools", [])
     }
-    answer = slurm.reply(
+    slurmrestd = slurm.Slurmrestd(
         cluster,
-        method,
-        path,
         state.jobs.get(name, []),
         state.wall(),
+        release=switches.release,
         versions=switches.versions,
         private_jobs=switches.private_jobs,
         sizes=sizes,
+        overrides=switches.nodes,
     )
-    return web.json_response(answer)
+    return web.json_response(slurmrestd.reply(method, path))
 
 
 async def get_operation(request: web.Request) -> web.Response:
@@ -346,14 +351,26 @@ async def sim_jobs(request: web.Request) -> web.Response:
 
 
 async def sim_slurm(request: web.Request) -> web.Response:
-    """Set how a cluster's Slurm behaves: ``{"cluster", "down", "private_jobs", "versions"}``."""
+    """Set how a cluster's Slurm behaves: ``{"cluster", "down", "private_jobs", "release",
+    "versions"}`` (a release, 24.05 to 26.05, serves the data parsers it ships)."""
     state = request.app[STATE]
     if request.method == "POST":
         body = await _json_body(request)
         name = _cluster_named(state, body)
         switches = state.set_slurm(name, body)
-        return web.json_response({"cluster": name, **switches.__dict__})
-    return web.json_response({name: s.__dict__ for name, s in state.slurm.items()})
+        return web.json_response({"cluster": name, **switches.to_dict()})
+    return web.json_response({name: s.to_dict() for name, s in state.slurm.items()})
+
+
+async def sim_nodes(request: web.Request) -> web.Response:
+    """Set Slurm node states and reasons: ``{"cluster", "nodes": {NAME: {"state", "reason"}}}``
+    (``{"state": ["IDLE", "DRAIN"], "reason": "ECC memory error"}``; null clears one)."""
+    state = request.app[STATE]
+    if request.method == "POST":
+        body = await _json_body(request)
+        name = _cluster_named(state, body)
+        return web.json_response({"cluster": name, "nodes": state.set_nodes(name, body)})
+    return web.json_response({name: s.nodes for name, s in state.slurm.items() if s.nodes})
 
 
 async def sim_config(request: web.Request) -> web.Response:
@@ -381,6 +398,7 @@ def create_app(state: SimulatorState, prefix: str = "") -> web.Application:
     app.router.add_route("*", "/_sim/jobs", sim_jobs)
     app.router.add_route("*", "/_sim/config", sim_config)
     app.router.add_route("*", "/_sim/slurm", sim_slurm)
+    app.router.add_route("*", "/_sim/nodes", sim_nodes)
     return app
 
 

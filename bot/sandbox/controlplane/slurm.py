@@ -1,109 +1,325 @@
-"""slurmrestd replies as ``:callSlurmRestApi`` relays them (data parsers v0.0.40 to v0.0.42).
+"""slurmrestd replies as ``:callSlurmRestApi`` relays them, made from real captures.
 
 From manage-clusters-slurm: the reply is ``{"status", "body"}`` with slurmrestd's JSON as a
 string; calls run as the caller's own Linux account ("you can't run the job as another
 user"), so with slurm.conf ``PrivateData=jobs`` other users' jobs are not listed, while
-nodes always are; a path that is not a Slurm path is INVALID_ARGUMENT; a data parser version
-the node image does not serve is slurmrestd's own 404.
+nodes always are; a path that is not a Slurm path is INVALID_ARGUMENT.
+
+From slurmrestd itself (the replies in ``slurmrestd_objects.json`` and the project's test
+fixtures, captured from Slurm 24.05 to 25.11): every job and node is the whole object
+(128 to 135 keys for a job), copied from a real one with the fields that matter set; a data
+parser the release does not ship is a ``text/plain`` 404; a job's ``nodes`` is a hostlist
+(``cpu01-cpu-[0-1]``) of the node names; a pending job carries Slurm's forecast of its start.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
+from importlib import resources
 from typing import Any
+
+from bot.sandbox.controlplane import wire
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
 RESOURCES = re.compile(r"^(jobs|nodes|ping|shares)/?$")
+ONE_JOB = re.compile(r"^job/(\d+)/?$")
 CALLER = "clusterbot"  # the Linux account the bot's service account maps to
 BUSY_JOB_STATES = {"RUNNING", "COMPLETING"}
 
+# The data parsers each release ships (SchedMD/slurm src/plugins/data_parser/ at each tag)
+# and the release it reports in ``meta.slurm``.
+RELEASES = {
+    "24.05": ("24.05.5", ("v0.0.39", "v0.0.40", "v0.0.41")),
+    "24.11": ("24.11.5", ("v0.0.40", "v0.0.41", "v0.0.42")),
+    "25.05": ("25.05.4", ("v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43")),
+    "25.11": ("25.11.0", ("v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44")),
+    "26.05": ("26.05.1", ("v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45")),
+}
+DEFAULT_RELEASE = "24.11"
+# slurmrestd's answer to a URL it does not serve, as captured (Slurm-web
+# slurm-not-found.txt): 24.11's words until 25.11 changed them.
+NOT_FOUND_24 = "Unable find requested URL. Please view /openapi/v3 for API reference.\n"
+NOT_FOUND_25 = (
+    "Unable to find requested URL endpoint. Please query the '/openapi/v3' endpoint or visit "
+    "'https://slurm.schedmd.com/rest_api.html' for the OpenAPI specification which includes a "
+    "list of all possible slurmrestd endpoints.\n"
+)
+# A job's reason while it waits held (job_reason_codes.html) and state flags that hold it.
+HELD_REASONS = {"JobHeldUser", "JobHeldAdmin"}
+HELD_FLAGS = {"REQUEUE_HOLD", "SPECIAL_EXIT", "RESV_DEL_HOLD"}
+NEVER_REASONS = {
+    "DependencyNeverSatisfied",
+    "InvalidAccount",
+    "InvalidQOS",
+    "AccountNotAllowed",
+    "BadConstraints",
+    "ReservationDeleted",
+    "PartitionDown",
+    "PartitionInactive",
+}
+# sinfo(1): a node in one of these takes no new job
+UNUSABLE = {"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN"}
+POWERED_DOWN = ["IDLE", "CLOUD", "POWERED_DOWN"]  # a cloud node with no VM (power_save.html)
 
-def _number(value: int) -> dict[str, Any]:
+
+@cache
+def _objects() -> dict[str, Any]:
+    text = resources.files(__package__).joinpath("slurmrestd_objects.json").read_text()
+    parsers: dict[str, Any] = json.loads(text)["parsers"]
+    return parsers
+
+
+def _parser(version: str) -> dict[str, Any]:
+    """The captured objects closest to a data parser (v0.0.39/40 as v0.0.41, v0.0.45 as
+    v0.0.44: the fields set here are the same in each)."""
+    objects = _objects()
+    if version in objects:
+        return dict(objects[version])
+    known = sorted(objects)
+    return dict(objects[known[0] if version < known[0] else known[-1]])
+
+
+def _number(value: int | float) -> dict[str, Any]:
     return {"set": True, "infinite": False, "number": value}
 
 
-def _meta(cluster_id: str, version: str) -> dict[str, Any]:
-    return {
-        "plugin": {
-            "type": "openapi/slurmctld",
-            "name": "Slurm OpenAPI slurmctld",
-            "data_parser": f"data_parser/{version}",
-            "accounting_storage": "accounting_storage/slurmdbd",
-        },
-        "client": {"source": "[control-plane-proxy]", "user": CALLER, "group": CALLER},
-        "command": [],
-        "slurm": {
-            "version": {"major": "24", "minor": "05", "micro": "5"},
-            "release": "24.05.5",
-            "cluster": cluster_id,
-        },
-    }
+def _unset() -> dict[str, Any]:
+    return {"set": False, "infinite": False, "number": 0}
 
 
-def _states(job: dict[str, Any]) -> list[str]:
+def states_of(job: dict[str, Any]) -> list[str]:
     state = job.get("job_state", "RUNNING")
     return [str(s) for s in state] if isinstance(state, list) else [str(state)]
 
 
-def job_document(cluster_id: str, index: int, job: dict[str, Any], now: datetime) -> dict[str, Any]:
-    states = _states(job)
-    epoch = int(now.timestamp())
-    running = bool(BUSY_JOB_STATES & set(states))
-    return {
-        "job_id": int(job.get("job_id", 100 + index)),
-        "name": job.get("name", f"job-{index}"),
-        "user_name": job.get("user_name", "researcher"),
-        "account": job.get("account", "default"),
-        "partition": job.get("partition", "default"),
-        "job_state": states,
-        # JOB_INFO state_reason: "None" once running; a pending job says why it waits
-        "state_reason": job.get("state_reason", "None" if running else "Priority"),
-        "priority": _number(int(job.get("priority", 10_000 - index))),
-        "qos": job.get("qos", "normal"),
-        "node_count": _number(int(job.get("node_count", 1))),
-        "nodes": job.get("nodes", f"{cluster_id}-node-{index}" if running else ""),
-        "submit_time": _number(epoch - 600),
-        "start_time": _number(epoch - 300 if running else 0),
-        "time_limit": _number(1440),
-    }
+def _epoch(value: Any) -> int | None:
+    if isinstance(value, dict):
+        value = value.get("number") if value.get("set", True) else None
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def node_documents(
-    cluster: dict[str, Any], jobs: list[dict[str, Any]], sizes: dict[str, tuple[int, int]]
-) -> list[dict[str, Any]]:
-    """Slurm's nodes, consistent with the cluster's VMs and its jobs: each existing node of a
-    compute pool is IDLE or, while running jobs need it, ALLOCATED; the rest of a pool that
-    scales with the queue is known to Slurm as powered-down cloud nodes."""
+def is_whole(job: dict[str, Any]) -> bool:
+    """A whole slurmrestd job object, served as it is (not the short form)."""
+    return "job_resources" in job or isinstance(job.get("priority"), dict)
+
+
+def runnable(job: dict[str, Any], now: float) -> bool:
+    """Whether Slurm would give the job nodes now: running, or pending and neither held,
+    never to start, nor waiting for a begin time. power_save.html: a powered-down node is
+    resumed when a job is allocated to it, and a pending job that cannot start is allocated
+    nothing."""
+    states = set(states_of(job))
+    if BUSY_JOB_STATES & states:
+        return True
+    if "PENDING" not in states or HELD_FLAGS & states or job.get("hold") is True:
+        return False
+    if job.get("state_reason") in HELD_REASONS | NEVER_REASONS:
+        return False
+    begin = _epoch(job.get("begin_time")) or _epoch(job.get("eligible_time"))
+    return begin is None or begin <= now
+
+
+def hostlist(names: Iterable[str]) -> str:
+    """Slurm's compressed host list: ``cpu01-cpu-[0-2,5],cpu01-gpu-0``."""
+    groups: dict[str, list[int]] = {}
+    plain: list[str] = []
+    for name in names:
+        prefix, _, number = name.rpartition("-")
+        if prefix and number.isdigit():
+            groups.setdefault(prefix + "-", []).append(int(number))
+        else:
+            plain.append(name)
+    parts = list(plain)
+    for prefix, numbers in groups.items():
+        numbers = sorted(set(numbers))
+        if len(numbers) == 1:
+            parts.append(f"{prefix}{numbers[0]}")
+            continue
+        ranges: list[str] = []
+        start = previous = numbers[0]
+        for value in [*numbers[1:], None]:
+            if value is not None and value == previous + 1:
+                previous = value
+                continue
+            ranges.append(str(start) if start == previous else f"{start}-{previous}")
+            if value is not None:
+                start = previous = value
+        parts.append(f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts)
+
+
+def _uid(user: str) -> int:
+    return 10_000 + zlib.crc32(user.encode()) % 50_000
+
+
+@dataclass
+class Placement:
+    """Which nodes each running job holds, and every node's state."""
+
+    nodes: dict[str, list[str]] = field(default_factory=dict)  # job key -> node names
+    states: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # node -> state, reason
+    partitions: dict[str, list[str]] = field(default_factory=dict)  # node -> partition names
+
+
+def _partitions(cluster: dict[str, Any]) -> tuple[dict[str, list[str]], str]:
+    slurm = wire.slurm_spec(cluster)
+    partitions = slurm.get("partitions") or []
+    default = slurm.get("defaultPartitionId") or (partitions[0]["id"] if partitions else "")
+    return {p["id"]: list(p.get("nodePoolIds") or []) for p in partitions}, default
+
+
+def place(
+    cluster: dict[str, Any],
+    jobs: list[dict[str, Any]],
+    sizes: dict[str, tuple[int, int]],
+    overrides: dict[str, dict[str, Any]],
+) -> Placement:
+    """Slurm's nodes, consistent with the cluster's VMs and its jobs: each node a VM of a
+    compute pool exists for is IDLE or, while a running job holds it, ALLOCATED; the rest of
+    a pool that scales with the queue is a powered-down cloud node; a state set through
+    ``/_sim/nodes`` is shown as set, and such a node takes no job unless it is usable."""
     cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
-    login = ((cluster.get("orchestratorSpec") or {}).get("slurmSpec") or {}).get("loginNodePoolId")
-    busy = sum(int(job.get("node_count", 1)) for job in jobs if BUSY_JOB_STATES & set(_states(job)))
-    nodes = []
+    login = wire.slurm_spec(cluster).get("loginNodePoolId")
+    pools_of, default = _partitions(cluster)
+    placement = Placement()
+    free: dict[str, list[str]] = {}
     for pool in cluster.get("nodePools", []):
         if pool["id"] == login:
             continue
         existing, high = sizes.get(pool["id"], (0, 0))
+        names = [p for p, pools in pools_of.items() if pool["id"] in pools] or [pool["id"]]
         for index in range(max(existing, high)):
-            if index >= existing:
-                state = ["IDLE", "POWERED_DOWN", "CLOUD"]
-            elif busy > 0:
-                state, busy = ["ALLOCATED"], busy - 1
-            else:
-                state = ["IDLE"]
-            nodes.append(
-                {
-                    "name": f"{cluster_id}-{pool['id']}-{index}",
-                    "state": state,
-                    "partitions": [pool["id"]],
-                    "cpus": 8,
-                }
-            )
-    return nodes
+            node = f"{cluster_id}-{pool['id']}-{index}"
+            placement.partitions[node] = names
+            placement.states[node] = (["IDLE"] if index < existing else POWERED_DOWN, "")
+            if node in overrides:
+                override = overrides[node]
+                placement.states[node] = (list(override["state"]), override.get("reason", ""))
+            if index < existing and not UNUSABLE & set(placement.states[node][0]):
+                free.setdefault(pool["id"], []).append(node)
+    for key, job in enumerate(jobs):
+        if not BUSY_JOB_STATES & set(states_of(job)) or is_whole(job):
+            continue
+        pools = pools_of.get(str(job.get("partition") or default)) or list(free)
+        wanted, held = int(job.get("node_count", 1)), list[str]()
+        for pool_id in pools:
+            while wanted > len(held) and free.get(pool_id):
+                held.append(free[pool_id].pop(0))
+        placement.nodes[str(key)] = held
+        for node in held:
+            placement.states[node] = (["ALLOCATED"], "")
+    return placement
 
 
-def _float(value: float) -> dict[str, Any]:
-    return {"set": True, "infinite": False, "number": value}
+def job_document(
+    cluster_id: str,
+    key: int,
+    job: dict[str, Any],
+    now: datetime,
+    version: str,
+    placement: Placement,
+) -> dict[str, Any]:
+    """A whole JOB_INFO: a captured job of the same data parser with this job's fields."""
+    if is_whole(job):
+        return job
+    states = states_of(job)
+    running = bool(BUSY_JOB_STATES & set(states))
+    epoch = int(now.timestamp())
+    captured = _parser(version)
+    document = dict(captured["running" if running else "pending"])
+    user = str(job.get("user_name", "researcher"))
+    job_id = int(job.get("job_id", 100 + key))
+    held = job.get("hold") is True or bool(HELD_FLAGS & set(states))
+    begin = _epoch(job.get("begin_time"))
+    submitted = epoch - 600
+    eligible = begin if begin is not None else submitted
+    reason = job.get("state_reason") or (
+        "None"
+        if running
+        else "JobHeldUser"
+        if held
+        else "BeginTime"
+        if begin is not None and begin > epoch
+        else "Priority"
+    )
+    nodes = placement.nodes.get(str(key), [])
+    start = epoch - 300 if running else max(eligible, epoch + 120)  # a forecast, as Slurm's
+    limit = _epoch(document.get("time_limit")) or 60
+    output = f"/home/{user}/slurm-{job_id}.out"
+    document.update(
+        job_id=job_id,
+        name=str(job.get("name", f"job-{key}")),
+        user_name=user,
+        user_id=_uid(user),
+        group_name=user,
+        group_id=_uid(user),
+        account=str(job.get("account", "default")),
+        partition=str(job.get("partition", "default")),
+        qos=str(job.get("qos", "normal")),
+        cluster=cluster_id,
+        job_state=states,
+        state_reason=reason,
+        # held jobs sit at priority 0 (the captured JobHeldUser and JobHeldAdmin jobs)
+        priority=_number(0 if held else int(job.get("priority", 10_000 - key))),
+        hold=held,
+        node_count=_number(int(job.get("node_count", 1))),
+        nodes=job.get("nodes") or hostlist(nodes),
+        batch_host=nodes[0] if nodes else "",
+        scheduled_nodes="",
+        submit_time=_number(submitted),
+        eligible_time=_number(eligible),
+        accrue_time=_number(eligible if not held else 0),
+        start_time=_number(start) if not held else _unset(),
+        end_time=_number(start + limit * 60) if not held else _unset(),
+        current_working_directory=f"/home/{user}",
+        standard_output=output,
+        standard_error=output,
+    )
+    if running:
+        document["job_resources"] = _resources(captured["running"]["job_resources"], nodes)
+    return document
+
+
+def _resources(template: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
+    resources_ = dict(template)
+    allocation = (template.get("nodes") or {}).get("allocation") or [{}]
+    resources_["nodes"] = dict(
+        template.get("nodes") or {},
+        count=len(nodes),
+        list=hostlist(nodes),
+        allocation=[dict(allocation[0], index=i, name=n) for i, n in enumerate(nodes)],
+    )
+    return resources_
+
+
+def node_document(
+    name: str, state: list[str], reason: str, partitions: list[str], version: str, now: int
+) -> dict[str, Any]:
+    """A whole NODE: a captured node of the same data parser with this node's fields."""
+    captured = _parser(version)
+    document = dict(captured["node"])
+    cpus = int(document.get("cpus") or 8)
+    allocated = cpus if {"ALLOCATED", "MIXED"} & set(state) else 0
+    document.update(
+        name=name,
+        hostname=name,
+        address=name,
+        state=state,
+        reason=reason,
+        reason_set_by_user="root" if reason else "",
+        reason_changed_at=_number(now - 3600 if reason else 0),
+        partitions=partitions,
+        alloc_cpus=allocated,
+        alloc_idle_cpus=cpus - allocated,
+        version=captured["meta"]["slurm"]["release"],
+    )
+    return document
 
 
 def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -117,8 +333,9 @@ def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     for job in jobs:
         account, user = str(job.get("account", "default")), str(job.get("user_name", "researcher"))
         users.setdefault(account, set()).add(user)
-        if BUSY_JOB_STATES & set(_states(job)):
-            used[account, user] = used.get((account, user), 0) + int(job.get("node_count", 1))
+        if BUSY_JOB_STATES & set(states_of(job)):
+            count = _epoch(job.get("node_count")) or 1
+            used[account, user] = used.get((account, user), 0) + count
     total = sum(used.values()) or 1
     rows: list[dict[str, Any]] = []
 
@@ -131,14 +348,14 @@ def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
                 "name": name,
                 "parent": parent,
                 "partition": "",
-                "shares_normalized": _float(round(norm_shares, 6)),
+                "shares_normalized": _number(round(norm_shares, 6)),
                 "shares": _number(1),
-                "effective_usage": _float(round(effective, 6)),
-                "usage_normalized": _float(round(effective, 6)),
+                "effective_usage": _number(round(effective, 6)),
+                "usage_normalized": _number(round(effective, 6)),
                 "usage": usage * 3600,
                 "fairshare": {
-                    "factor": _float(round(2 ** (-effective / norm_shares), 6)),
-                    "level": _float(round(norm_shares / effective, 6) if effective else 0.0),
+                    "factor": _number(round(2 ** (-effective / norm_shares), 6)),
+                    "level": _number(round(norm_shares / effective, 6) if effective else 0.0),
                 },
                 "type": [kind],
             }
@@ -158,52 +375,98 @@ def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"shares": rows, "total_shares": len(rows)}
 
 
-def _not_found(cluster_id: str, version: str, path: str) -> dict[str, Any]:
-    error = {"error_number": 9003, "error": "Unable to find requested URL", "source": path}
-    body = {"meta": _meta(cluster_id, version), "errors": [error], "warnings": []}
-    return {"status": 404, "body": json.dumps(body)}
+def _meta(cluster_id: str, version: str, release: str) -> dict[str, Any]:
+    major, minor, micro = release.split(".")
+    meta: dict[str, Any] = json.loads(json.dumps(_parser(version)["meta"]))
+    meta["plugin"]["data_parser"] = f"data_parser/{version}"
+    meta["client"] = {"source": "[control-plane-proxy]", "user": CALLER, "group": CALLER}
+    meta["slurm"] = {
+        "version": {"major": major, "micro": micro, "minor": minor},
+        "release": release,
+        "cluster": cluster_id,
+    }
+    return meta
 
 
-def reply(
-    cluster: dict[str, Any],
-    method: str,
-    path: str,
-    jobs: list[dict[str, Any]],
-    now: datetime,
-    *,
-    versions: tuple[str, ...],
-    private_jobs: bool,
-    sizes: dict[str, tuple[int, int]],
-) -> dict[str, Any]:
-    """The ``{"status", "body"}`` pair for one proxied request (the path is already a Slurm
-    path)."""
-    cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
-    match = PATH.match(path)
-    assert match is not None
-    version = match.group(2)
-    resource = RESOURCES.match(match["rest"])
-    if version not in versions or match.group(1) != "slurm" or resource is None:
-        return _not_found(cluster_id, versions[-1], path)
-    if method != "HTTP_METHOD_GET":
-        return _not_found(cluster_id, version, path)
-    document: dict[str, Any] = {"meta": _meta(cluster_id, version), "errors": [], "warnings": []}
-    kind = resource.group(1)
-    if kind == "ping":
-        document["pings"] = [
-            {"hostname": f"{cluster_id}-controller", "pinged": "UP", "mode": "primary"}
-        ]
-    elif kind == "shares":
-        document["shares"] = share_documents(jobs)
-    elif kind == "nodes":
-        document["nodes"] = node_documents(cluster, jobs, sizes)
-        document["last_update"] = _number(int(now.timestamp()))
-    else:
-        visible = [
-            job_document(cluster_id, i, job, now)
-            for i, job in enumerate(jobs)
-            if not private_jobs or job.get("user_name") == CALLER
-        ]
-        document["jobs"] = visible
-        document["last_backfill"] = _number(int(now.timestamp()) - 30)
-        document["last_update"] = _number(int(now.timestamp()))
-    return {"status": 200, "body": json.dumps(document)}
+@dataclass
+class Slurmrestd:
+    """One cluster's slurmrestd: its release (and so its data parsers) and what it holds."""
+
+    cluster: dict[str, Any]
+    jobs: list[dict[str, Any]]
+    now: datetime
+    release: str = DEFAULT_RELEASE
+    versions: tuple[str, ...] | None = None  # served data parsers, when set apart from a release
+    private_jobs: bool = False
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def cluster_id(self) -> str:
+        return str(self.cluster.get("name", "")).rsplit("/", 1)[-1]
+
+    @property
+    def served(self) -> tuple[str, ...]:
+        return self.versions or RELEASES[self.release][1]
+
+    def _not_found(self) -> dict[str, Any]:
+        text = NOT_FOUND_24 if self.release < "25.11" else NOT_FOUND_25
+        return {"status": 404, "body": text}
+
+    def reply(self, method: str, path: str) -> dict[str, Any]:
+        """The ``{"status", "body"}`` pair for one proxied request (the path is already a
+        Slurm path)."""
+        match = PATH.match(path)
+        assert match is not None
+        version = match.group(2)
+        rest = match["rest"]
+        if version not in self.served or match.group(1) != "slurm" or method != "HTTP_METHOD_GET":
+            return self._not_found()
+        resource = RESOURCES.match(rest)
+        one = ONE_JOB.match(rest)
+        if resource is None and one is None:
+            return self._not_found()
+        epoch = int(self.now.timestamp())
+        release = RELEASES[self.release][0]
+        document: dict[str, Any] = {"meta": _meta(self.cluster_id, version, release)}
+        kind = resource.group(1) if resource else "job"
+        if kind == "ping":
+            document["pings"] = [
+                {"hostname": f"{self.cluster_id}-controller", "pinged": "UP", "mode": "primary"}
+            ]
+        elif kind == "shares":
+            document["shares"] = share_documents(self.jobs)
+        elif kind == "nodes":
+            placement = place(self.cluster, self.jobs, self.sizes, self.overrides)
+            document["nodes"] = [
+                node_document(name, state, reason, placement.partitions[name], version, epoch)
+                for name, (state, reason) in placement.states.items()
+            ]
+            document["last_update"] = _number(epoch)
+        else:
+            placement = place(self.cluster, self.jobs, self.sizes, self.overrides)
+            visible = [
+                job_document(self.cluster_id, key, job, self.now, version, placement)
+                for key, job in enumerate(self.jobs)
+                if not self.private_jobs or job.get("user_name") == CALLER
+            ]
+            if one is not None:
+                visible = [j for j in visible if _epoch(j.get("job_id")) == int(one.group(1))]
+                if not visible:
+                    return self._unknown_job(document, one.group(1))
+            document["jobs"] = visible
+            document["last_backfill"] = _number(epoch - 30)
+            document["last_update"] = _number(epoch)
+        document.update(errors=[], warnings=[])
+        return {"status": 200, "body": json.dumps(document, indent=2)}
+
+    def _unknown_job(self, document: dict[str, Any], job_id: str) -> dict[str, Any]:
+        """As captured (Slurm-web slurm-job-unfound.json): a JSON 404 with an empty list."""
+        error = {
+            "description": f"Unable to query JobId={job_id}",
+            "error_number": 2017,
+            "error": "Invalid job id specified",
+            "source": "_handle_job_get",
+        }
+        document.update(jobs=[], errors=[error], warnings=[])
+        return {"status": 404, "body": json.dumps(document, indent=2)}

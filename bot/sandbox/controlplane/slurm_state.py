@@ -5,13 +5,41 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from bot.sandbox.controlplane import rpc, wire
+from bot.sandbox.controlplane.slurm import DEFAULT_RELEASE, RELEASES, runnable
 
-SLURM_VERSIONS = ("v0.0.40", "v0.0.41", "v0.0.42")  # Slurm 24.05's data parsers
+# sinfo(1) NODE STATE CODES: base states and flags a node may be set to through /_sim/nodes
+NODE_STATES = frozenset(
+    [
+        "ALLOCATED",
+        "MIXED",
+        "IDLE",
+        "DOWN",
+        "FUTURE",
+        "UNKNOWN",
+        "ERROR",
+        "COMPLETING",
+        "DRAIN",
+        "FAIL",
+        "NOT_RESPONDING",
+        "PLANNED",
+        "POWERED_DOWN",
+        "POWERING_DOWN",
+        "POWERING_UP",
+        "POWER_DOWN",
+        "CLOUD",
+        "MAINTENANCE",
+        "REBOOT_REQUESTED",
+        "REBOOT_ISSUED",
+        "RESERVED",
+        "DYNAMIC_NORM",
+        "INVALID_REG",
+    ]
+)
 
 
 @dataclass
@@ -20,7 +48,19 @@ class SlurmSwitches:
 
     down: bool = False  # the controller cannot be reached: the proxy answers UNAVAILABLE
     private_jobs: bool = False  # PrivateData=jobs: other users' jobs are hidden
-    versions: tuple[str, ...] = SLURM_VERSIONS
+    release: str = DEFAULT_RELEASE  # the Slurm release, which decides the data parsers
+    versions: tuple[str, ...] | None = None  # data parsers served, set apart from a release
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> state, reason
+
+    def to_dict(self) -> dict[str, Any]:
+        served = self.versions or RELEASES[self.release][1]
+        return {
+            "down": self.down,
+            "private_jobs": self.private_jobs,
+            "release": self.release,
+            "versions": list(served),
+            "nodes": self.nodes,
+        }
 
 
 def rfc3339(moment: datetime) -> str:
@@ -37,17 +77,22 @@ class SlurmQueue:
     resolve: Callable[[str], str]  # a cluster's full name from a short id or a name
 
     def demand(self, cluster: dict[str, Any], pool_id: str) -> int:
-        """Nodes the Slurm queue asks of a pool: the jobs, running or pending, of the
-        partitions that include it (a job without a partition goes to the default one)."""
+        """Nodes the Slurm queue asks of a pool: the jobs of the partitions that include it
+        (a job without a partition goes to the default one) that run or can start; a held
+        job, one that can never start or one whose begin time is ahead asks for none."""
         name = str(cluster.get("name", ""))
         slurm = wire.slurm_spec(cluster)
         partitions = slurm.get("partitions") or []
         default = slurm.get("defaultPartitionId") or (partitions[0]["id"] if partitions else "")
         pools_of = {p["id"]: p.get("nodePoolIds") or [] for p in partitions}
         wanted = 0
+        now = self.wall().timestamp()
         for job in self.jobs.get(name, []):
+            if not runnable(job, now):
+                continue
             if pool_id in pools_of.get(job.get("partition") or default, []):
-                wanted += int(job.get("node_count", 1))
+                count = job.get("node_count", 1)
+                wanted += int(count["number"] if isinstance(count, dict) else count)
         return wanted
 
     def pool_size(self, cluster: dict[str, Any], pool: dict[str, Any]) -> int:
@@ -110,9 +155,13 @@ class SlurmQueue:
     def set_slurm(self, key: str, spec: dict[str, Any]) -> SlurmSwitches:
         name = self.resolve(key)
         switches = self.switches(name)
-        unknown = set(spec) - {"cluster", "down", "private_jobs", "versions"}
+        unknown = set(spec) - {"cluster", "down", "private_jobs", "versions", "release"}
         if unknown:
             raise rpc.invalid(f"unknown Slurm switches: {', '.join(sorted(unknown))}")
+        if "release" in spec:
+            if spec["release"] not in RELEASES:
+                raise rpc.invalid(f"release must be one of {', '.join(RELEASES)}")
+            switches.release, switches.versions = str(spec["release"]), None
         if "down" in spec:
             switches.down = bool(spec["down"])
         if "private_jobs" in spec:
@@ -120,3 +169,27 @@ class SlurmQueue:
         if "versions" in spec:
             switches.versions = tuple(str(v) for v in spec["versions"])
         return switches
+
+    def set_nodes(self, key: str, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Set nodes' Slurm states: ``{"nodes": {NAME: {"state": [...], "reason": "..."}}}``;
+        a state may be one word or a list of a base state and flags, and null clears it."""
+        name = self.resolve(key)
+        nodes = spec.get("nodes")
+        if not isinstance(nodes, dict):
+            raise rpc.invalid("nodes must map node names to {state, reason}")
+        switches = self.switches(name)
+        for node, setting in nodes.items():
+            if setting is None:
+                switches.nodes.pop(str(node), None)
+                continue
+            state = setting.get("state") if isinstance(setting, dict) else None
+            state = [state] if isinstance(state, str) else state
+            if not state or not all(isinstance(s, str) for s in state):
+                raise rpc.invalid(f"node {node}: state must be a word or a list of words")
+            unknown = {s.upper() for s in state} - NODE_STATES
+            if unknown:
+                raise rpc.invalid(f"node {node}: unknown states {', '.join(sorted(unknown))}")
+            reason = str(setting.get("reason") or "")
+            switches.nodes[str(node)] = {"state": [s.upper() for s in state], "reason": reason}
+        self.resettle(name)
+        return switches.nodes

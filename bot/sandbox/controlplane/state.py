@@ -127,7 +127,8 @@ class SimulatorState(SlurmQueue, FaultLog):
     # -- fixtures -----------------------------------------------------------------------------
 
     def load_fixtures(self, document: dict[str, Any]) -> None:
-        """Load ``{"projects": {id: number}, "clusters": [...], "jobs": {cluster: {...}}}``."""
+        """Load ``{"projects": {id: number}, "clusters": [...], "jobs": {cluster: {...}},
+        "slurm": {cluster: {release, ...}}, "nodes": {cluster: {node: {state, reason}}}}``."""
         self.project_numbers.update({k: str(v) for k, v in document.get("projects", {}).items()})
         for raw in document.get("clusters", []):
             cluster = wire.camelize(raw)
@@ -146,6 +147,8 @@ class SimulatorState(SlurmQueue, FaultLog):
             self.set_jobs(key, spec)
         for key, spec in document.get("slurm", {}).items():
             self.set_slurm(key, spec)
+        for key, nodes in document.get("nodes", {}).items():
+            self.set_nodes(key, {"nodes": nodes})
 
     def load_fixture_file(self, path: Path = DEMO_FIXTURES) -> None:
         self.load_fixtures(json.loads(path.read_text()))
