@@ -68,59 +68,21 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.idle_history import DAY as DAY
+from handlers.idle_history import WEEK as WEEK
+from handlers.idle_history import Recommendation as Recommendation
+from handlers.idle_history import Run as Run
+from handlers.idle_history import recommend as recommend
+from handlers.idle_history import record_history
+from handlers.idle_state import AutoAction as AutoAction
+from handlers.idle_state import IdleRecord as IdleRecord
+from handlers.idle_state import IdleRules as IdleRules
+from handlers.idle_state import Status as Status
+from handlers.idle_state import Verdict as Verdict
 from handlers.words import duration, plural
 
-DAY = 86_400.0
-WEEK = 7 * DAY
 EXEMPT_LABEL = ("clusterbot-idle", "exempt")
-
-
-class AutoAction(StrEnum):
-    OFF = "off"
-    SCALE_TO_ZERO = "scale_to_zero"
-    DELETE = "delete"
-
-
-class Recommendation(StrEnum):
-    SCALE_TO_ZERO = "scale_to_zero"
-    DELETE = "delete"
-
-
-class IdleRules(BaseModel):
-    """The ``[idle]`` section of the policy file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    idle_after_minutes: float = Field(120.0, gt=0)
-    cooldown_hours: float = Field(24.0, gt=0)
-    often_days: int = Field(2, ge=1, le=7)
-    auto_action: AutoAction = AutoAction.OFF
-    grace_minutes: float = Field(240.0, gt=0)
-
-    @property
-    def idle_after(self) -> float:
-        return self.idle_after_minutes * 60
-
-    @property
-    def cooldown(self) -> float:
-        return self.cooldown_hours * 3600
-
-    @property
-    def grace(self) -> float:
-        return self.grace_minutes * 60
-
-
-class Status(StrEnum):
-    BUSY = "busy"
-    WAITING = "waiting"  # not busy, not yet for idle_after
-    IDLE = "idle"
-    FREE = "free"  # idle, but its compute pools have no nodes
-    EXEMPT = "exempt"
-    SNOOZED = "snoozed"
-    UNKNOWN = "unknown"
 
 
 # squeue(1) JOB STATE CODES: a job in any of these holds nodes
@@ -369,106 +331,6 @@ class Observation:
         )
 
 
-@dataclass(frozen=True)
-class Run:
-    """A stretch of time the cluster was busy, or not."""
-
-    start: float
-    end: float
-    busy: bool
-
-
-@dataclass(frozen=True)
-class IdleRecord:
-    """What the bot remembers of one cluster between sweeps."""
-
-    cluster: str
-    idle_since: float | None = None
-    last_seen: float | None = None
-    alerted_at: float | None = None  # last alert in the current idle period
-    alert_ts: str | None = None  # the alert message, while it is current
-    alert_channel: str | None = None
-    snoozed_until: float | None = None
-    snoozed_by: str | None = None
-    kept_by: str | None = None
-    kept_at: float | None = None
-    auto_action_at: float | None = None
-    history: tuple[Run, ...] = ()
-    remedy: str | None = None  # the request a click on the alert started, while it is open
-    alert: dict[str, object] | None = None  # what the alert showed, to draw it again
-
-
-@dataclass(frozen=True)
-class Verdict:
-    status: Status
-    reason: str
-    alert: bool = False  # post an alert now
-    auto_action_due: bool = False
-    idle_since: float | None = None
-    ended_alert: str | None = None  # why a current alert no longer applies (busy, free, ...)
-    recommendation: Recommendation | None = None  # only for a quiet cluster that pays
-    recommendation_reason: str = ""
-
-
-def _record_history(
-    history: tuple[Run, ...], start: float, end: float, busy: bool
-) -> tuple[Run, ...]:
-    """Add a run and compact: merge with the last run when alike, drop what is older than 7 days."""
-    runs = list(history)
-    if end > start:
-        if runs and runs[-1].busy == busy and abs(runs[-1].end - start) < 1e-6:
-            runs[-1] = Run(runs[-1].start, end, busy)
-        else:
-            runs.append(Run(start, end, busy))
-    horizon = end - WEEK
-    kept = [Run(max(r.start, horizon), r.end, r.busy) for r in runs if r.end > horizon]
-    return tuple(kept)
-
-
-def recommend(history: tuple[Run, ...], now: float, rules: IdleRules) -> tuple[Recommendation, str]:
-    """Scale to zero or delete, and the reason in words."""
-    days_used = {
-        datetime.fromtimestamp(moment, UTC).date()
-        for run in history
-        if run.busy and run.end > now - WEEK
-        for moment in _days_between(max(run.start, now - WEEK), run.end)
-    }
-    busy_hours = (
-        sum(r.end - max(r.start, now - WEEK) for r in history if r.busy and r.end > now - WEEK)
-        / 3600
-    )
-    watched = (now - history[0].start) / DAY if history else 0.0
-    watched_note = "" if watched >= 6.9 else f" (watched for {duration(watched * DAY)} so far)"
-    used = len(days_used)
-    busy = duration(busy_hours * 3600)
-    if used < rules.often_days and watched < 6.9:
-        return (
-            Recommendation.SCALE_TO_ZERO,
-            f"used on {plural(used, 'day')}{watched_note}: scale to zero, which is easy to "
-            "undo; deleting is advised only after a week of little use",
-        )
-    if used >= rules.often_days:
-        return (
-            Recommendation.SCALE_TO_ZERO,
-            f"used on {used} of the last 7 days ({busy} busy){watched_note}: scale to zero, so "
-            "it comes back quickly when jobs return",
-        )
-    return (
-        Recommendation.DELETE,
-        f"used on {used} of the last 7 days ({busy} busy){watched_note}: delete it, and "
-        "create it again when it is needed",
-    )
-
-
-def _days_between(start: float, end: float) -> list[float]:
-    moments = [start]
-    day_start = (start // DAY + 1) * DAY
-    while day_start < end:
-        moments.append(day_start)
-        day_start += DAY
-    return moments
-
-
 def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[IdleRecord, Verdict]:
     """Apply the rules to one observation; returns the new record and the verdict."""
     now = seen.at
@@ -476,7 +338,7 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
     unknown = seen.unknown_reason is not None and busy_reason is None
     history = record.history
     if record.last_seen is not None and not unknown:
-        history = _record_history(history, record.last_seen, now, busy_reason is not None)
+        history = record_history(history, record.last_seen, now, busy_reason is not None)
     base = replace(record, last_seen=None if unknown else now, history=history)
 
     def verdict(status: Status, reason: str, **extra: object) -> Verdict:

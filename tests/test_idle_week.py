@@ -24,7 +24,7 @@ from tests.support.memory import (
     MemoryStore,
     PolicyRoles,
 )
-from tests.test_services_unit import ALERTS, C1, _target, running, text
+from tests.test_services_unit import ALERTS, _target, running, text
 
 H = 3600.0
 SWEEP = 900.0

@@ -143,9 +143,13 @@ async def test_slurm_job_api_requests_from_the_docs(
     assert listed.status == 200 and len(json.loads(listed.body)["jobs"]) == 2
     sent = (await simulator.requests(path=":callSlurmRestApi"))[-1]
     assert sent["status"] == 200
-    # the job is not in the simulator's live queue: slurmrestd's own 404, not an API error
+    # job 4101 runs on the demo's train01: GET /job/{id} lists it alone
     status = await client.call_slurm_rest_api(train01, requests["job_status"]["path"])
-    assert status.status == 404
+    assert status.status == 200 and [j["job_id"] for j in json.loads(status.body)["jobs"]] == [4101]
+    # a job not in the queue: slurmrestd's JSON 404, as captured, not an API error
+    unknown = await client.call_slurm_rest_api(train01, "/slurm/v0.0.42/job/999")
+    assert unknown.status == 404
+    assert json.loads(unknown.body)["errors"][0]["error"] == "Invalid job id specified"
     submitted = await client.call_slurm_rest_api(
         train01, requests["submit"]["path"], method="POST", body=requests["submit"]["body"]
     )

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bot.vertex import paced
-from bot.vertex.client import read_slurm_reply
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.operations import SlurmJob, SlurmNode, SlurmResponse
+from bot.vertex.paced import read_slurm_reply
 from bot.vertex.slurm import listed, read_job, read_node, read_reply
 from handlers.idle import (
     NodeCensus,

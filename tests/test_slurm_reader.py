@@ -187,6 +187,7 @@ async def test_node_states_are_set_per_node(client: VertexClient, simulator: Sim
             "nodes": {
                 "cpu01-cpu-0": {"state": ["IDLE", "DRAIN"], "reason": "ECC memory error"},
                 "cpu01-cpu-1": {"state": "DOWN", "reason": "CPU dead"},
+                "cpu01-cpu-3": None,  # the demo's drained node, cleared
             },
         },
     )

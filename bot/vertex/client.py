@@ -34,7 +34,7 @@ from bot.vertex.errors import (
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation, SlurmResponse
-from bot.vertex.paced import SMALL, Unreadable, read_object
+from bot.vertex.paced import SMALL, read_slurm_reply
 from bot.vertex.summary import ClusterSummary
 from bot.vertex.transport import Transport, field_path, json_object, read_model, read_model_json
 
@@ -48,21 +48,6 @@ SLURM_METHODS = {
     "POST": "HTTP_METHOD_POST",
     "DELETE": "HTTP_METHOD_DELETE",
 }
-
-
-async def read_slurm_reply(raw: bytes) -> SlurmResponse:
-    """A long ``{"status", "body"}`` reply (a big queue), its body decoded in slices so that
-    the event loop is never held for long."""
-    try:
-        envelope = await read_object(raw.decode("utf-8"), strings=frozenset({"body"}))
-    except (Unreadable, UnicodeDecodeError) as error:
-        raise MalformedReplyError(f"the control plane sent a Slurm reply that is {error}") from None
-    status, body = envelope.get("status", 0), envelope.get("body", "")
-    if not isinstance(status, int) or isinstance(status, bool) or not isinstance(body, str):
-        raise MalformedReplyError(
-            "the control plane sent a Slurm reply that clusterbot cannot read"
-        )
-    return SlurmResponse(status=status, body=body)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bot.vertex.errors import MalformedReplyError
+from bot.vertex.operations import SlurmResponse
+
 SMALL = 256 * 1024  # below this, one plain decode is quicker than pacing it
 SLICE = 256 * 1024  # characters of a long string decoded at once (about a millisecond)
 BUDGET = 0.005  # seconds of decoding between two turns of the event loop
@@ -195,3 +198,18 @@ def _small(text: str, lists: dict[str, Callable[[Any], Any]]) -> dict[str, Any]:
         if isinstance(document.get(key), list):
             document[key] = [keep(element) for element in document[key]]
     return document
+
+
+async def read_slurm_reply(raw: bytes) -> SlurmResponse:
+    """A long ``{"status", "body"}`` reply (a big queue), its body decoded in slices so that
+    the event loop is never held for long."""
+    try:
+        envelope = await read_object(raw.decode("utf-8"), strings=frozenset({"body"}))
+    except (Unreadable, UnicodeDecodeError) as error:
+        raise MalformedReplyError(f"the control plane sent a Slurm reply that is {error}") from None
+    status, body = envelope.get("status", 0), envelope.get("body", "")
+    if not isinstance(status, int) or isinstance(status, bool) or not isinstance(body, str):
+        raise MalformedReplyError(
+            "the control plane sent a Slurm reply that clusterbot cannot read"
+        )
+    return SlurmResponse(status=status, body=body)

@@ -15,12 +15,13 @@ from aiohttp import web
 
 from bot.sandbox.controlplane import slurm
 from bot.sandbox.controlplane.faults import Fault
+from bot.sandbox.controlplane.http import STATE, json_body
 from bot.sandbox.controlplane.rpc import STATUS_OF_HTTP, SimError, invalid
 from bot.sandbox.controlplane.rules import check_update_mode
+from bot.sandbox.controlplane.slurm_routes import sim_jobs, sim_nodes, sim_slurm
 from bot.sandbox.controlplane.slurm_state import rfc3339
 from bot.sandbox.controlplane.state import SimulatorState, present
 
-STATE = web.AppKey("simulator_state", SimulatorState)
 PREFIX = web.AppKey("simulator_prefix", str)
 FAULT = web.RequestKey("simulator_fault", Fault)
 DROPPED = web.RequestKey("simulator_dropped", bool)
@@ -150,18 +151,6 @@ def dropped(request: web.Request) -> web.Response:
     return web.Response(status=500)  # never reaches the client: the connection is gone
 
 
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    if not request.body_exists:
-        return {}
-    try:
-        body = await request.json()
-    except (ValueError, UnicodeDecodeError):
-        raise invalid("Invalid JSON payload received.") from None
-    if not isinstance(body, dict):
-        raise invalid("Invalid JSON payload received: expected an object.")
-    return body
-
-
 def _operation_failure(request: web.Request) -> dict[str, Any] | None:
     fault = request.get(FAULT)
     if fault is None or fault.operation_error is None:
@@ -203,7 +192,7 @@ async def create_cluster(request: web.Request) -> web.Response:
     state = request.app[STATE]
     query = request.query
     cluster_id = query.get("modelDevelopmentClusterId") or query.get("model_development_cluster_id")
-    body = await _json_body(request)
+    body = await json_body(request)
     operation = state.create(_parent(request), cluster_id, body, _operation_failure(request))
     return web.json_response(operation.to_api(state.clock()))
 
@@ -223,7 +212,7 @@ async def patch_cluster(request: web.Request) -> web.Response:
     state = request.app[STATE]
     mask = request.query.get("updateMask") or request.query.get("update_mask") or ""
     check_update_mode(request.query.get("updateMode") or request.query.get("update_mode"))
-    body = await _json_body(request)
+    body = await json_body(request)
     operation = state.update(_cluster_name(request), mask, body, _operation_failure(request))
     return web.json_response(operation.to_api(state.clock()))
 
@@ -250,7 +239,7 @@ async def cluster_method(request: web.Request) -> web.Response:
     cluster = state.cluster(name)
     if (request.content_length or 0) >= 1_000_000:
         raise invalid("the request must be smaller than 1 MB")
-    body = await _json_body(request)
+    body = await json_body(request)
     method = body.get("method", "")
     if method not in ("HTTP_METHOD_GET", "HTTP_METHOD_POST", "HTTP_METHOD_DELETE"):
         raise invalid(
@@ -327,56 +316,17 @@ async def sim_requests(request: web.Request) -> web.Response:
 async def sim_faults(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if request.method == "POST":
-        fault = state.add_fault(await _json_body(request))
+        fault = state.add_fault(await json_body(request))
         return web.json_response({"fault": fault.to_api()}, status=201)
     if request.method == "DELETE":
         state.faults.clear()
     return web.json_response({"faults": [f.to_api() for f in state.faults]})
 
 
-def _cluster_named(state: SimulatorState, body: dict[str, Any]) -> str:
-    if not body.get("cluster"):
-        raise invalid("cluster is required: a short id or a full resource name")
-    return state.resolve(str(body["cluster"]))
-
-
-async def sim_jobs(request: web.Request) -> web.Response:
-    state = request.app[STATE]
-    if request.method == "POST":
-        body = await _json_body(request)
-        name = _cluster_named(state, body)
-        jobs = state.set_jobs(name, body)
-        return web.json_response({"cluster": name, "jobs": jobs})
-    return web.json_response({"jobs": state.jobs})
-
-
-async def sim_slurm(request: web.Request) -> web.Response:
-    """Set how a cluster's Slurm behaves: ``{"cluster", "down", "private_jobs", "release",
-    "versions"}`` (a release, 24.05 to 26.05, serves the data parsers it ships)."""
-    state = request.app[STATE]
-    if request.method == "POST":
-        body = await _json_body(request)
-        name = _cluster_named(state, body)
-        switches = state.set_slurm(name, body)
-        return web.json_response({"cluster": name, **switches.to_dict()})
-    return web.json_response({name: s.to_dict() for name, s in state.slurm.items()})
-
-
-async def sim_nodes(request: web.Request) -> web.Response:
-    """Set Slurm node states and reasons: ``{"cluster", "nodes": {NAME: {"state", "reason"}}}``
-    (``{"state": ["IDLE", "DRAIN"], "reason": "ECC memory error"}``; null clears one)."""
-    state = request.app[STATE]
-    if request.method == "POST":
-        body = await _json_body(request)
-        name = _cluster_named(state, body)
-        return web.json_response({"cluster": name, "nodes": state.set_nodes(name, body)})
-    return web.json_response({name: s.nodes for name, s in state.slurm.items() if s.nodes})
-
-
 async def sim_config(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if request.method == "POST":
-        state.configure(await _json_body(request))
+        state.configure(await json_body(request))
     return web.json_response(state.config())
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -25,6 +24,7 @@ from importlib import resources
 from typing import Any
 
 from bot.sandbox.controlplane import wire
+from bot.sandbox.controlplane.slurm_shares import hostlist, share_documents
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
 RESOURCES = re.compile(r"^(jobs|nodes|ping|shares)/?$")
@@ -123,35 +123,6 @@ def runnable(job: dict[str, Any], now: float) -> bool:
         return False
     begin = _epoch(job.get("begin_time")) or _epoch(job.get("eligible_time"))
     return begin is None or begin <= now
-
-
-def hostlist(names: Iterable[str]) -> str:
-    """Slurm's compressed host list: ``cpu01-cpu-[0-2,5],cpu01-gpu-0``."""
-    groups: dict[str, list[int]] = {}
-    plain: list[str] = []
-    for name in names:
-        prefix, _, number = name.rpartition("-")
-        if prefix and number.isdigit():
-            groups.setdefault(prefix + "-", []).append(int(number))
-        else:
-            plain.append(name)
-    parts = list(plain)
-    for prefix, numbers in groups.items():
-        numbers = sorted(set(numbers))
-        if len(numbers) == 1:
-            parts.append(f"{prefix}{numbers[0]}")
-            continue
-        ranges: list[str] = []
-        start = previous = numbers[0]
-        for value in [*numbers[1:], None]:
-            if value is not None and value == previous + 1:
-                previous = value
-                continue
-            ranges.append(str(start) if start == previous else f"{start}-{previous}")
-            if value is not None:
-                start = previous = value
-        parts.append(f"{prefix}[{','.join(ranges)}]")
-    return ",".join(parts)
 
 
 def _uid(user: str) -> int:
@@ -320,59 +291,6 @@ def node_document(
         version=captured["meta"]["slurm"]["release"],
     )
     return document
-
-
-def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
-    """SHARES_RESP_MSG for the accounts and users of the jobs: each account an ASSOCIATION
-    row under root with equal shares, each user a USER row under its account. Usage is the
-    nodes its running jobs hold (standing in for decayed usage), and the factor is the
-    classic fair-share formula F = 2^(-EffectvUsage / NormShares) from Slurm's priority/
-    multifactor documentation."""
-    users: dict[str, set[str]] = {}
-    used: dict[tuple[str, str], int] = {}
-    for job in jobs:
-        account, user = str(job.get("account", "default")), str(job.get("user_name", "researcher"))
-        users.setdefault(account, set()).add(user)
-        if BUSY_JOB_STATES & set(states_of(job)):
-            count = _epoch(job.get("node_count")) or 1
-            used[account, user] = used.get((account, user), 0) + count
-    total = sum(used.values()) or 1
-    rows: list[dict[str, Any]] = []
-
-    def row(name: str, parent: str, kind: str, norm_shares: float, usage: int) -> None:
-        effective = usage / total
-        rows.append(
-            {
-                "id": len(rows) + 1,
-                "cluster": "",
-                "name": name,
-                "parent": parent,
-                "partition": "",
-                "shares_normalized": _number(round(norm_shares, 6)),
-                "shares": _number(1),
-                "effective_usage": _number(round(effective, 6)),
-                "usage_normalized": _number(round(effective, 6)),
-                "usage": usage * 3600,
-                "fairshare": {
-                    "factor": _number(round(2 ** (-effective / norm_shares), 6)),
-                    "level": _number(round(norm_shares / effective, 6) if effective else 0.0),
-                },
-                "type": [kind],
-            }
-        )
-
-    for account in sorted(users):
-        share = 1 / len(users)
-        row(
-            account,
-            "root",
-            "ASSOCIATION",
-            share,
-            sum(used.get((account, u), 0) for u in users[account]),
-        )
-        for user in sorted(users[account]):
-            row(user, account, "USER", share / len(users[account]), used.get((account, user), 0))
-    return {"shares": rows, "total_shares": len(rows)}
 
 
 def _meta(cluster_id: str, version: str, release: str) -> dict[str, Any]:

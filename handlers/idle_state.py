@@ -1,0 +1,83 @@
+"""What the idle policy (``handlers/idle.py``) reads and writes: its rules from the policy
+file, what it remembers of a cluster between sweeps, and what it decides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from handlers.idle_history import Recommendation, Run
+
+
+class AutoAction(StrEnum):
+    OFF = "off"
+    SCALE_TO_ZERO = "scale_to_zero"
+    DELETE = "delete"
+
+
+class IdleRules(BaseModel):
+    """The ``[idle]`` section of the policy file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    idle_after_minutes: float = Field(120.0, gt=0)
+    cooldown_hours: float = Field(24.0, gt=0)
+    often_days: int = Field(2, ge=1, le=7)
+    auto_action: AutoAction = AutoAction.OFF
+    grace_minutes: float = Field(240.0, gt=0)
+
+    @property
+    def idle_after(self) -> float:
+        return self.idle_after_minutes * 60
+
+    @property
+    def cooldown(self) -> float:
+        return self.cooldown_hours * 3600
+
+    @property
+    def grace(self) -> float:
+        return self.grace_minutes * 60
+
+
+class Status(StrEnum):
+    BUSY = "busy"
+    WAITING = "waiting"  # not busy, not yet for idle_after
+    IDLE = "idle"
+    FREE = "free"  # idle, but its compute pools have no nodes
+    EXEMPT = "exempt"
+    SNOOZED = "snoozed"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class IdleRecord:
+    """What the bot remembers of one cluster between sweeps."""
+
+    cluster: str
+    idle_since: float | None = None
+    last_seen: float | None = None
+    alerted_at: float | None = None  # last alert in the current idle period
+    alert_ts: str | None = None  # the alert message, while it is current
+    alert_channel: str | None = None
+    snoozed_until: float | None = None
+    snoozed_by: str | None = None
+    kept_by: str | None = None
+    kept_at: float | None = None
+    auto_action_at: float | None = None
+    history: tuple[Run, ...] = ()
+    remedy: str | None = None  # the request a click on the alert started, while it is open
+    alert: dict[str, object] | None = None  # what the alert showed, to draw it again
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    reason: str
+    alert: bool = False  # post an alert now
+    auto_action_due: bool = False
+    idle_since: float | None = None
+    ended_alert: str | None = None  # why a current alert no longer applies (busy, free, ...)
+    recommendation: Recommendation | None = None  # only for a quiet cluster that pays
+    recommendation_reason: str = ""
