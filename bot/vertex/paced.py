@@ -111,7 +111,10 @@ async def _string(text: str, at: int, pacer: Pacer) -> tuple[str, int]:
         except ValueError as error:
             raise Unreadable(f"the string at character {at} is not valid JSON") from error
         if ended:
-            return "".join(parts), stop + 1
+            await asyncio.sleep(0)  # the join below is one copy of the whole string
+            joined = "".join(parts)
+            await asyncio.sleep(0)
+            return joined, stop + 1
         start = stop
         await pacer.tick()
 
@@ -204,7 +207,9 @@ async def read_slurm_reply(raw: bytes) -> SlurmResponse:
     """A long ``{"status", "body"}`` reply (a big queue), its body decoded in slices so that
     the event loop is never held for long."""
     try:
-        envelope = await read_object(raw.decode("utf-8"), strings=frozenset({"body"}))
+        text = raw.decode("utf-8")  # one pass over the bytes (about 1.5 ms a MB)
+        await asyncio.sleep(0)
+        envelope = await read_object(text, strings=frozenset({"body"}))
     except (Unreadable, UnicodeDecodeError) as error:
         raise MalformedReplyError(f"the control plane sent a Slurm reply that is {error}") from None
     status, body = envelope.get("status", 0), envelope.get("body", "")
