@@ -42,12 +42,10 @@ class Pacer:
     def __init__(self, budget: float = BUDGET) -> None:
         self.budget = budget
         self.since = time.perf_counter()
-        self.turns = 0
 
     async def tick(self) -> None:
         if time.perf_counter() - self.since >= self.budget:
             await asyncio.sleep(0)
-            self.turns += 1
             self.since = time.perf_counter()
 
 

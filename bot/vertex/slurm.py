@@ -55,6 +55,13 @@ def _first_line(text: str) -> str:
     return line if len(line) <= 200 else line[:199] + "…"
 
 
+def _first_error(errors: Any) -> str:
+    """The first of slurmrestd's ``errors``, in its own words (error, then description)."""
+    first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else {}
+    words = [str(first.get(k)) for k in ("error", "description") if first.get(k)]
+    return _first_line(": ".join(dict.fromkeys(words)))
+
+
 def _error_text(body: str) -> str:
     """slurmrestd's own words for an error: the first of its ``errors`` (JSON replies), or
     the first line of a ``text/plain`` one ("Authentication failure")."""
@@ -63,10 +70,7 @@ def _error_text(body: str) -> str:
     except ValueError:
         document = None
     if isinstance(document, dict):
-        errors = document.get("errors") or []
-        first = errors[0] if errors and isinstance(errors[0], dict) else {}
-        words = [str(first.get(k)) for k in ("error", "description") if first.get(k)]
-        return _first_line(": ".join(dict.fromkeys(words)))
+        return _first_error(document.get("errors"))
     return _first_line(body)
 
 
@@ -154,8 +158,7 @@ def listed(document: dict[str, Any], key: str, what: str) -> list[Any]:
     """The list a reply holds; slurmrestd's own error, when it sent one instead."""
     found = document.get(key)
     if not isinstance(found, list):
-        errors = document.get("errors")
-        detail = _error_text(json.dumps({"errors": errors})) if errors else ""
+        detail = _first_error(document.get("errors"))
         raise SlurmUnreadableError(
             f"slurmrestd's {what} reply has no {what} list" + (f": {detail}" if detail else "")
         )

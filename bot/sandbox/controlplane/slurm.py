@@ -24,13 +24,20 @@ from importlib import resources
 from typing import Any
 
 from bot.sandbox.controlplane import wire
-from bot.sandbox.controlplane.slurm_shares import hostlist, share_documents
+from bot.sandbox.controlplane.slurm_parts import (
+    BUSY_JOB_STATES,
+    hostlist,
+    number,
+    share_documents,
+    slurm_int,
+    states_of,
+)
+from handlers.idle import HELD_FLAGS, HELD_REASONS, NEVER_REASONS
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
 RESOURCES = re.compile(r"^(jobs|nodes|ping|shares)/?$")
 ONE_JOB = re.compile(r"^job/(\d+)/?$")
 CALLER = "clusterbot"  # the Linux account the bot's service account maps to
-BUSY_JOB_STATES = {"RUNNING", "COMPLETING"}
 
 # The data parsers each release ships (SchedMD/slurm src/plugins/data_parser/ at each tag)
 # and the release it reports in ``meta.slurm``.
@@ -50,19 +57,6 @@ NOT_FOUND_25 = (
     "'https://slurm.schedmd.com/rest_api.html' for the OpenAPI specification which includes a "
     "list of all possible slurmrestd endpoints.\n"
 )
-# A job's reason while it waits held (job_reason_codes.html) and state flags that hold it.
-HELD_REASONS = {"JobHeldUser", "JobHeldAdmin"}
-HELD_FLAGS = {"REQUEUE_HOLD", "SPECIAL_EXIT", "RESV_DEL_HOLD"}
-NEVER_REASONS = {
-    "DependencyNeverSatisfied",
-    "InvalidAccount",
-    "InvalidQOS",
-    "AccountNotAllowed",
-    "BadConstraints",
-    "ReservationDeleted",
-    "PartitionDown",
-    "PartitionInactive",
-}
 # sinfo(1): a node in one of these takes no new job
 UNUSABLE = {"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN"}
 POWERED_DOWN = ["IDLE", "CLOUD", "POWERED_DOWN"]  # a cloud node with no VM (power_save.html)
@@ -85,23 +79,8 @@ def _parser(version: str) -> dict[str, Any]:
     return dict(objects[known[0] if version < known[0] else known[-1]])
 
 
-def _number(value: int | float) -> dict[str, Any]:
-    return {"set": True, "infinite": False, "number": value}
-
-
 def _unset() -> dict[str, Any]:
     return {"set": False, "infinite": False, "number": 0}
-
-
-def states_of(job: dict[str, Any]) -> list[str]:
-    state = job.get("job_state", "RUNNING")
-    return [str(s) for s in state] if isinstance(state, list) else [str(state)]
-
-
-def _epoch(value: Any) -> int | None:
-    if isinstance(value, dict):
-        value = value.get("number") if value.get("set", True) else None
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def is_whole(job: dict[str, Any]) -> bool:
@@ -113,15 +92,16 @@ def runnable(job: dict[str, Any], now: float) -> bool:
     """Whether Slurm would give the job nodes now: running, or pending and neither held,
     never to start, nor waiting for a begin time. power_save.html: a powered-down node is
     resumed when a job is allocated to it, and a pending job that cannot start is allocated
-    nothing."""
+    nothing. The held and never-starting reasons are the ones job_reason_codes.html gives,
+    kept once in ``handlers.idle``."""
     states = set(states_of(job))
     if BUSY_JOB_STATES & states:
         return True
-    if "PENDING" not in states or HELD_FLAGS & states or job.get("hold") is True:
+    if "PENDING" not in states or HELD_FLAGS.keys() & states or job.get("hold") is True:
         return False
-    if job.get("state_reason") in HELD_REASONS | NEVER_REASONS:
+    if job.get("state_reason") in HELD_REASONS.keys() | NEVER_REASONS.keys():
         return False
-    begin = _epoch(job.get("begin_time")) or _epoch(job.get("eligible_time"))
+    begin = slurm_int(job.get("begin_time")) or slurm_int(job.get("eligible_time"))
     return begin is None or begin <= now
 
 
@@ -206,8 +186,8 @@ def job_document(
     document = dict(captured["running" if running else "pending"])
     user = str(job.get("user_name", "researcher"))
     job_id = int(job.get("job_id", 100 + key))
-    held = job.get("hold") is True or bool(HELD_FLAGS & set(states))
-    begin = _epoch(job.get("begin_time"))
+    held = job.get("hold") is True or bool(HELD_FLAGS.keys() & set(states))
+    begin = slurm_int(job.get("begin_time"))
     submitted = epoch - 600
     eligible = begin if begin is not None else submitted
     reason = job.get("state_reason") or (
@@ -221,7 +201,7 @@ def job_document(
     )
     nodes = placement.nodes.get(str(key), [])
     start = epoch - 300 if running else max(eligible, epoch + 120)  # a forecast, as Slurm's
-    limit = _epoch(document.get("time_limit")) or 60
+    limit = slurm_int(document.get("time_limit")) or 60
     output = f"/home/{user}/slurm-{job_id}.out"
     document.update(
         job_id=job_id,
@@ -237,17 +217,17 @@ def job_document(
         job_state=states,
         state_reason=reason,
         # held jobs sit at priority 0 (the captured JobHeldUser and JobHeldAdmin jobs)
-        priority=_number(0 if held else int(job.get("priority", 10_000 - key))),
+        priority=number(0 if held else int(job.get("priority", 10_000 - key))),
         hold=held,
-        node_count=_number(int(job.get("node_count", 1))),
+        node_count=number(int(job.get("node_count", 1))),
         nodes=job.get("nodes") or hostlist(nodes),
         batch_host=nodes[0] if nodes else "",
         scheduled_nodes="",
-        submit_time=_number(submitted),
-        eligible_time=_number(eligible),
-        accrue_time=_number(eligible if not held else 0),
-        start_time=_number(start) if not held else _unset(),
-        end_time=_number(start + limit * 60) if not held else _unset(),
+        submit_time=number(submitted),
+        eligible_time=number(eligible),
+        accrue_time=number(eligible if not held else 0),
+        start_time=number(start) if not held else _unset(),
+        end_time=number(start + limit * 60) if not held else _unset(),
         current_working_directory=f"/home/{user}",
         standard_output=output,
         standard_error=output,
@@ -284,7 +264,7 @@ def node_document(
         state=state,
         reason=reason,
         reason_set_by_user="root" if reason else "",
-        reason_changed_at=_number(now - 3600 if reason else 0),
+        reason_changed_at=number(now - 3600 if reason else 0),
         partitions=partitions,
         alloc_cpus=allocated,
         alloc_idle_cpus=cpus - allocated,
@@ -360,7 +340,7 @@ class Slurmrestd:
                 node_document(name, state, reason, placement.partitions[name], version, epoch)
                 for name, (state, reason) in placement.states.items()
             ]
-            document["last_update"] = _number(epoch)
+            document["last_update"] = number(epoch)
         else:
             placement = place(self.cluster, self.jobs, self.sizes, self.overrides)
             visible = [
@@ -369,12 +349,12 @@ class Slurmrestd:
                 if not self.private_jobs or job.get("user_name") == CALLER
             ]
             if one is not None:
-                visible = [j for j in visible if _epoch(j.get("job_id")) == int(one.group(1))]
+                visible = [j for j in visible if slurm_int(j.get("job_id")) == int(one.group(1))]
                 if not visible:
                     return self._unknown_job(document, one.group(1))
             document["jobs"] = visible
-            document["last_backfill"] = _number(epoch - 30)
-            document["last_update"] = _number(epoch)
+            document["last_backfill"] = number(epoch - 30)
+            document["last_update"] = number(epoch)
         document.update(errors=[], warnings=[])
         return {"status": 200, "body": json.dumps(document, indent=2)}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.sandbox.controlplane import rpc, wire
 from bot.sandbox.controlplane.slurm import DEFAULT_RELEASE, RELEASES, runnable
+from bot.sandbox.controlplane.slurm_parts import count_of
 
 # sinfo(1) NODE STATE CODES: base states and flags a node may be set to through /_sim/nodes
 NODE_STATES = frozenset(
@@ -91,8 +92,7 @@ class SlurmQueue:
             if not runnable(job, now):
                 continue
             if pool_id in pools_of.get(job.get("partition") or default, []):
-                count = job.get("node_count", 1)
-                wanted += int(count["number"] if isinstance(count, dict) else count)
+                wanted += count_of(job.get("node_count"))
         return wanted
 
     def pool_size(self, cluster: dict[str, Any], pool: dict[str, Any]) -> int:

@@ -1,25 +1,35 @@
-"""The simulated slurmrestd's fair-share tree (``GET /slurm/vX/shares``) and Slurm's
-compressed host lists."""
+"""Pieces of the simulated slurmrestd's replies: its numbers and job states, Slurm's
+compressed host lists, and the fair-share tree (``GET /slurm/vX/shares``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
+BUSY_JOB_STATES = {"RUNNING", "COMPLETING"}
 
-def _number(value: int | float) -> dict[str, Any]:
+
+def number(value: int | float) -> dict[str, Any]:
+    """A number as slurmrestd writes one (v0.0.40+)."""
     return {"set": True, "infinite": False, "number": value}
 
 
-def _states(job: dict[str, Any]) -> list[str]:
+def states_of(job: dict[str, Any]) -> list[str]:
     state = job.get("job_state", "RUNNING")
     return [str(s) for s in state] if isinstance(state, list) else [str(state)]
 
 
-def _count(value: Any) -> int:
+def slurm_int(value: Any) -> int | None:
+    """A number given wrapped (``{"set", "number"}``) or bare; None when it is not set."""
     if isinstance(value, dict):
-        value = value.get("number")
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 1
+        value = value.get("number") if value.get("set", True) else None
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def count_of(value: Any) -> int:
+    """A count such as a job's ``node_count``, 1 when it is not given."""
+    found = slurm_int(value)
+    return 1 if found is None else found
 
 
 def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -33,8 +43,8 @@ def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     for job in jobs:
         account, user = str(job.get("account", "default")), str(job.get("user_name", "researcher"))
         users.setdefault(account, set()).add(user)
-        if {"RUNNING", "COMPLETING"} & set(_states(job)):
-            count = _count(job.get("node_count"))
+        if BUSY_JOB_STATES & set(states_of(job)):
+            count = count_of(job.get("node_count"))
             used[account, user] = used.get((account, user), 0) + count
     total = sum(used.values()) or 1
     rows: list[dict[str, Any]] = []
@@ -48,14 +58,14 @@ def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
                 "name": name,
                 "parent": parent,
                 "partition": "",
-                "shares_normalized": _number(round(norm_shares, 6)),
-                "shares": _number(1),
-                "effective_usage": _number(round(effective, 6)),
-                "usage_normalized": _number(round(effective, 6)),
+                "shares_normalized": number(round(norm_shares, 6)),
+                "shares": number(1),
+                "effective_usage": number(round(effective, 6)),
+                "usage_normalized": number(round(effective, 6)),
                 "usage": usage * 3600,
                 "fairshare": {
-                    "factor": _number(round(2 ** (-effective / norm_shares), 6)),
-                    "level": _number(round(norm_shares / effective, 6) if effective else 0.0),
+                    "factor": number(round(2 ** (-effective / norm_shares), 6)),
+                    "level": number(round(norm_shares / effective, 6) if effective else 0.0),
                 },
                 "type": [kind],
             }
