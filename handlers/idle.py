@@ -69,12 +69,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from bot.vertex.operations import SlurmJob, SlurmNode
-from handlers.idle_history import DAY as DAY
-from handlers.idle_history import WEEK as WEEK
 from handlers.idle_history import Recommendation as Recommendation
 from handlers.idle_history import Run as Run
-from handlers.idle_history import recommend as recommend
-from handlers.idle_history import record_history
+from handlers.idle_history import recommend, record_history
 from handlers.idle_state import AutoAction as AutoAction
 from handlers.idle_state import IdleRecord as IdleRecord
 from handlers.idle_state import IdleRules as IdleRules
@@ -230,6 +227,11 @@ class NodeCensus:
     @property
     def powered_up(self) -> int:
         return self.total - self.powered_down
+
+    @property
+    def busy(self) -> bool:
+        """A node works (or finishes a job's epilog), whatever jobs are visible."""
+        return bool(self.working or self.completing)
 
 
 def node_census(nodes: Iterable[SlurmNode]) -> NodeCensus:

@@ -135,7 +135,7 @@ class Releases:
                 )
             return
         # the idle rules' demand: held jobs and jobs that cannot start do not keep it waiting
-        busy = demand.active or bool(census and (census.working or census.completing))
+        busy = demand.active or (census is not None and census.busy)
         what = f"{demand.running} running and {demand.pending} pending jobs"
         if release.state == ReleaseState.DRAINED and busy:
             await self._end(release, ReleaseState.CANCELLED, f"a job arrived first ({what})")

@@ -7,15 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from handlers.idle import (
-    DAY,
-    IdleRecord,
-    IdleRules,
-    Observation,
-    Status,
-    assess,
-    recommend,
-)
+from handlers.idle import IdleRecord, IdleRules, Observation, Status, assess
+from handlers.idle_history import DAY, recommend
 
 RULES = IdleRules()  # idle after 2 h, cooldown 24 h
 H = 3600.0
