@@ -14,17 +14,9 @@ from bot.vertex.operations import SlurmJob, SlurmNode
 from handlers.idle import Status
 from handlers.idle_alert import IdleEntry
 from handlers.policy import Policy
-from handlers.services import Options, Ports, build
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
-from tests.support.fakes import FakeMessenger
-from tests.support.memory import (
-    FakeControlPlane,
-    MemoryIdleRecords,
-    MemoryStore,
-    PolicyRoles,
-)
-from tests.test_services_unit import ALERTS, _target, running, text
+from tests.test_services_unit import ALERTS, make_bot, running, text
 
 H = 3600.0
 SWEEP = 900.0
@@ -127,28 +119,9 @@ class WeekOfSlurm:
 async def test_a_week_of_real_slurm_states() -> None:
     clock = ManualClock()
     clock.now = START
-    store, records, plane, messenger = (
-        MemoryStore(),
-        MemoryIdleRecords(),
-        FakeControlPlane(),
-        FakeMessenger(),
-    )
     policy = Policy.model_validate({"roles": {"approver": ["U0BOB"]}})  # default idle rules
-    week = WeekOfSlurm(clock)
-    ports = Ports(
-        requests=store,
-        operations=store,
-        leases=store,
-        reports=store,
-        records=records,
-        control_plane=plane,
-        activity=week,  # type: ignore[arg-type]
-        messenger=messenger,
-        roles=PolicyRoles(policy),
-        clock=clock,
-    )
-    options = Options(owner="me", targets=[_target()], alert_channel=ALERTS, sweep_interval=SWEEP)
-    services = build(ports, policy, options)
+    bot = make_bot(clock, policy, activity=WeekOfSlurm(clock), sweep_interval=SWEEP)
+    services, plane, messenger = bot.services, bot.plane, bot.messenger
     price = None
     statuses: list[tuple[float, Status, Status | None]] = []
     alerted_at: list[float] = []

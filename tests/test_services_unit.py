@@ -15,7 +15,7 @@ from bot.vertex.names import Target
 from handlers.entities import RequestState
 from handlers.idle import Status
 from handlers.policy import Policy, Role
-from handlers.ports import CrashPoint, no_crash
+from handlers.ports import ActivityReader, CrashPoint, no_crash
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
 from tests.conftest import ManualClock
@@ -64,7 +64,7 @@ class Bot:
     store: MemoryStore
     records: MemoryIdleRecords
     plane: FakeControlPlane
-    activity: FakeActivity
+    activity: Any  # a FakeActivity, unless make_bot was given another reader
     messenger: FakeMessenger
     clock: ManualClock
 
@@ -102,12 +102,16 @@ def make_bot(
     policy: Policy,
     crash: CrashPoint = no_crash,
     same_world_as: Bot | None = None,
+    activity: ActivityReader | None = None,
+    sweep_interval: float = 60.0,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
-    replica) on the first one's store, control plane and Slack."""
+    replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
+    place of the counts of a ``FakeActivity``."""
     if same_world_as is None:
         store, records = MemoryStore(), MemoryIdleRecords()
-        plane, activity, messenger = FakeControlPlane(), FakeActivity(), FakeMessenger()
+        plane, messenger = FakeControlPlane(), FakeMessenger()
+        activity = activity or FakeActivity()
         plane.add(running(cluster_doc(cluster_id="c1", nodes=2), nodes=2))
     else:
         world = same_world_as
@@ -129,7 +133,7 @@ def make_bot(
         owner="me" if same_world_as is None else "restarted",
         targets=[_target()],
         alert_channel=ALERTS,
-        sweep_interval=60.0,
+        sweep_interval=sweep_interval,
         crash=crash,
     )
     return Bot(build(ports, policy, options), store, records, plane, activity, messenger, clock)

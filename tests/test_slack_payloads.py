@@ -6,7 +6,6 @@ no message on an ephemeral click, an Enterprise Grid user, a button without a va
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,6 @@ from urllib.parse import urlencode
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from slack_sdk.signature import SignatureVerifier
 
 from tests.support.demo_stack import Stack, demo_stack, text_of
 
@@ -61,20 +59,8 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
 
 async def deliver(stack: Stack, body: str) -> int:
     """POST a form body to the bot, signed with the workspace's secret, as Slack does."""
-    timestamp = str(int(time.time()))
-    signature = SignatureVerifier(stack.workspace.signing_secret).generate_signature(
-        timestamp=timestamp, body=body
-    )
-    async with stack.session.post(
-        f"{stack.url}/slack/events",
-        data=body.encode(),
-        headers={
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": timestamp,
-            "X-Slack-Signature": signature or "",
-        },
-    ) as reply:
-        return reply.status
+    status, _ = await stack.deliver(body)
+    return status
 
 
 async def answered(stack: Stack, hooks: Hooks, count: int = 1) -> list[dict[str, Any]]:

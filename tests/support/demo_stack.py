@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp.test_utils import TestServer
+from slack_sdk.signature import SignatureVerifier
 
 from bot.app import ClusterbotService
 from bot.demo import build_demo
@@ -31,6 +33,24 @@ class Stack:
     workspace: Workspace
     simulator: SimulatorState
     session: aiohttp.ClientSession
+
+    async def deliver(self, body: str) -> tuple[int, str]:
+        """POST a form body to the bot, signed with the workspace's secret, as Slack does;
+        the status and the body of the answer."""
+        stamp = str(int(time.time()))
+        signature = SignatureVerifier(self.workspace.signing_secret).generate_signature(
+            timestamp=stamp, body=body
+        )
+        async with self.session.post(
+            f"{self.url}/slack/events",
+            data=body.encode(),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "X-Slack-Request-Timestamp": stamp,
+                "X-Slack-Signature": signature or "",
+            },
+        ) as reply:
+            return reply.status, await reply.text()
 
     async def post(self, path: str, body: Any) -> tuple[int, Any]:
         async with self.session.post(f"{self.url}{path}", json=body) as reply:
