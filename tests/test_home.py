@@ -40,6 +40,9 @@ async def open_home(stack: Stack, user: str) -> dict[str, Any]:
 
 
 async def test_home_shows_requests_operations_and_clusters(stack: Stack) -> None:
+    # the tab shows the last sweep's idle clusters: let the first sweep's report land first,
+    # or it lands between the two refreshes below and changes the tab (seen under load)
+    await stack.wait_for(stack.service.core.sweeper.latest)
     home = await open_home(stack, "alice")
     text = shown(home)
     assert "Your requests (0)" in text and "Waiting for your approval (0)" in text
