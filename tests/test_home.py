@@ -43,6 +43,7 @@ async def test_home_shows_requests_operations_and_clusters(stack: Stack) -> None
     # the tab shows the last sweep's idle clusters: let the first sweep's report land first,
     # or it lands between the two refreshes below and changes the tab (seen under load)
     await stack.wait_for(stack.service.core.sweeper.latest)
+    await stack.home_refreshed_by_hand()
     home = await open_home(stack, "alice")
     text = shown(home)
     assert "Your requests (0)" in text and "Waiting for your approval (0)" in text
@@ -84,6 +85,7 @@ async def test_a_refresh_lists_the_clusters_once_for_every_tab(tmp_path: Path) -
     async with demo_stack(tmp_path, expiry_seconds=600, sweep_interval=3600) as stack:
         sweeper = stack.service.core.sweeper
         await stack.wait_for(sweeper.latest)  # the sweep at start, which lists too, is done
+        await stack.home_refreshed_by_hand()
         for user in ("alice", "bob", "carol"):
             await open_home(stack, user)
 

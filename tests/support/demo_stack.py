@@ -90,6 +90,17 @@ class Stack:
                 raise AssertionError(f"timed out; messages: {shown}")
             await asyncio.sleep(0.05)
 
+    async def home_refreshed_by_hand(self) -> None:
+        """Take the Home tab's scheduled refresh away (its first run is due at start, and
+        under load it ran between a test's own refreshes) and wait out a run in flight, so
+        that a test counting publishes is the only one refreshing."""
+        self.service.jobs.scheduler.remove_job("home-tabs")
+
+        async def settled() -> bool:
+            return "home-tabs" not in self.service.jobs.busy
+
+        await self.wait_for(settled)
+
     async def wait_for(self, check: Callable[[], Awaitable[Any]], limit: float = 15.0) -> Any:
         """Wait until ``check()`` holds: lasting state (rows, request logs), never a sleep."""
         deadline = asyncio.get_running_loop().time() + limit
