@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, Callable[[Results], None]] = {
     "listing": lambda r: asyncio.run(listing.run(r)),
     "sweep": lambda r: asyncio.run(sweep.run(r)),
     "big_queue": lambda r: asyncio.run(big_queue.run(r)),
+    "big_queue_acks": lambda r: asyncio.run(big_queue.acks_while_sweeping(r)),
     "ack": lambda r: asyncio.run(ack.run(r)),
     "scale": lambda r: asyncio.run(scale.run(r)),
     "fuzz": fuzz.run,

@@ -42,9 +42,11 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory now (``VmRSS``) or at its peak (``VmHWM``, which unlike
+    ``ru_maxrss`` is not carried over from the process that started it)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 

@@ -180,9 +180,14 @@ def metric(text: str, name: str) -> float:
 
 
 async def open_loop(
-    session: aiohttp.ClientSession, url: str, secret: str, sink: str, seconds: float
+    session: aiohttp.ClientSession,
+    url: str,
+    secret: str,
+    sink: str,
+    seconds: float,
+    rate: float = RATE,
 ) -> list[float]:
-    """/cluster help at ``RATE`` a second, Poisson arrivals: each sent when due, whatever
+    """/cluster help at ``rate`` a second, Poisson arrivals: each sent when due, whatever
     the answers before it."""
     timings: list[float] = []
     pending: list[asyncio.Task[None]] = []
@@ -200,7 +205,7 @@ async def open_loop(
     rng = random.Random(7)
     while time.monotonic() < end:
         pending.append(asyncio.get_running_loop().create_task(one()))
-        await asyncio.sleep(rng.expovariate(RATE))
+        await asyncio.sleep(rng.expovariate(rate))
     await asyncio.gather(*pending)
     return timings
 

@@ -2,7 +2,8 @@
 rules, each classified the way its source says (the ``.source.txt`` beside it).
 
 The replies are read as the bot reads them: the control plane's ``{"status", "body"}`` reply
-decoded a piece at a time (``read_slurm_reply``), then slurmrestd's document (``read_reply``)."""
+read as a long one arrives, a piece at a time (``read_slurm_bytes``), and every capture is
+checked to read the same as one whole decode of it."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.vertex import paced
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.operations import SlurmJob, SlurmNode, SlurmResponse
-from bot.vertex.paced import read_slurm_reply
+from bot.vertex.paced import Keep, SlurmAnswer, answer_of, read_slurm_bytes
 from bot.vertex.slurm import listed, read_job, read_node, read_reply
 from handlers.idle import (
     NodeCensus,
@@ -31,29 +31,27 @@ CAPTURES = Path(__file__).parent / "fixtures" / "slurmrestd"
 H = 3600.0
 
 
-async def _read(name: str, paced_slices: bool = True) -> SlurmResponse:
+SLICE = 999  # bytes a piece: odd, so pieces split escapes, numbers and UTF-8 sequences
+
+
+async def _read(name: str, lists: dict[str, Keep] | None = None) -> SlurmAnswer:
+    """The capture read a piece at a time, checked against one whole decode of it."""
     raw = (CAPTURES / name).read_bytes()
-    if paced_slices:
-        return await read_slurm_reply(raw)
-    data = json.loads(raw)
-    return SlurmResponse(status=data["status"], body=data["body"])
+    streamed = await read_slurm_bytes(raw, lists or {}, SLICE)
+    whole = answer_of(SlurmResponse.model_validate_json(raw), lists or {})
+    assert (streamed.status, streamed.document) == (whole.status, whole.document)
+    assert whole.text.startswith(streamed.text)
+    return streamed
 
 
 async def _jobs(name: str) -> tuple[list[SlurmJob], dict[str, Any]]:
-    document = await read_reply(await _read(name), "job", {"jobs": read_job})
+    document = read_reply(await _read(name, {"jobs": read_job}), "job")
     return listed(document, "jobs", "job"), document
 
 
 async def _nodes(name: str) -> list[SlurmNode]:
-    document = await read_reply(await _read(name), "node", {"nodes": read_node})
+    document = read_reply(await _read(name, {"nodes": read_node}), "node")
     return listed(document, "nodes", "node")
-
-
-@pytest.fixture(autouse=True)
-def _pace_every_reply(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Small replies take the paced path too, with tiny slices: every escape boundary."""
-    monkeypatch.setattr(paced, "SMALL", 0)
-    monkeypatch.setattr(paced, "SLICE", 4096)
 
 
 def test_every_capture_is_listed_here() -> None:
@@ -276,11 +274,11 @@ ERROR_CAPTURES = {
 async def test_errors_keep_their_status_and_slurmrestds_words(name: str, words: str | None) -> None:
     from bot.vertex.slurm import _unknown_url
 
-    reply = await _read(name)
+    reply = await _read(name, {"jobs": read_job})
     assert _unknown_url(reply) is (words is None)
     if words is not None:
         with pytest.raises(SlurmUnreadableError) as caught:
-            await read_reply(reply, "job", {"jobs": read_job})
+            read_reply(reply, "job")
         assert caught.value.reason == words
 
 
@@ -296,6 +294,8 @@ async def test_a_reply_cut_short_is_unreadable_not_a_crash() -> None:
     raw = (CAPTURES / "slurmweb_24.11_v0.0.42_slurm-jobs.json").read_bytes()
     data = json.loads(raw)
     cut = SlurmResponse(status=200, body=data["body"][: len(data["body"]) // 2])
-    with pytest.raises(SlurmUnreadableError) as caught:
-        await read_reply(cut, "job", {"jobs": read_job})
-    assert caught.value.reason.startswith("slurmrestd sent a job reply that is")
+    streamed = await read_slurm_bytes(cut.model_dump_json().encode(), {"jobs": read_job}, SLICE)
+    for reply in (streamed, answer_of(cut, {"jobs": read_job})):
+        with pytest.raises(SlurmUnreadableError) as caught:
+            read_reply(reply, "job")
+        assert caught.value.reason.startswith("slurmrestd sent a job reply that is")

@@ -15,13 +15,11 @@ deadline allows, else the error is raised as a refusal. The look-up itself faili
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+import aiohttp
 from pydantic.alias_generators import to_camel
 
 from bot.vertex.errors import (
@@ -34,28 +32,18 @@ from bot.vertex.errors import (
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation, SlurmResponse
-from bot.vertex.paced import SMALL, read_slurm_reply
+from bot.vertex.paced import Keep, SlurmAnswer, read_slurm_content
+from bot.vertex.pages import C, K, UnreadableCluster, read_page, same
 from bot.vertex.summary import ClusterSummary
-from bot.vertex.transport import Transport, field_path, json_object, read_model, read_model_json
+from bot.vertex.transport import Transport, read_model, read_model_json
 
 API_VERSION = "v1beta1"
 OPERATIONS_VERSION = "v1"
-# view-clusters: "a modelDevelopmentClusters array"; an older manage-cluster page says
-# "a clusters array". Both are read.
-LIST_KEYS = ("modelDevelopmentClusters", "clusters")
 SLURM_METHODS = {
     "GET": "HTTP_METHOD_GET",
     "POST": "HTTP_METHOD_POST",
     "DELETE": "HTTP_METHOD_DELETE",
 }
-
-
-@dataclass(frozen=True)
-class UnreadableCluster:
-    """A cluster in a listing that could not be read, and the field at fault."""
-
-    name: str
-    problem: str
 
 
 @dataclass(frozen=True)
@@ -66,10 +54,6 @@ class TargetListing:
     clusters: list[Cluster]
     error: VertexError | None = None
     unreadable: list[UnreadableCluster] = field(default_factory=list)
-
-
-K = TypeVar("K")
-C = TypeVar("C", Cluster, ClusterSummary)
 
 
 @dataclass(frozen=True)
@@ -106,77 +90,6 @@ def _comparable(value: Any) -> Any:
     return value
 
 
-class ListPage(BaseModel, Generic[C]):
-    """A list reply read straight from its bytes (the keys of view-clusters, or the older
-    manage-cluster page's), each cluster as ``C`` reads it."""
-
-    model_config = ConfigDict(extra="ignore")
-    modelDevelopmentClusters: list[C] | None = None
-    clusters: list[C] | None = None
-    nextPageToken: str | None = None
-
-
-_PAGES: dict[type[BaseModel], type[ListPage[Any]]] = {
-    Cluster: ListPage[Cluster],
-    ClusterSummary: ListPage[ClusterSummary],
-}
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Reading a page builds thousands of small objects and no garbage cycles; Python's cycle
-    collector would run several times over the whole heap meanwhile (three times the cost of
-    the reading itself). It is paused for that one synchronous step only."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _same(cluster: C) -> C:
-    return cluster
-
-
-def _read_page(
-    body: bytes, model: type[C], keep: Callable[[C], K]
-) -> tuple[list[K], list[UnreadableCluster], str | None]:
-    """``keep`` of each cluster of a page, with the clusters that could not be read and the
-    next page's token. What is not kept is freed before the collector runs again: it then
-    walks only what was kept, not every object the page was read into."""
-    with _collector_paused():
-        try:
-            page = _PAGES[model].model_validate_json(body)
-        except ValidationError:
-            return _read_page_slowly(body, model, keep)
-        found = page.modelDevelopmentClusters or page.clusters or []
-        kept, token = [keep(cluster) for cluster in found], page.nextPageToken
-        del page, found
-    return kept, [], token
-
-
-def _read_page_slowly(
-    body: bytes, model: type[C], keep: Callable[[C], K]
-) -> tuple[list[K], list[UnreadableCluster], str | None]:
-    """Cluster by cluster, naming each that cannot be read and the field at fault."""
-    document = json_object(body)
-    items: list[Any] = next(
-        (document[k] for k in LIST_KEYS if isinstance(document.get(k), list)), []
-    )
-    kept: list[K] = []
-    unreadable: list[UnreadableCluster] = []
-    for item in items:
-        try:
-            kept.append(keep(model.model_validate(item)))
-        except ValidationError as error:
-            name = item.get("name") if isinstance(item, dict) else None
-            unreadable.append(UnreadableCluster(str(name or "?"), field_path(error)))
-    next_token = document.get("nextPageToken")
-    return kept, unreadable, next_token if isinstance(next_token, str) else None
-
-
 class VertexClient(Transport):
     def _collection_url(self, target: Target) -> str:
         parent = f"{self.endpoint(target.region)}/{API_VERSION}/{target.parent}"
@@ -204,7 +117,7 @@ class VertexClient(Transport):
             body = await self._call_raw(
                 "list", "GET", url, params=params, safe=True, deadline=deadline
             )
-            kept, unreadable, next_token = _read_page(body, model, keep)
+            kept, unreadable, next_token = read_page(body, model, keep)
             yield kept, unreadable
             token = next_token or None
             if token is None:
@@ -216,7 +129,7 @@ class VertexClient(Transport):
     async def list_target(self, target: Target, deadline: float | None = None) -> TargetListing:
         """Every cluster of a target; a cluster that cannot be read is named, not fatal. A
         target that cannot be listed raises its ``VertexError``."""
-        [kept] = await self._kept([target], Cluster, _same, deadline)
+        [kept] = await self._kept([target], Cluster, same, deadline)
         if kept.error is not None:
             raise kept.error
         return TargetListing(kept.target, kept.kept, unreadable=kept.unreadable)
@@ -234,7 +147,7 @@ class VertexClient(Transport):
         """
         return [
             TargetListing(k.target, k.kept, k.error, k.unreadable)
-            for k in await self._kept(targets, Cluster, _same, deadline)
+            for k in await self._kept(targets, Cluster, same, deadline)
         ]
 
     async def list_kept(
@@ -317,9 +230,28 @@ class VertexClient(Transport):
             safe=verb == "GET",
             deadline=deadline,
         )
-        if len(reply) < SMALL:  # decoded straight from the bytes: a sweep reads many
-            return read_model_json(SlurmResponse, reply, "a Slurm reply")
-        return await read_slurm_reply(reply)
+        return read_model_json(SlurmResponse, reply, "a Slurm reply")
+
+    async def get_slurm(
+        self, name: str, path: str, lists: dict[str, Keep], deadline: float | None = None
+    ) -> SlurmAnswer:
+        """``GET`` a slurmrestd path, its JSON read as it arrives (``bot.vertex.paced``): a
+        big queue never holds the event loop, nor the memory of its whole reply."""
+
+        async def receive(response: aiohttp.ClientResponse) -> SlurmAnswer:
+            return await read_slurm_content(response.content, lists)
+
+        payload = {"method": SLURM_METHODS["GET"], "path": path}
+        url = self._cluster_url(ClusterName.parse(name), ":callSlurmRestApi")
+        return await self._call_reading(
+            "call_slurm_rest_api",
+            "POST",
+            url,
+            receive,
+            json_body=payload,
+            safe=True,
+            deadline=deadline,
+        )
 
     # -- changes ---------------------------------------------------------------------------
 

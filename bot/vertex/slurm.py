@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import InvalidArgumentError, SlurmUnreadableError, VertexError
-from bot.vertex.operations import Share, SlurmJob, SlurmNode, SlurmResponse
-from bot.vertex.paced import Unreadable, read_object
+from bot.vertex.operations import Share, SlurmJob, SlurmNode
+from bot.vertex.paced import Keep, SlurmAnswer
 
 # The data parsers slurmrestd ships (SchedMD/slurm src/plugins/data_parser/ at each release
 # tag): 24.05 v0.0.39-41, 24.11 v0.0.40-42, 25.05 v0.0.40-43, 25.11 v0.0.41-44, 26.05
@@ -74,26 +74,27 @@ def _error_text(body: str) -> str:
     return _first_line(body)
 
 
-def _unknown_url(reply: SlurmResponse) -> bool:
+def _unknown_url(reply: SlurmAnswer) -> bool:
     """slurmrestd's answer to a path it does not serve (a data parser it lacks) is a 404 in
     ``text/plain``: "Unable to find requested URL endpoint ..." (the 24.11 and 25.11
     captures); a JSON 404 is an answer about something the path names."""
-    return reply.status == 404 and not reply.body.lstrip().startswith("{")
+    return reply.status == 404 and not reply.text.lstrip().startswith("{")
 
 
-async def read_reply(
-    reply: SlurmResponse, what: str, lists: dict[str, Callable[[Any], Any]] | None = None
-) -> dict[str, Any]:
+def read_reply(reply: SlurmAnswer, what: str) -> dict[str, Any]:
+    """slurmrestd's document, or its status and its own words for why there is none."""
     if reply.status != 200:
-        detail = _error_text(reply.body)
+        if reply.document is not None:
+            detail = _first_error(reply.document.get("errors"))
+        else:
+            detail = _error_text(reply.text)
         raise SlurmUnreadableError(
             f"slurmrestd answered HTTP {reply.status} to the {what} query"
             + (f": {detail}" if detail else "")
         )
-    try:
-        return await read_object(reply.body, lists=lists)
-    except Unreadable as error:
-        raise SlurmUnreadableError(f"slurmrestd sent a {what} reply that is {error}") from None
+    if reply.document is None:
+        raise SlurmUnreadableError(f"slurmrestd sent a {what} reply that is {reply.problem}")
+    return reply.document
 
 
 def _number(value: Any) -> Any:
@@ -233,7 +234,7 @@ class SlurmReader:
             dict.fromkeys(v for v in (self.known.get(cluster, ""), *READABLE_VERSIONS) if v)
         )
 
-    async def _reply(self, cluster: str, resource: str) -> SlurmResponse:
+    async def _reply(self, cluster: str, resource: str, lists: dict[str, Keep]) -> SlurmAnswer:
         """``GET /slurm/{version}/{resource}`` at the first version that is served."""
         if not self._loaded:
             await self._load()
@@ -241,7 +242,7 @@ class SlurmReader:
         for version in self.versions(cluster):
             path = f"/slurm/{version}/{resource}"
             try:
-                reply = await self.vertex.call_slurm_rest_api(cluster, path, deadline=self.deadline)
+                reply = await self.vertex.get_slurm(cluster, path, lists, self.deadline)
             except InvalidArgumentError:
                 tried.append(version)  # "the path is not a valid Slurm path"
                 continue
@@ -272,12 +273,12 @@ class SlurmReader:
             await self.book.keep_slurm_version(cluster, version, self.clock())
 
     async def get(
-        self, cluster: str, resource: str, lists: dict[str, Callable[[Any], Any]] | None = None
+        self, cluster: str, resource: str, lists: dict[str, Keep] | None = None
     ) -> dict[str, Any]:
         """The decoded reply to ``GET /slurm/{version}/{resource}``; ``resource`` is spelled
         as slurmrestd's OpenAPI paths are (``jobs/``, ``shares``)."""
-        reply = await self._reply(cluster, resource)
-        return await read_reply(reply, resource.strip("/").rstrip("s"), lists)
+        reply = await self._reply(cluster, resource, lists or {})
+        return read_reply(reply, resource.strip("/").rstrip("s"))
 
     async def jobs(self, cluster: str) -> list[SlurmJob]:
         document = await self.get(cluster, "jobs/", {"jobs": read_job})

@@ -28,6 +28,13 @@ from bot.vertex.retry import RetryPolicy, is_retryable, may_have_applied
 
 # (call name, outcome) -> None; outcome is "ok" or a google.rpc status name.
 CallObserver = Callable[[str, str], None]
+R = TypeVar("R")
+# What is read from a successful reply, as it arrives.
+Receive = Callable[[aiohttp.ClientResponse], Awaitable[R]]
+
+
+async def _whole(response: aiohttp.ClientResponse) -> bytes:
+    return await response.read()
 
 
 def regional_endpoint(region: str) -> str:
@@ -168,6 +175,33 @@ class Transport:
     ) -> bytes:
         """The reply's bytes, with retries under AIP-194's rules and the look-up after a lost
         reply to a change."""
+        return await self._call_reading(
+            call,
+            method,
+            url,
+            _whole,
+            params=params,
+            json_body=json_body,
+            safe=safe,
+            already_applied=already_applied,
+            deadline=deadline,
+        )
+
+    async def _call_reading(
+        self,
+        call: str,
+        method: str,
+        url: str,
+        receive: Receive[R],
+        *,
+        params: dict[str, str] | None = None,
+        json_body: dict[str, Any] | None = None,
+        safe: bool,
+        already_applied: Callable[[], Awaitable[bool]] | None = None,
+        deadline: float | None = None,
+    ) -> R:
+        """What ``receive`` reads from a successful reply as it arrives; a reply that breaks
+        off midway is retried as a lost one is."""
         started = self._clock()
         limit = self._retry.deadline if deadline is None else min(deadline, self._retry.deadline)
         delays = self._retry.delays(self._rng)
@@ -175,7 +209,7 @@ class Transport:
         while True:
             attempts += 1
             try:
-                reply = await self._send(method, url, params, json_body)
+                reply = await self._send(method, url, params, json_body, receive)
             except VertexError as error:
                 self._observe(call, error.status)
                 ambiguous = may_have_applied(error) or (
@@ -226,7 +260,8 @@ class Transport:
         url: str,
         params: dict[str, str] | None,
         json_body: dict[str, Any] | None,
-    ) -> bytes:
+        receive: Receive[R],
+    ) -> R:
         if self._session is None:
             self._session = aiohttp.ClientSession()
         headers = {"Authorization": f"Bearer {await self._tokens.token()}"}
@@ -234,9 +269,11 @@ class Transport:
             async with self._session.request(
                 method, url, params=params, json=json_body, headers=headers, timeout=self._timeout
             ) as response:
-                body = await response.read()
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
+                if status < 400:
+                    return await receive(response)
+                body = await response.read()
         except aiohttp.ClientConnectorError as error:
             host = error.host
             raise TransportError(
@@ -246,9 +283,7 @@ class Transport:
             raise TransportError(
                 "the connection to the control plane broke before it replied", sent=True
             ) from error
-        if status >= 400:
-            raise error_from_response(status, body, retry_after)
-        return body
+        raise error_from_response(status, body, retry_after)
 
     def _observe(self, call: str, outcome: str) -> None:
         if self._observer is not None:
