@@ -9,7 +9,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 
-from benchmarks import ack, big_queue, fuzz, listing, scale, startup, sweep
+from benchmarks import ack, big_queue, fuzz, listing, scale, soak, startup, sweep
 from benchmarks.harness import Results
 
 BENCHMARKS: dict[str, Callable[[Results], None]] = {
@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, Callable[[Results], None]] = {
     "big_queue_acks": lambda r: asyncio.run(big_queue.acks_while_sweeping(r)),
     "ack": lambda r: asyncio.run(ack.run(r)),
     "scale": lambda r: asyncio.run(scale.run(r)),
+    "soak": lambda r: asyncio.run(soak.run(r)),
     "fuzz": fuzz.run,
 }
 

@@ -24,6 +24,7 @@ def simulator_process(
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "fixtures.json"
         path.write_text(json.dumps(fixtures))
+        del fixtures  # the process has them now: a caller that lets go frees them
         log = Path(folder) / "simulator.log"
         port = free_port()
         command = [sys.executable, "-m", "bot", "simulator", "--port", str(port)]

@@ -309,11 +309,8 @@ class Observation:
                 f"{plural(self.busy_nodes, 'Slurm node')} allocated but no job visible to "
                 "clusterbot: jobs may be hidden from its account (slurm.conf PrivateData)"
             )
-        if self.completing_nodes:
-            return (
-                f"{plural(self.completing_nodes, 'Slurm node')} completing a job (its epilog runs)"
-            )
-        return None
+        completing = plural(self.completing_nodes, "Slurm node")
+        return f"{completing} completing a job (its epilog runs)" if self.completing_nodes else None
 
     def with_slurm(self, demand: QueueDemand, census: NodeCensus | None) -> Observation:
         """This observation with what Slurm said: its queue, and its nodes when read."""
@@ -366,7 +363,8 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
         )
     idle_since = record.idle_since if record.idle_since is not None else now
     base = replace(base, idle_since=idle_since)
-    quiet = f"no jobs for {duration(now - idle_since)}"
+    can = " that can run" if seen.queue_notes else ""  # the notes name what cannot start
+    quiet = f"no jobs{can} for {duration(now - idle_since)}"
     if seen.exempt_label or record.kept_by:
         why = "label clusterbot-idle: exempt" if seen.exempt_label else "kept"
         return replace(base, auto_action_at=None), verdict(

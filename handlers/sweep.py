@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -80,10 +81,9 @@ class SweepReport:
             separators=(",", ":"),
         )
         parts = []
-        for start in range(0, len(self.entries), YIELD_EVERY):
-            chunk = [e.to_dict() for e in self.entries[start : start + YIELD_EVERY]]
+        async for start in paced(range(0, len(self.entries), CHUNK)):
+            chunk = [e.to_dict() for e in self.entries[start : start + CHUNK]]
             parts.append(json.dumps(chunk, separators=(",", ":"))[1:-1])
-            await asyncio.sleep(0)
         return head[:-1] + ',"entries":[' + ",".join(p for p in parts if p) + "]}"
 
     @classmethod
@@ -97,17 +97,20 @@ class SweepReport:
         )
 
 
-YIELD_EVERY = 200  # clusters handled between giving the event loop back to others
+TURN = 0.002  # seconds of work on clusters between two turns of the event loop
+CHUNK = 25  # report entries written at once (well under TURN)
 T = TypeVar("T")
 
 
 async def paced(items: Iterable[T]) -> AsyncIterator[T]:
-    """``items`` one by one, giving the event loop back every ``YIELD_EVERY``: a loop over
-    thousands of clusters never holds up an ack."""
-    for index, item in enumerate(items):
+    """``items`` one by one, giving the event loop back once ``TURN`` of work was done: a loop
+    over thousands of clusters never holds up an ack by more than that."""
+    since = time.perf_counter()
+    for item in items:
         yield item
-        if index % YIELD_EVERY == YIELD_EVERY - 1:
+        if time.perf_counter() - since >= TURN:
             await asyncio.sleep(0)
+            since = time.perf_counter()
 
 
 @dataclass(frozen=True)
@@ -164,8 +167,23 @@ class ActivityObserver:
     ) -> None:
         self.reader = reader
         self.clock = clock
-        self.bound = asyncio.Semaphore(concurrency)
+        self.concurrency = max(1, concurrency)
         self.idle_after = idle_after
+
+    async def observe_all(self, clusters: list[Swept], busy: set[str]) -> list[Observation]:
+        """Every cluster observed, ``concurrency`` at a time by as many workers: not a task
+        per cluster, whose first steps would all run in one turn of the event loop (10,000 of
+        them, tens of milliseconds with every ack waiting) and whose frames would all be held
+        at once. A worker whose clusters need no Slurm query gives the loop back now and then."""
+        found: list[Observation | None] = [None] * len(clusters)
+        todo = iter(enumerate(clusters))
+
+        async def worker() -> None:
+            async for index, cluster in paced(todo):
+                found[index] = await self.observe(cluster, busy)
+
+        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(clusters)))))
+        return [seen for seen in found if seen is not None]
 
     async def observe(self, cluster: Swept, busy_clusters: set[str]) -> Observation:
         name = cluster.name
@@ -179,10 +197,7 @@ class ActivityObserver:
         if seen.busy_reason() is not None:
             return seen  # busy already: no need to ask Slurm
         try:
-            async with self.bound:
-                demand, census = await slurm_demand(
-                    self.reader, name, self.clock(), self.idle_after
-                )
+            demand, census = await slurm_demand(self.reader, name, self.clock(), self.idle_after)
         except SlurmUnreadableError as error:
             return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
         return replace(seen, at=self.clock()).with_slurm(demand, census)
@@ -268,7 +283,7 @@ class Sweeper:
         operations = await self.operations.active_operations()
         busy = {o.cluster for o in operations if not o.done}
         clusters = [c for listing in listings for c in listing.kept]
-        observations = await asyncio.gather(*(self.observer.observe(c, busy) for c in clusters))
+        observations = await self.observer.observe_all(clusters, busy)
         seen = [Seen(c, o) for c, o in zip(clusters, observations, strict=True)]
         await self._assess_all(seen)
         posted = 0
@@ -289,7 +304,7 @@ class Sweeper:
     async def _assess_all(self, seen: list[Seen]) -> None:
         """Assess every cluster, saving all records in one transaction; a record that changed
         meanwhile (a click) is assessed again on its own. The event loop is given back every
-        ``YIELD_EVERY`` clusters, so a sweep of thousands never holds up an ack."""
+        ``TURN`` of work, so a sweep of thousands never holds up an ack."""
         names = [item.cluster.name for item in seen]
         records = await self.records.get_many(names)
         async for item, name in paced(zip(seen, names, strict=True)):

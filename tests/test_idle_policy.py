@@ -58,6 +58,11 @@ def run(
             "slurmrestd 503",
         ),
         (quiet(T0), Status.WAITING, "no jobs for 0 s"),
+        (  # a held job is no demand, and the quiet is said so as not to contradict the notes
+            quiet(T0, queue_notes=(("1 job of dana held by its user",),)),
+            Status.WAITING,
+            "no jobs that can run for 0 s",
+        ),
         (
             Observation(at=T0, state="RUNNING", busy_nodes=2, paying_nodes=4),
             Status.BUSY,

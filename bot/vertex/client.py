@@ -32,7 +32,7 @@ from bot.vertex.errors import (
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from bot.vertex.operations import Operation, SlurmResponse
-from bot.vertex.paced import Keep, SlurmAnswer, read_slurm_content
+from bot.vertex.paced import SLICE, SMALL, Keep, SlurmAnswer, answer_of, read_slurm_stream
 from bot.vertex.pages import C, K, UnreadableCluster, read_page, same
 from bot.vertex.summary import ClusterSummary
 from bot.vertex.transport import Transport, read_model, read_model_json
@@ -88,6 +88,27 @@ def _comparable(value: Any) -> Any:
         out = {k: _comparable(v) for k, v in value.items() if v not in (0, "", [], {}, None)}
         return out
     return value
+
+
+async def read_slurm_content(content: aiohttp.StreamReader, lists: dict[str, Keep]) -> SlurmAnswer:
+    """A ``:callSlurmRestApi`` reply as it arrives: a short one decoded at once (a sweep reads
+    many), a long one a piece at a time."""
+    start: list[bytes] = []
+    size = 0
+    async for chunk in content.iter_chunked(SLICE):
+        start.append(chunk)
+        size += len(chunk)
+        if size >= SMALL:
+            return await read_slurm_stream(_continued(start, content), lists)
+    reply = read_model_json(SlurmResponse, b"".join(start), "a Slurm reply")
+    return answer_of(reply, lists)
+
+
+async def _continued(start: list[bytes], content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+    while start:
+        yield start.pop(0)
+    async for chunk in content.iter_chunked(SLICE):
+        yield chunk
 
 
 class VertexClient(Transport):

@@ -24,11 +24,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 from bot.vertex.errors import MalformedReplyError
 from bot.vertex.operations import SlurmResponse
-from bot.vertex.transport import read_model_json
 
 SMALL = 256 * 1024  # bytes below which one plain decode is quicker than pacing it
 SLICE = 64 * 1024  # bytes of the reply taken at a time (well under a millisecond to decode)
@@ -325,27 +322,6 @@ async def read_slurm_stream(chunks: AsyncIterator[bytes], lists: dict[str, Keep]
             "the control plane sent a Slurm reply that clusterbot cannot read"
         )
     return SlurmAnswer(status, "".join(head), document, problem)
-
-
-async def read_slurm_content(content: aiohttp.StreamReader, lists: dict[str, Keep]) -> SlurmAnswer:
-    """A ``:callSlurmRestApi`` reply as it arrives: a short one decoded at once (a sweep reads
-    many), a long one a piece at a time."""
-    start: list[bytes] = []
-    size = 0
-    async for chunk in content.iter_chunked(SLICE):
-        start.append(chunk)
-        size += len(chunk)
-        if size >= SMALL:
-            return await read_slurm_stream(_continued(start, content), lists)
-    reply = read_model_json(SlurmResponse, b"".join(start), "a Slurm reply")
-    return answer_of(reply, lists)
-
-
-async def _continued(start: list[bytes], content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
-    while start:
-        yield start.pop(0)
-    async for chunk in content.iter_chunked(SLICE):
-        yield chunk
 
 
 async def chunks_of(data: bytes, size: int = SLICE) -> AsyncIterator[bytes]:

@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from bot.sandbox.controlplane import wire
+from bot.sandbox.controlplane import pretty, wire
 from bot.sandbox.controlplane.slurm_parts import (
     BUSY_JOB_STATES,
     hostlist,
@@ -66,6 +66,7 @@ POWERED_DOWN = ["IDLE", "CLOUD", "POWERED_DOWN"]  # a cloud node with no VM (pow
 def _objects() -> dict[str, Any]:
     text = resources.files(__package__).joinpath("slurmrestd_objects.json").read_text()
     parsers: dict[str, Any] = json.loads(text)["parsers"]
+    pretty.freeze(parsers.values())  # shared by every document built from them, never changed
     return parsers
 
 
@@ -356,7 +357,7 @@ class Slurmrestd:
             document["last_backfill"] = number(epoch - 30)
             document["last_update"] = number(epoch)
         document.update(errors=[], warnings=[])
-        return {"status": 200, "body": json.dumps(document, indent=2)}
+        return {"status": 200, "body": pretty.dumps(document)}
 
     def _unknown_job(self, document: dict[str, Any], job_id: str) -> dict[str, Any]:
         """As captured (Slurm-web slurm-job-unfound.json): a JSON 404 with an empty list."""
@@ -367,4 +368,4 @@ class Slurmrestd:
             "source": "_handle_job_get",
         }
         document.update(jobs=[], errors=[error], warnings=[])
-        return {"status": 404, "body": json.dumps(document, indent=2)}
+        return {"status": 404, "body": pretty.dumps(document)}
