@@ -365,6 +365,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from bot.logs import configure
+    from bot.memory import keep_large_blocks_apart
+
+    keep_large_blocks_apart()  # before any large block: see bot/memory.py
 
     level = os.environ.get("CLUSTERBOT_LOG_LEVEL", "INFO").strip().upper()
     # A bad level is reported with the other settings; meanwhile log at INFO.
