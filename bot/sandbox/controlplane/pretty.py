@@ -14,7 +14,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-_SCALAR = json.JSONEncoder(separators=(",", ": ")).encode  # the C encoder, for one value
+_ENCODE = json.JSONEncoder(separators=(",", ": ")).encode
+_STRING = json.encoder.encode_basestring_ascii  # the C function json.dumps uses for a str
 _FROZEN: dict[int, object] = {}  # id -> a template value that never changes (kept alive)
 _TEXT: dict[tuple[int, int], str] = {}  # (id, depth) -> its text at that depth
 _NAMES: dict[str, str] = {}  # a member name -> its text and ": "
@@ -39,14 +40,29 @@ def dumps(value: Any) -> str:
     return "".join(out)
 
 
+def _scalar(value: Any) -> str:
+    """One value that is not a list or object with members, as ``json.dumps`` writes it; the
+    common kinds without the encoder's setup on each call."""
+    kind = value.__class__
+    if kind is str:
+        return _STRING(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return _ENCODE(value)  # floats (inf and nan as json writes them), empty lists and objects
+
+
 def _name(name: Any) -> str:
     """A member name's text, with its ``": "``; the names of slurmrestd's objects repeat.
     A name that is not a string is written as ``json`` writes it (``true``, ``1``)."""
     if not isinstance(name, str):
-        return _SCALAR(_SCALAR(name)) + ": "
+        return _scalar(_scalar(name)) + ": "
     text = _NAMES.get(name)
     if text is None:
-        text = _SCALAR(name) + ": "
+        text = _scalar(name) + ": "
         if len(_NAMES) < 10_000:  # names that are data (none in slurmrestd's) are not kept
             _NAMES[name] = text
     return text
@@ -54,7 +70,7 @@ def _name(name: Any) -> str:
 
 def _write(value: Any, depth: int, out: list[str]) -> None:
     if not isinstance(value, dict | list) or not value:
-        out.append(_SCALAR(value))
+        out.append(_scalar(value))
         return
     key = (id(value), depth)
     kept = _TEXT.get(key)
@@ -71,7 +87,7 @@ def _write(value: Any, depth: int, out: list[str]) -> None:
             if isinstance(item, dict | list) and item:
                 _write(item, depth + 1, out)
             else:
-                out.append(_SCALAR(item))
+                out.append(_scalar(item))
             lead = inner
         out.append("\n" + "  " * depth + "}")
     else:
