@@ -11,7 +11,7 @@ import pytest
 
 from bot.slack.render import render
 from bot.vertex.errors import SlurmUnreadableError
-from bot.vertex.slurm import read_jobs, read_shares
+from bot.vertex.slurm import listed, read_job, read_shares
 from handlers.commands import parse
 from handlers.grammar import CommandError
 from handlers.jobs_view import SHOWN, jobs_reply
@@ -133,7 +133,7 @@ def test_slurmrestd_shapes_old_and_new_are_read() -> None:
             "not a job",
         ]
     }
-    first, second = read_jobs(document)
+    first, second = [j for j in map(read_job, listed(document, "jobs", "job")) if j]
     assert (first.job_id, first.pending, first.priority, first.node_count) == (7, True, 12, 3)
     assert (first.reason, first.submitted, first.started) == ("Dependency", 1000, None)
     assert (second.pending, second.priority, second.started, second.reason) == (

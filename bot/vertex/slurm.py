@@ -166,11 +166,6 @@ def listed(document: dict[str, Any], key: str, what: str) -> list[Any]:
     return [item for item in found if item is not None]
 
 
-def read_jobs(document: dict[str, Any]) -> list[SlurmJob]:
-    """The jobs of a decoded ``GET /jobs/`` reply."""
-    return [job for job in map(read_job, listed(document, "jobs", "job")) if job is not None]
-
-
 def read_shares(document: dict[str, Any]) -> list[Share]:
     """The associations of a ``GET /shares`` reply (``shares.shares[]``, each
     ASSOC_SHARES_OBJ_WRAP: a USER row is named for the user, its parent the account)."""
