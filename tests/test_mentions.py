@@ -47,9 +47,11 @@ async def test_each_ending_mentions_the_requester_once(tmp_path: Path) -> None:
 async def test_an_expired_request_mentions_its_requester(tmp_path: Path) -> None:
     async with demo_stack(tmp_path, expiry_seconds=0.1) as stack:
         card = await stack.card("alice", "/cluster resize train01 a4 3")
-        # under load the expiry job (due 0.1 s after the card) may have run already
-        [request] = await stack.service.store.requests_in(["pending", "expired"])
-        await stack.service.store.update_request(request.id, expires_at=0.0)
+        store = stack.service.store
+        # the card is posted while the request is a draft, and under load the expiry job (due
+        # 0.1 s after) may have run before this looks: wait until it is pending or expired
+        [request] = await stack.wait_for(lambda: store.requests_in(["pending", "expired"]))
+        await store.update_request(request.id, expires_at=0.0)
         messages = await stack.wait(
             lambda ms: any("expired" in t for t in ends_and_mentions(thread_of(ms, card))[1]),
             limit=20,
