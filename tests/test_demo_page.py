@@ -92,8 +92,10 @@ async def test_idle_alert_and_its_snooze_menu_in_the_browser(tmp_path: Path) -> 
         await expect(alert.locator("button")).to_have_text(
             ["Scale to zero", "Ask to delete", "Keep"]
         )
-        ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(path=str(ARTIFACTS / "idle-alert.png"))
+        # cpu01's only job is held by its user: no demand, and the alert says why
+        await expect(alert).to_contain_text("held by its user (JobHeldUser)")
+        await expect(alert).to_contain_text("scontrol release")
+        await keep_screenshot(page, "idle-alert.png")
         ts = await alert.get_attribute("data-ts")
         menu = page.locator(f'#messages .message[data-ts="{ts}"] select.menu')
         await menu.select_option(label="8 hours")
