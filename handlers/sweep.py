@@ -175,7 +175,7 @@ class ActivityObserver:
         per cluster, whose first steps would all run in one turn of the event loop (10,000 of
         them, tens of milliseconds with every ack waiting) and whose frames would all be held
         at once. A worker whose clusters need no Slurm query gives the loop back now and then."""
-        found: list[Observation | None] = [None] * len(clusters)
+        found: dict[int, Observation] = {}
         todo = iter(enumerate(clusters))
 
         async def worker() -> None:
@@ -183,7 +183,7 @@ class ActivityObserver:
                 found[index] = await self.observe(cluster, busy)
 
         await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(clusters)))))
-        return [seen for seen in found if seen is not None]
+        return [found[index] for index in range(len(clusters))]
 
     async def observe(self, cluster: Swept, busy_clusters: set[str]) -> Observation:
         name = cluster.name
