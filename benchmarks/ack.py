@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import tempfile
 import time
 import uuid
@@ -27,10 +26,9 @@ from benchmarks.harness import (
     cpu_seconds,
     heading,
     percentile,
-    processes,
-    python,
+    serve_and_bare,
     serve_env,
-    wait_ready,
+    slack_and_sink,
 )
 from bot.sandbox.slack.delivery import signed_headers
 from tests.support.ports import free_port
@@ -127,20 +125,9 @@ async def run(results: Results) -> None:
     )
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-ack-bench-"))
     box_port, sink_port, serve_port, bare_port = (free_port() for _ in range(4))
-    box, sink = f"http://127.0.0.1:{box_port}", f"http://127.0.0.1:{sink_port}"
-    with processes(
-        (python("-m", "bot", "sandbox", "--port", str(box_port)), dict(os.environ)),
-        (python("-m", "benchmarks.sink", str(sink_port)), dict(os.environ)),
-    ) as (box_process, sink_process):
-        wait_ready(f"{box}/sandbox/api/config", box_process)
-        wait_ready(f"{sink}/count", sink_process)
+    with slack_and_sink(box_port, sink_port) as (box, sink):
         env = stack_env(box, folder)
-        with processes(
-            (python("-m", "bot", "serve"), {**env, "PORT": str(serve_port)}),
-            (python("-m", "benchmarks.bare_bolt", str(bare_port)), env),
-        ) as (serve, bare):
-            wait_ready(f"http://127.0.0.1:{serve_port}/healthz", serve)
-            wait_ready(f"http://127.0.0.1:{bare_port}/count", bare)
+        with serve_and_bare(env, serve_port, bare_port) as (serve, bare):
             await measure(
                 results,
                 env["SLACK_SIGNING_SECRET"],

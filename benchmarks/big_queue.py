@@ -33,11 +33,10 @@ from benchmarks.harness import (
     call,
     heading,
     percentile,
-    processes,
-    python,
     rss_mb,
+    serve_and_bare,
     serve_env,
-    wait_ready,
+    slack_and_sink,
 )
 from benchmarks.process import simulator_process
 from benchmarks.scale import open_loop, sweeps_done, until
@@ -200,17 +199,11 @@ async def acks_while_sweeping(results: Results) -> None:
     )
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-big-queue-bench-"))
     box_port, sink_port, serve_port, bare_port = (free_port() for _ in range(4))
-    box, sink = f"http://127.0.0.1:{box_port}", f"http://127.0.0.1:{sink_port}"
     serve_url = f"http://127.0.0.1:{serve_port}"
     with (
         simulator_process(fixtures()) as (vertex, _pid),
-        processes(
-            (python("-m", "bot", "sandbox", "--port", str(box_port)), dict(os.environ)),
-            (python("-m", "benchmarks.sink", str(sink_port)), dict(os.environ)),
-        ) as (box_process, sink_process),
+        slack_and_sink(box_port, sink_port) as (box, sink),
     ):
-        wait_ready(f"{box}/sandbox/api/config", box_process)
-        wait_ready(f"{sink}/count", sink_process)
         env = serve_env(
             box,
             vertex=vertex,
@@ -219,12 +212,7 @@ async def acks_while_sweeping(results: Results) -> None:
             sweep_interval=1,
             CLUSTERBOT_SLURM_API_VERSION="v0.0.42",
         )
-        with processes(
-            (python("-m", "bot", "serve"), {**env, "PORT": str(serve_port)}),
-            (python("-m", "benchmarks.bare_bolt", str(bare_port)), env),
-        ) as (serve, bare):
-            wait_ready(f"{serve_url}/healthz", serve)
-            wait_ready(f"http://127.0.0.1:{bare_port}/count", bare)
+        with serve_and_bare(env, serve_port, bare_port):
             secret = env["SLACK_SIGNING_SECRET"]
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
                 await until(lambda: sweeps_done(session, serve_url), 1)

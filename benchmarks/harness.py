@@ -151,6 +151,34 @@ def python(*args: str) -> list[str]:
     return [sys.executable, *args]
 
 
+@contextmanager
+def slack_and_sink(box_port: int, sink_port: int) -> Iterator[tuple[str, str]]:
+    """The Slack stand-in and the reply sink, each in a process of its own and answering:
+    their URLs."""
+    box, sink = f"http://127.0.0.1:{box_port}", f"http://127.0.0.1:{sink_port}"
+    with processes(
+        (python("-m", "bot", "sandbox", "--port", str(box_port)), dict(os.environ)),
+        (python("-m", "benchmarks.sink", str(sink_port)), dict(os.environ)),
+    ) as (box_process, sink_process):
+        wait_ready(f"{box}/sandbox/api/config", box_process)
+        wait_ready(f"{sink}/count", sink_process)
+        yield box, sink
+
+
+@contextmanager
+def serve_and_bare(
+    env: dict[str, str], serve_port: int, bare_port: int
+) -> Iterator[tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]]:
+    """``clusterbot serve`` and the bare Bolt app, with the same environment, both answering."""
+    with processes(
+        (python("-m", "bot", "serve"), {**env, "PORT": str(serve_port)}),
+        (python("-m", "benchmarks.bare_bolt", str(bare_port)), env),
+    ) as (serve, bare):
+        wait_ready(f"http://127.0.0.1:{serve_port}/healthz", serve)
+        wait_ready(f"http://127.0.0.1:{bare_port}/count", bare)
+        yield serve, bare
+
+
 @dataclass
 class Figure:
     benchmark: str

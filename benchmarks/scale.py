@@ -45,7 +45,9 @@ from benchmarks.harness import (
     processes,
     python,
     rss_mb,
+    serve_and_bare,
     serve_env,
+    slack_and_sink,
     wait_ready,
 )
 from benchmarks.listing import fleet
@@ -222,16 +224,10 @@ async def run(results: Results) -> None:
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-scale-bench-"))
     database = f"sqlite+aiosqlite:///{folder / 'bench.db'}"
     box_port, sink_port, serve_port, bare_port = (free_port() for _ in range(4))
-    box, sink = f"http://127.0.0.1:{box_port}", f"http://127.0.0.1:{sink_port}"
     with (
         simulator_process(fixtures, extra=("--update-seconds", "3600")) as (vertex, _sim_pid),
-        processes(
-            (python("-m", "bot", "sandbox", "--port", str(box_port)), dict(os.environ)),
-            (python("-m", "benchmarks.sink", str(sink_port)), dict(os.environ)),
-        ) as (box_process, sink_process),
+        slack_and_sink(box_port, sink_port) as (box, sink),
     ):
-        wait_ready(f"{box}/sandbox/api/config", box_process)
-        wait_ready(f"{sink}/count", sink_process)
         config = call(f"{box}/sandbox/api/config")
         names = [
             f"{t.parent}/modelDevelopmentClusters/c{i:04d}" for t in targets for i in range(100)
@@ -261,12 +257,7 @@ async def run(results: Results) -> None:
                 await tracker_alone(results, session, vertex, box, serve_url, serve.pid)
                 await finals(results, box, database, ending_ids)
             # a new serve takes the operations over, and sweeps 10,000 clusters as it starts
-            with processes(
-                (python("-m", "bot", "serve"), env),
-                (python("-m", "benchmarks.bare_bolt", str(bare_port)), env),
-            ) as (serve, bare):
-                wait_ready(f"{serve_url}/healthz", serve)
-                wait_ready(f"http://127.0.0.1:{bare_port}/count", bare)
+            with serve_and_bare(env, serve_port, bare_port):
                 await commands_while_sweeping(
                     results, session, sink, serve_url, bare_port, config["signing_secret"]
                 )
