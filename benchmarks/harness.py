@@ -25,18 +25,23 @@ TICKS = os.sysconf("SC_CLK_TCK")
 _logs = itertools.count(1)  # numbers the processes' log files
 
 
+_THREADS: dict[tuple[int, int], float] = {}  # (pid, tid): the CPU last read of each thread
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU a process's threads have used, to the nanosecond (the first field of each
-    ``/proc/PID/task/TID/schedstat``); where the kernel keeps no schedstat, utime + stime
-    from ``/proc/PID/stat``, counted in 10 ms ticks, too coarse for 1 s samples of a few %."""
+    ``/proc/PID/task/TID/schedstat``), a thread that ended counted at its last reading (a
+    connection's worker thread takes its CPU with it); where the kernel keeps no schedstat,
+    utime + stime from ``/proc/PID/stat``, in 10 ms ticks, too coarse for 1 s samples of a
+    few %."""
     try:
-        total = 0
         for task in Path(f"/proc/{pid}/task").iterdir():
             try:
-                total += int((task / "schedstat").read_text().split()[0])
+                used = int((task / "schedstat").read_text().split()[0]) / 1e9
             except FileNotFoundError:  # a thread that ended meanwhile
                 continue
-        return total / 1e9
+            _THREADS[pid, int(task.name)] = used
+        return sum(used for (owner, _tid), used in _THREADS.items() if owner == pid)
     except (FileNotFoundError, NotADirectoryError, ValueError, IndexError):
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / TICKS

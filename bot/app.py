@@ -30,6 +30,7 @@ from bot.slack.listeners import Background, Responder, Roles, SlackEdge
 from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
 from bot.slack.modals import Modals
 from bot.store import IdleRecords, Store
+from bot.sweep_process import SweepProcess, SweepSummary, shareable
 from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
@@ -37,7 +38,6 @@ from bot.vertex.slurm import SlurmReader
 from handlers.execution import LEASE
 from handlers.forms import Forms
 from handlers.home import Home
-from handlers.idle import Status
 from handlers.policy import Policy
 from handlers.services import Options, Ports, build
 from handlers.sweep import SweepReport
@@ -138,6 +138,7 @@ class ClusterbotService:
             lease=lease,
             crash=crash,
             release_grace=settings.release_grace_seconds,
+            poll_stagger=tick_seconds / 4,  # a tick's polls spread over a quarter of it
         )
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
@@ -148,6 +149,10 @@ class ClusterbotService:
         self.home_tab = HomeTab(self.slack, home, self.roles, self.redactor)
         self.bolt = self._slack_app(working_after) if bot_token else None
         self.jobs = Jobs()
+        self.sweeps: SweepProcess | None = None
+        if settings.sweep_process and shareable(settings.database_url):
+            self.sweeps = SweepProcess(settings, policy, self.owner, self.core.sweeper.lock)
+            self.core.reports.sweep_elsewhere = self._sweep_elsewhere
 
     def _slack_app(self, working_after: float | None) -> AsyncApp:
         """The Bolt app and its listeners; only with a bot token (a cron sweep needs neither).
@@ -175,8 +180,8 @@ class ClusterbotService:
             self.responder,
             home_channel=self.settings.alert_channel,
         )
-        modals.register()
-        self.home_tab.register(app)
+        # Bolt tries listeners in the order they were added, each matcher at the cost of
+        # building its arguments: the slash command, most of what arrives, is tried first.
         SlackEdge(
             app,
             self.core.dispatcher,
@@ -187,6 +192,8 @@ class ClusterbotService:
             open_form_clicked=modals.open_clicked,
             **extra,
         ).register()
+        modals.register()
+        self.home_tab.register(app)
         return app
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -294,23 +301,39 @@ class ClusterbotService:
             await self.core.approvals.expire_due()
 
     async def sweep(self, *, force: bool = False) -> SweepReport | None:
-        """One idle sweep (unless another replica has it), counted in the metrics."""
-        report = await self.core.sweeper.sweep(force=force)
+        """One idle sweep here (unless another replica has it), counted in the metrics."""
+        with self.metrics.sweeping.track_inprogress():
+            report = await self.core.sweeper.sweep(force=force)
         if report is not None:
-            idle = [e for e in report.entries if e.status == Status.IDLE]
-            self.metrics.idle_clusters.set(len(idle))
-            self.metrics.idle_cost.set(sum(e.cost_hour or 0.0 for e in idle))
-            self.metrics.sweep_seconds.observe(report.finished - report.started)
-            log.info(
-                "idle sweep: %d clusters, %d alerts, %.1f s",
-                len(report.entries),
-                report.alerts,
-                report.finished - report.started,
-            )
+            self._count_sweep(SweepSummary.of(report))
         return report
 
+    async def _sweep_elsewhere(self, force: bool) -> bool:
+        """One idle sweep in a child process; whether it swept."""
+        assert self.sweeps is not None
+        with self.metrics.sweeping.track_inprogress():
+            summary = await self.sweeps.sweep(force=force)
+        if summary is not None:
+            self._count_sweep(summary)
+        return summary is not None
+
+    def _count_sweep(self, summary: SweepSummary) -> None:
+        self.metrics.idle_clusters.set(summary.idle)
+        self.metrics.idle_cost.set(summary.idle_cost)
+        self.metrics.sweep_seconds.observe(summary.seconds)
+        log.info(
+            "idle sweep: %d clusters, %d alerts, %.1f s",
+            summary.clusters,
+            summary.alerts,
+            summary.seconds,
+        )
+
     async def _scheduled_sweep(self) -> None:
-        if self.accepting:
+        if not self.accepting:
+            return
+        if self.sweeps is not None:
+            await self._sweep_elsewhere(False)
+        else:
             await self.sweep()
 
     async def _lifecycle(self, app: web.Application) -> AsyncIterator[None]:

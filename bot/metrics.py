@@ -53,6 +53,11 @@ class BotMetrics:
             "Estimated USD per hour spent on idle clusters.",
             registry=self.registry,
         )
+        self.sweeping = Gauge(
+            "clusterbot_sweeping",
+            "1 while this replica sweeps (on its event loop or in its child process).",
+            registry=self.registry,
+        )
         self.sweep_seconds = Histogram(
             "clusterbot_sweep_seconds",
             "How long an idle sweep took.",

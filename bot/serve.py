@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 from urllib.parse import urlparse
 
 from aiohttp import web
@@ -75,5 +76,12 @@ async def serve(settings: Settings, policy: Policy) -> int:
     return 0
 
 
+# How long a thread may hold the GIL while another waits for it (Python's default is 5 ms).
+# The database driver's worker thread runs Python between its queries; with the default, a
+# Slack request that arrives meanwhile waits up to 5 ms for the event loop's thread to run.
+SWITCH_INTERVAL = 0.0005
+
+
 def run_service(settings: Settings, policy: Policy) -> int:
+    sys.setswitchinterval(SWITCH_INTERVAL)
     return asyncio.run(serve(settings, policy))

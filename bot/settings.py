@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     vertex_concurrency: int = Field(32, ge=1, le=256)
     vertex_retry_deadline: float = Field(120.0, gt=0, le=3600)
     sweep_interval: float = Field(900.0, gt=0, le=86_400)
+    # each scheduled sweep (and "Sweep now") in a child process: acks never wait behind it
+    sweep_process: bool = True
     drain_seconds: float = Field(20.0, ge=0, le=600)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     replica_id: str | None = None  # default host:port; stable across restarts of one replica

@@ -3,6 +3,8 @@ the idle report."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.operations import Share
 from handlers.actions import SweepNow
@@ -50,6 +52,8 @@ class Reports:
         self.prices = prices
         self.clock = clock
         self.sweeper = sweeper
+        # where "Sweep now" sweeps when not here (the service's child process): whether it did
+        self.sweep_elsewhere: Callable[[bool], Awaitable[bool]] | None = None
 
     async def clusters(self) -> Reply:
         listings = await self.directory.kept(
@@ -125,9 +129,12 @@ class Reports:
         """Sweep at once (unless another replica is sweeping) and report."""
         if self.sweeper is None:
             return Reply("Idle report").add(Text(NO_IDLE))
-        swept = await self.sweeper.sweep(force=True)
+        if self.sweep_elsewhere is not None:
+            swept = await self.sweep_elsewhere(True)
+        else:
+            swept = await self.sweeper.sweep(force=True) is not None
         reply = await self.idle()
-        if swept is None:
+        if not swept:
             reply.add(Text("Another replica is sweeping right now; this is the last report."))
         return reply
 

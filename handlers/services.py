@@ -65,6 +65,7 @@ class Options:
     read_deadline: float = READ_DEADLINE
     crash: CrashPoint = no_crash
     release_grace: float = 60.0  # seconds a drained queue stays empty before a release acts
+    poll_stagger: float = 0.0  # seconds over which a tick's operation polls are started
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         owner,
         crash=crash,
         lease=lease,
+        stagger=options.poll_stagger,
     )
     remedies = Remedies(board, approvals, ports.control_plane, prices)
     alerts = IdleAlerts(board, remedies, clock)

@@ -72,6 +72,7 @@ class Tracker:
         crash: CrashPoint = no_crash,
         lease: float = LEASE,
         per_tick: int = POLLS_PER_TICK,
+        stagger: float = 0.0,
     ) -> None:
         self.store = store
         self.requests = requests
@@ -83,6 +84,7 @@ class Tracker:
         self.crash = crash
         self.lease = lease
         self.per_tick = per_tick
+        self.stagger = stagger
         self._deferred: dict[str, dict[str, Any]] | None = None
         self.ended = 0  # final messages posted by this replica (a count to notice change by)
 
@@ -93,8 +95,18 @@ class Tracker:
         if not due:
             return 0
         self._deferred = {}
+        # started ``stagger / len(due)`` apart, not all in one turn of the event loop: each
+        # poll's work (its call, its answer, a message to edit) then runs on its own, and a
+        # Slack request arriving meanwhile never waits behind fifty of them
+        gap = self.stagger / len(due)
+
+        async def staggered(index: int, operation: TrackedOperation) -> None:
+            if index and gap:
+                await asyncio.sleep(index * gap)
+            await self._poll_safely(operation)
+
         try:
-            await asyncio.gather(*(self._poll_safely(op) for op in due))
+            await asyncio.gather(*(staggered(i, op) for i, op in enumerate(due)))
         finally:
             deferred, self._deferred = self._deferred, None
             if deferred:

@@ -5,6 +5,7 @@ milliseconds, with no HTTP, database or Slack."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -444,3 +445,29 @@ async def test_a_delete_cut_off_after_keeping_its_spec_is_sent_once_and_can_be_r
     restored = await fourth.store.get_request(card.id)
     assert restored is not None and restored.state == RequestState.SUCCEEDED, restored
     assert fourth.plane.creates == [C1]  # never sent twice
+
+
+async def test_a_ticks_polls_are_started_apart_not_in_one_turn(bot: Bot) -> None:
+    """With a stagger, the tick's polls start ``stagger / due`` apart (the service spreads
+    them over a quarter of its tick), so a Slack request never waits behind all of them."""
+    for index in range(2, 6):
+        bot.plane.add(running(cluster_doc(cluster_id=f"c{index}", nodes=2), nodes=2))
+    for index in range(1, 6):
+        assert await bot.ask("U0ALICE", f"resize c{index} gpu 3") is None
+    for request in await bot.store.requests_in(["pending"]):
+        await bot.click("U0BOB", "approve", request.id)
+    assert len(bot.plane.operations) == 5
+    starts: list[float] = []
+    asked = bot.plane.get_operation
+
+    async def recorded(name: str) -> Any:
+        starts.append(asyncio.get_running_loop().time())
+        return await asked(name)
+
+    bot.plane.get_operation = recorded  # type: ignore[method-assign]
+    tracker = bot.services.tracker
+    tracker.stagger = 0.2
+    bot.clock.advance(2)
+    assert await tracker.poll_due() == 5
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    assert len(starts) == 5 and min(gaps) >= 0.2 / 5 * 0.9, gaps

@@ -1,0 +1,194 @@
+"""Scheduled idle sweeps in a process of their own, so that they never hold up an ack.
+
+A sweep of thousands of clusters makes tens of thousands of control-plane calls and reads
+megabytes of Slurm replies. On the service's event loop every Slack request waits its turn
+behind that work (asyncio runs the callbacks that are ready one after another, with no
+priority), however finely the sweep is cut. In a child process the operating system shares
+the CPU instead, a second core does the sweep, and the event loop is left to Slack and to
+the tracker. The memory a sweep touches is given back when the child exits.
+
+The parent hands the child its settings and policy, pickled, on the child's stdin, and keeps
+that pipe open: the child stops (and gives its lease back) when it reads end-of-file, so it
+never outlives the service, whatever ends it. The child sweeps as the replica itself, under
+the replica's id: the replica's heartbeat keeps the sweep's lease, a restarted replica frees
+it, and the replica's lock keeps its own sweeps one at a time. The child writes one JSON line
+on stdout, the summary the service's metrics keep; its log lines go where the service's go.
+
+``python -m bot.sweep_process`` is the child; it is started only by the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import pickle
+import signal
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bot.settings import Settings
+from handlers.idle import Status
+from handlers.policy import Policy
+from handlers.sweep import SweepReport
+
+log = logging.getLogger(__name__)
+LENGTH = 8  # bytes of the payload's length, before the payload
+NICENESS = 10  # added to the service's: the sweep is batch work beside interactive work
+STOP_GRACE = 10.0  # seconds a child has to give its lease back once told to stop
+
+
+class SweepProcessError(Exception):
+    """The child ended without a summary; the message says how, in one line."""
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """What the service keeps of a sweep made elsewhere (the report itself is in the
+    database, where ``/cluster idle`` and the Home tab read it)."""
+
+    clusters: int
+    alerts: int
+    idle: int
+    idle_cost: float
+    seconds: float
+
+    @classmethod
+    def of(cls, report: SweepReport) -> SweepSummary:
+        idle = [e for e in report.entries if e.status == Status.IDLE]
+        return cls(
+            clusters=len(report.entries),
+            alerts=report.alerts,
+            idle=len(idle),
+            idle_cost=sum(e.cost_hour or 0.0 for e in idle),
+            seconds=report.finished - report.started,
+        )
+
+
+def shareable(database_url: str) -> bool:
+    """Whether another process can open the same database (an in-memory SQLite cannot)."""
+    if not database_url.startswith("sqlite"):
+        return True
+    path = database_url.split(":///", 1)[1] if ":///" in database_url else ""
+    return bool(path) and path != ":memory:" and "mode=memory" not in path
+
+
+class SweepProcess:
+    """Runs one sweep at a time in a child process and returns its summary."""
+
+    def __init__(self, settings: Settings, policy: Policy, owner: str, lock: asyncio.Lock) -> None:
+        self.settings = settings
+        self.policy = policy
+        self.owner = owner
+        self.lock = lock  # the sweeper's own: an inline sweep and a child never overlap
+        self.started = 0  # children started, for the metrics and the tests
+        self.child: asyncio.subprocess.Process | None = None
+
+    async def sweep(self, *, force: bool = False) -> SweepSummary | None:
+        """One sweep in a child; None when it did not sweep (another replica is sweeping,
+        or, ``force`` aside, one swept less than an interval ago)."""
+        async with self.lock:
+            child = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bot.sweep_process",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+            )
+            self.child, self.started = child, self.started + 1
+            assert child.stdin is not None and child.stdout is not None
+            try:
+                payload = pickle.dumps((self.settings, self.policy, self.owner, force))
+                child.stdin.write(len(payload).to_bytes(LENGTH, "big") + payload)
+                await child.stdin.drain()
+                out = await child.stdout.read()  # until the child exits
+                code = await child.wait()
+            except asyncio.CancelledError:
+                await self._stop(child)
+                raise
+            finally:
+                child.stdin.close()
+                self.child = None
+        if code != 0 or not out.strip():
+            raise SweepProcessError(f"the sweep's process ended with exit code {code}")
+        answer = json.loads(out.decode().strip().splitlines()[-1])
+        return SweepSummary(**answer["summary"]) if answer["summary"] else None
+
+    async def _stop(self, child: asyncio.subprocess.Process) -> None:
+        """Ask the child to stop (it gives its lease back), and end it if it does not."""
+        if child.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(child.wait(), STOP_GRACE)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            await child.wait()
+        log.info("the idle sweep was stopped with the service; the next one starts over")
+
+
+def _read_payload(fd: int = 0) -> tuple[Settings, Policy, str, bool]:
+    data = b""
+    while len(data) < LENGTH or len(data) < LENGTH + int.from_bytes(data[:LENGTH], "big"):
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            raise SystemExit("clusterbot sweep process: started without its settings")
+        data += chunk
+    settings, policy, owner, force = pickle.loads(data[LENGTH:])
+    return settings, policy, owner, force
+
+
+async def _sweep_here(settings: Settings, policy: Policy, owner: str, force: bool) -> str:
+    from bot.app import ClusterbotService
+
+    loop = asyncio.get_running_loop()
+    this = asyncio.current_task()
+    assert this is not None
+    # end-of-file on stdin: the service is gone; SIGTERM: the service is stopping
+    stdin = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+    watch = loop.create_task(stdin.read())
+
+    def gone(_: asyncio.Task[bytes]) -> None:
+        this.cancel()
+
+    watch.add_done_callback(gone)
+    loop.add_signal_handler(signal.SIGTERM, this.cancel)
+    service = ClusterbotService(settings, policy, owner=owner)
+    service.open_http()
+    try:
+        report = await service.core.sweeper.sweep(force=force)
+    finally:
+        watch.remove_done_callback(gone)
+        watch.cancel()
+        await service.close_connections()
+    summary: dict[str, Any] | None = asdict(SweepSummary.of(report)) if report else None
+    return json.dumps({"summary": summary})
+
+
+def main() -> int:
+    from bot.app import secret_values
+    from bot.logs import configure
+    from bot.memory import keep_large_blocks_apart
+
+    keep_large_blocks_apart()
+    # Below the service in the CPU's queue: when both want a core, a Slack request goes first.
+    os.nice(NICENESS)
+    settings, policy, owner, force = _read_payload()
+    configure(settings.log_level, secret_values(settings))
+    try:
+        line = asyncio.run(_sweep_here(settings, policy, owner, force))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        return 1
+    with contextlib.suppress(BrokenPipeError):
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
