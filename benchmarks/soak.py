@@ -27,15 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-from pydantic import SecretStr
 
 from benchmarks.harness import Results, heading, rss_mb
 from benchmarks.listing import fleet
 from benchmarks.process import simulator_process
-from bot.app import ClusterbotService
+from benchmarks.sweep import sweeping_service
 from bot.memory import glibc, keep_large_blocks_apart, mallinfo
-from bot.settings import Settings
-from handlers.policy import Policy
 
 SWEEPS = int(os.environ.get("BENCH_SOAK_SWEEPS", "24"))  # 24 by default; fewer to try things
 CLUSTERS = 10_000
@@ -109,16 +106,9 @@ async def run(results: Results) -> None:
     seen: list[Sample] = []
     with simulator as (url, _simulator_pid):
         async with aiohttp.ClientSession() as session:
-            fault = {"latency_ms": LATENCY_MS}
-            await (await session.post(f"{url}/_sim/faults", json=fault)).read()
-        settings = Settings(
-            targets=targets,
-            vertex_api_url=url,
-            vertex_static_token=SecretStr("bench"),
-            database_url=f"sqlite+aiosqlite:///{folder / 'soak.db'}",
-        )
-        service = ClusterbotService(settings, Policy())
-        await service.store.migrate()
+            service = await sweeping_service(
+                session, url, targets, folder / "soak.db", latency_ms=LATENCY_MS
+            )
         start = sample(pid)
         try:
             for _ in range(SWEEPS):

@@ -25,6 +25,7 @@ from benchmarks.listing import fleet
 from benchmarks.process import simulator_process
 from bot.app import ClusterbotService
 from bot.settings import Settings
+from bot.vertex.names import Target
 from handlers.policy import Policy
 
 TARGETS = 10
@@ -33,22 +34,36 @@ PAGE = 100
 RAW_UP_TO = 1_000  # the raw pass of 10,000 would add 35 s for the same ratio
 
 
+async def sweeping_service(
+    session: aiohttp.ClientSession,
+    url: str,
+    targets: list[Target],
+    database: Path,
+    latency_ms: float = LATENCY_MS,
+) -> ClusterbotService:
+    """A service at default settings on the simulator at ``url``, every call ``latency_ms``
+    slow, with its database migrated: sweeps are run on it directly."""
+    fault = {"latency_ms": latency_ms}
+    await (await session.post(f"{url}/_sim/faults", json=fault)).read()
+    settings = Settings(  # defaults, but where the stand-ins are
+        targets=targets,
+        vertex_api_url=url,
+        vertex_static_token=SecretStr("bench"),
+        database_url=f"sqlite+aiosqlite:///{database}",
+    )
+    service = ClusterbotService(settings, Policy())
+    await service.store.migrate()
+    return service
+
+
 async def one(results: Results, clusters: int) -> None:
     targets, fixtures = fleet(TARGETS, clusters)
     per_target = clusters // TARGETS
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-sweep-bench-"))
     with simulator_process(fixtures, page_max=PAGE) as (url, simulator_pid):
         async with aiohttp.ClientSession() as session:
-            fault = {"latency_ms": LATENCY_MS}
-            await (await session.post(f"{url}/_sim/faults", json=fault)).read()
-            settings = Settings(  # defaults, but where the stand-ins are
-                targets=targets,
-                vertex_api_url=url,
-                vertex_static_token=SecretStr("bench"),
-                database_url=f"sqlite+aiosqlite:///{folder / 'sweep.db'}",
-            )
-            service = ClusterbotService(settings, Policy())
-            await service.store.migrate()
+            service = await sweeping_service(session, url, targets, folder / "sweep.db")
+            settings = service.settings
             # a sweep after the first: each cluster's data parser is known from the database
             for cluster in fixtures["clusters"]:
                 await service.store.keep_slurm_version(cluster["name"], "v0.0.42", 0.0)
