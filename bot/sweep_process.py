@@ -84,7 +84,7 @@ class SweepProcess:
         self.policy = policy
         self.owner = owner
         self.lock = lock  # the sweeper's own: an inline sweep and a child never overlap
-        self.started = 0  # children started, for the metrics and the tests
+        self.started = 0  # children started (the tests read it)
         self.child: asyncio.subprocess.Process | None = None
 
     async def sweep(self, *, force: bool = False) -> SweepSummary | None:
