@@ -129,7 +129,7 @@ def serve_env(
         "CLUSTERBOT_VERTEX_STATIC_TOKEN": "bench",
         "CLUSTERBOT_DATABASE_URL": database,
         "CLUSTERBOT_SWEEP_INTERVAL": str(sweep_interval),
-        "CLUSTERBOT_LOG_LEVEL": "WARNING",
+        "CLUSTERBOT_LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
         **extra,
     }
 

@@ -29,6 +29,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +288,21 @@ def operations_polled(log: list[dict[str, Any]]) -> dict[str, int]:
     return polls
 
 
+def polls_per(log: list[dict[str, Any]], seconds: float) -> list[int]:
+    """Operation polls in the simulator's request log, counted in spans of ``seconds``."""
+    times = [
+        datetime.fromisoformat(e["time"].replace("Z", "+00:00")).timestamp()
+        for e in log
+        if "/operations/" in e["path"]
+    ]
+    if not times:
+        return []
+    counts = [0] * (int((max(times) - min(times)) / seconds) + 1)
+    for at in times:
+        counts[int((at - min(times)) / seconds)] += 1
+    return counts
+
+
 async def tracker_alone(
     results: Results,
     session: aiohttp.ClientSession,
@@ -309,7 +325,8 @@ async def tracker_alone(
         samples.append(now - last)
         last = now
         rss.append(rss_mb(pid))
-    polls = operations_polled(call(f"{vertex}/_sim/requests?method=GET")["requests"])
+    log = call(f"{vertex}/_sim/requests?method=GET")["requests"]
+    polls = operations_polled(log)
     assert len(polls) >= OPERATIONS - ENDING, f"only {len(polls)} operations were polled"
     results.add("scale", "operations polled in the window", len(polls), "ops")
     results.add(
@@ -329,6 +346,7 @@ async def tracker_alone(
     results.add("scale", "CPU of serve, median of 1 s samples", percentile(samples, 0.5) * 100, "%")
     if os.environ.get("BENCH_SHOW_SAMPLES"):
         print("  samples:", " ".join(f"{x * 100:.1f}" for x in samples))
+        print("  polls per 5 s:", " ".join(str(n) for n in polls_per(log, 5.0)))
     results.add("scale", "memory of serve (largest RSS)", max(rss), "MB", at_most=200.0)
     results.add(
         "scale",

@@ -215,7 +215,11 @@ class ClusterbotService:
     async def start(self) -> None:
         self.open_http()
         await self.store.migrate()
-        # A replica keeps its id across restarts: whatever it held before is free again now.
+        # A replica keeps its id across restarts: the cards it was posting when it stopped
+        # will never be confirmed, and whatever it held before is free again now.
+        abandoned = await self.core.approvals.abandon_own_drafts()
+        if abandoned:
+            log.info("ended %d requests whose cards were cut off by a stop", abandoned)
         await self.store.release_leases(self.owner)
         self.jobs.add("tracker", self._tick, self.tick_seconds)
         # an orphan is found only once its owner's lease ran out (15 s): looking every few
@@ -244,6 +248,7 @@ class ClusterbotService:
         if self._lag_watch is not None:
             self._lag_watch.cancel()
         await self.jobs.stop(self.settings.drain_seconds)
+        await self.core.tracker.settle(self.settings.drain_seconds)
         cancelled = await self.background.drain(self.settings.drain_seconds)
         if cancelled:
             log.info("handed back %d unfinished tasks to be recovered", cancelled)

@@ -10,6 +10,7 @@ Google's and the email verified, as ``google.oauth2.id_token.verify_oauth2_token
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ import aiohttp
 
 GOOGLE_ISSUERS = ("accounts.google.com", "https://accounts.google.com")
 SKEW = 10  # seconds of clock difference allowed, as google-auth's verify_token takes
+CERTS_TIMEOUT = aiohttp.ClientTimeout(total=10)  # the whole fetch of the certificates
 
 
 class TokenRefused(Exception):
@@ -48,19 +50,29 @@ class IdTokenVerifier:
         self.clock = clock
         self._certs: dict[str, str] = {}
         self._fresh_until = 0.0
+        self._fetch: asyncio.Future[dict[str, str]] | None = None
 
     async def certs(self) -> dict[str, str]:
+        """The signing certificates, fetched once for every caller waiting on them: a slow
+        certs URL holds each caller at most ``CERTS_TIMEOUT``, and costs one fetch."""
         if self._certs and self.clock() < self._fresh_until:
             return self._certs
+        if self._fetch is None or self._fetch.done():
+            self._fetch = asyncio.ensure_future(self._load())
+        return await asyncio.shield(self._fetch)  # a caller that gives up leaves it running
+
+    async def _load(self) -> dict[str, str]:
         try:
-            async with self.session().get(self.certs_url) as reply:
+            async with self.session().get(self.certs_url, timeout=CERTS_TIMEOUT) as reply:
                 if reply.status != 200:
                     raise TokenRefused(
                         f"the signing keys could not be fetched (HTTP {reply.status})"
                     )
                 document = await reply.json(content_type=None)
                 control = reply.headers.get("Cache-Control", "")
-        except (aiohttp.ClientError, TimeoutError, ValueError) as error:
+        except TimeoutError:
+            raise TokenRefused("the signing keys could not be fetched in time") from None
+        except (aiohttp.ClientError, ValueError) as error:
             raise TokenRefused(f"the signing keys could not be fetched ({error})") from error
         if not isinstance(document, dict) or not all(isinstance(v, str) for v in document.values()):
             raise TokenRefused("the signing keys are not a key id -> certificate map")

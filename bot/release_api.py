@@ -3,12 +3,15 @@
 The caller sends ``Authorization: Bearer <Google-signed OIDC ID token>`` (audience: the
 configured ``CLUSTERBOT_OIDC_AUDIENCE``) and ``{"cluster": "train01", "then":
 "scale-to-zero"|"delete", "timeout": "6h"}``; the answer is 202 with the release, or a JSON
-``{"error"}`` with 400 (bad request), 401 (no valid token) or 503 (shutting down).
+``{"error"}`` with 400 (bad request), 401 (no valid token), 403 (a caller not named in the
+policy's ``[pipelines]``, or an action it may not ask), 429 (too many releases from one
+caller; ``Retry-After``) or 503 (shutting down).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +20,7 @@ from aiohttp import web
 from bot.oidc import IdTokenVerifier, TokenRefused
 from bot.vertex.errors import VertexError
 from handlers.grammar import CommandError
-from handlers.release import describe
+from handlers.release import CallerRefused, TooManyReleases, describe
 
 if TYPE_CHECKING:
     from bot.app import ClusterbotService
@@ -55,6 +58,9 @@ class ReleaseApi:
         except TokenRefused as error:
             log.warning("refused a release request: %s", error)
             return _error(401, str(error))
+        if releases.policy.pipeline(caller.email) is None:
+            log.warning("refused a release request from %s: not in [pipelines]", caller.email)
+            return _error(403, f"{caller.email} is not a caller of the release hook")
         try:
             body: Any = await request.json()
         except ValueError:
@@ -66,10 +72,18 @@ class ReleaseApi:
             release = await releases.start(
                 caller.email, body["cluster"], str(body.get("then", "")), wait
             )
+        except CallerRefused as error:
+            log.warning("refused a release request: %s", error)
+            return _error(403, str(error))
+        except TooManyReleases as error:
+            response = _error(429, str(error))
+            response.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+            return response
         except (ValueError, CommandError) as error:
             reason = error.reason if isinstance(error, CommandError) else str(error)
             return _error(400, reason)
         except VertexError as error:
-            return _error(502, f"the control plane could not be read: {error.user_message}")
+            log.warning("release by %s: the control plane failed: %s", caller.email, error)
+            return _error(502, "the control plane could not be read now; try again later")
         log.info("release %s of %s asked by %s", release.id, release.cluster, caller.email)
         return web.json_response(describe(release), status=202)

@@ -132,6 +132,7 @@ class Approvals:
         first when nothing was kept or a cluster of that name exists now."""
         kept = find_kept(await self.store.deleted_specs(), key)
         name = restored_name(kept, new_id)
+        self.directory.confine(name)
         try:
             await self.directory.vertex.get_cluster(ClusterName.parse(name))
         except NotFoundError:
@@ -159,12 +160,19 @@ class Approvals:
         return notice("Restore asked", f"The request {request.id} is posted for approval.")
 
     async def submit(
-        self, actor: str, channel: str, plan: ChangePlan, origin: Origin = Origin.COMMAND
+        self,
+        actor: str,
+        channel: str,
+        plan: ChangePlan,
+        origin: Origin = Origin.COMMAND,
+        request_id: str | None = None,
     ) -> ApprovalRequest:
-        """Store the change as a draft, post its card, and only then make it pending."""
+        """Store the change as a draft, post its card, and only then make it pending. A
+        caller that recorded its intent first passes the id it chose (``request_id``)."""
+        self.directory.confine(plan.cluster)  # every change, whichever way it was asked
         now = self.clock()
         request = ApprovalRequest(
-            id=new_request_id(),
+            id=request_id or new_request_id(),
             plan=plan,
             requester=actor,
             channel=channel,
@@ -172,16 +180,19 @@ class Approvals:
             expires_at=now + self.policy.approval.expiry_minutes * 60,
             origin=origin,
             state=RequestState.DRAFT,
+            owner=self.owner,  # whose card it is: after a restart, its own drafts are dead
         )
         try:
             await self.store.add_request(request)
         except OpenRequestExistsError:
             raise await self._busy(plan) from None
+        self.crash("after-draft")
         try:
             card_ts = await self.messenger.post(channel, request_card(request))
         except MessengerError as error:
             await self.store.delete_request(request.id)  # nothing may stay pending without a card
             raise Refused(self._unpostable(error)) from None
+        self.crash("after-card")
         # A crash before the next lines leaves a draft; it is abandoned after DRAFT_TIMEOUT.
         # The card's ts is kept whatever the state: a quick click may have moved it on.
         await self.store.update_request(request.id, card_ts=card_ts)
@@ -357,7 +368,18 @@ class Approvals:
         for request in await self.store.expired_requests(now):
             ended += await self.expire(request)
         for draft in await self.store.stale_drafts(now - DRAFT_TIMEOUT):
-            ended += await self.ledger.end(
-                draft, [RequestState.DRAFT], RequestState.ABANDONED, actor="policy"
-            )
+            ended += await self.abandon(draft)
         return ended
+
+    async def abandon(self, draft: ApprovalRequest) -> bool:
+        """A draft whose card was never confirmed: ended, and its requester told privately
+        (``RequestLedger.conclude``), so the cluster is free and nobody waits for a card."""
+        return await self.ledger.end(
+            draft, [RequestState.DRAFT], RequestState.ABANDONED, actor="policy"
+        )
+
+    async def abandon_own_drafts(self) -> int:
+        """At start: the drafts this replica was posting when it stopped. Nothing else can
+        finish them, so they are ended now rather than blocking their clusters a minute."""
+        drafts = await self.store.requests_in([RequestState.DRAFT])
+        return sum([await self.abandon(d) for d in drafts if d.owner == self.owner])

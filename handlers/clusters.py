@@ -65,9 +65,22 @@ class ClusterDirectory:
         thousands, whose whole resources need not be held at once)."""
         return await self.vertex.list_kept(self.targets, keep, deadline)
 
+    def confine(self, name: str) -> None:
+        """Refuse a cluster outside ``CLUSTERBOT_TARGETS`` before anything is asked of the
+        control plane: the service account may reach other projects, and the people in the
+        channel must not through it. The answer names no target, since a caller of the
+        release hook may not see them."""
+        try:
+            target = ClusterName.parse(name).target
+        except ValueError as error:
+            raise Refused(str(error)) from None
+        if target not in self.targets:
+            raise Refused(f"{name} is not in a project and region clusterbot manages")
+
     async def resolve(self, key: str, subcommand: str) -> Cluster:
         """A cluster by full name, or by short id when exactly one target has it."""
         if key.startswith("projects/"):
+            self.confine(key)
             try:
                 return await self.vertex.get_cluster(ClusterName.parse(key), self.read_deadline)
             except NotFoundError:

@@ -195,6 +195,16 @@ class Dispatcher:
             return Answer(
                 notice("Not allowed", refusal), action_id, Outcome.DENIED, replace_original=False
             )
+        if isinstance(action, Remedy | Snooze | Unsnooze | Keep):
+            try:  # a button names its cluster in its value: the boundary holds for it too
+                self.core.approvals.directory.confine(action.cluster)
+            except CommandError as error:
+                return Answer(
+                    notice("Not allowed", error.reason),
+                    action_id,
+                    Outcome.DENIED,
+                    replace_original=False,
+                )
         reply = await self._act(action, user, role, card_ts, channel)
         # a new report or page takes the place of the one clicked
         in_place = isinstance(action, SweepNow) or (

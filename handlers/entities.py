@@ -152,10 +152,13 @@ class KeptSpec:
 
 
 class ReleaseState(StrEnum):
-    """A pipeline's release: waiting -> drained -> acted | cancelled | timed_out."""
+    """A pipeline's release: waiting -> drained -> asking -> acted | cancelled | timed_out."""
 
     WAITING = "waiting"  # jobs are still queued or running
     DRAINED = "drained"  # the queue was seen empty; acting once it is seen empty again
+    # the request's id is chosen and kept; the request may or may not exist yet, and the
+    # next check finds out and finishes asking
+    ASKING = "asking"
     ACTED = "acted"  # the change was asked (pre-approved, or on a card for an approver)
     CANCELLED = "cancelled"  # a job arrived before the action
     TIMED_OUT = "timed_out"  # the queue never emptied in time: nothing done
@@ -163,7 +166,7 @@ class ReleaseState(StrEnum):
 
     @property
     def open(self) -> bool:
-        return self in (ReleaseState.WAITING, ReleaseState.DRAINED)
+        return self in (ReleaseState.WAITING, ReleaseState.DRAINED, ReleaseState.ASKING)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from handlers.approval_card import (
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
-from handlers.replies import SLACK_USER, Line
+from handlers.replies import SLACK_USER, Line, Reply, Text
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,24 @@ class RequestLedger:
         request.progress_ts = ts
         await self.store.update_request(request.id, progress_ts=ts)
 
+    async def tell_not_posted(self, request: ApprovalRequest) -> None:
+        """The requester of a draft that a stop or crash cut off before its card was
+        confirmed: told privately that nothing was requested (a card that did appear is
+        dead: its buttons say the request was abandoned)."""
+        if not SLACK_USER.match(request.requester):
+            return
+        what = f"{request.plan.kind.value.replace('_', ' ')} request for {request.plan.cluster_id}"
+        reply = Reply(f"Your {what} was not posted").add(
+            Text(
+                f"Your {what} was not posted: clusterbot stopped while asking. Nothing was "
+                "requested; please ask again."
+            )
+        )
+        try:
+            await self.messenger.whisper(request.channel, request.requester, reply)
+        except MessengerError as error:
+            log.warning("could not tell %s about %s: %s", request.requester, request.id, error.code)
+
     async def mention(self, request: ApprovalRequest) -> None:
         """Tell the requester how it ended, in a thread reply that mentions them, once: the
         reply's ts is kept, so a repeat of these steps does not post it again (a crash
@@ -148,6 +166,8 @@ class RequestLedger:
     async def conclude(self, request: ApprovalRequest) -> None:
         """The steps after an ending transition, each safe to repeat."""
         await self.redraw(request)
+        if request.state == RequestState.ABANDONED and not request.card_ts:
+            await self.tell_not_posted(request)
         if request.state in EXECUTED:
             try:
                 await self.show(request, ending_text(request))

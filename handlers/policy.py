@@ -20,12 +20,16 @@ Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
     often_days = 2
     auto_action = "off"                  # or "scale_to_zero" / "delete"
     grace_minutes = 240
+    [pipelines]                          # the release hook's only callers
+    "build@p.iam.gserviceaccount.com" = ["scale-to-zero"]
+    "*@ci-p.iam.gserviceaccount.com" = { pre_approved = [], ask = ["delete"] }
 
 Decisions are pure functions of (policy, who, what), so every rule is tested without Slack.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import tomllib
 from enum import IntEnum
 from pathlib import Path
@@ -68,6 +72,19 @@ class Approval(BaseModel):
 ReleaseAction = Literal["scale-to-zero", "delete"]  # what a pipeline's release may do
 
 
+class PipelineCaller(BaseModel):
+    """What one caller of the release hook may ask: ``pre_approved`` actions are taken when
+    the queue drains, ``ask`` actions become an approval card."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pre_approved: list[ReleaseAction] = Field(default_factory=list)
+    ask: list[ReleaseAction] = Field(default_factory=list)
+
+    def may(self, action: str) -> bool:
+        return action in self.pre_approved or action in self.ask
+
+
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -77,9 +94,10 @@ class Policy(BaseModel):
     approval: Approval = Field(default_factory=Approval)
     prices: dict[str, float] = Field(default_factory=dict)
     idle: IdleRules = Field(default_factory=IdleRules)
-    # Pipeline callers pre-approved for release actions: their Google identity (a service
-    # account's email) -> the actions they may take without an approver.
-    pipelines: dict[str, list[ReleaseAction]] = Field(default_factory=dict)
+    # The only callers of the release hook: a Google identity (a service account's email),
+    # or a pattern with ``*`` such as ``*@ci.iam.gserviceaccount.com`` -> the actions it may
+    # take without an approver (a list), or ``{pre_approved = [...], ask = [...]}``.
+    pipelines: dict[str, PipelineCaller] = Field(default_factory=dict)
 
     @field_validator("roles")
     @classmethod
@@ -88,6 +106,23 @@ class Policy(BaseModel):
             if name not in ("viewer", "operator", "approver", "admin"):
                 raise ValueError(f"unknown role {name!r}: use viewer, operator, approver, admin")
         return value
+
+    @field_validator("pipelines", mode="before")
+    @classmethod
+    def _callers(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {k: {"pre_approved": v} if isinstance(v, list) else v for k, v in value.items()}
+
+    def pipeline(self, email: str) -> PipelineCaller | None:
+        """The caller's entry: its own, else the first pattern it matches; None: not a
+        caller."""
+        if email in self.pipelines:
+            return self.pipelines[email]
+        for pattern, caller in self.pipelines.items():
+            if "*" in pattern and fnmatch.fnmatchcase(email.lower(), pattern.lower()):
+                return caller
+        return None
 
     @field_validator("default_role")
     @classmethod

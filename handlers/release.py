@@ -19,15 +19,15 @@ import secrets
 from typing import Any, get_args
 
 from bot.vertex.errors import SlurmUnreadableError, VertexError
-from handlers.approvals import Approvals
+from handlers.approvals import Approvals, new_request_id
 from handlers.clusters import ClusterDirectory
-from handlers.entities import Origin, Release, ReleaseState
+from handlers.entities import Origin, Release, ReleaseState, RequestState
 from handlers.grammar import CommandError
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
-from handlers.plans import PlanError, plan_delete, plan_scale_to_zero
+from handlers.plans import ChangePlan, PlanError, plan_delete, plan_scale_to_zero
 from handlers.policy import Policy, ReleaseAction
-from handlers.ports import ActivityReader, Clock, ReleaseStore
+from handlers.ports import ActivityReader, Clock, CrashPoint, ReleaseStore, no_crash
 from handlers.replies import Code, Line, Reply, Strong, Text
 from handlers.sweep import slurm_demand
 from handlers.words import duration
@@ -39,6 +39,22 @@ MAX_TIMEOUT = 7 * 24 * 3600.0
 
 class ReleaseError(ValueError):
     """The release cannot be taken; the message is for the caller."""
+
+
+class CallerRefused(ReleaseError):
+    """The caller may not ask this (HTTP 403): nothing is stored, read or announced."""
+
+
+class TooManyReleases(ReleaseError):
+    """The caller asked too often (HTTP 429); ``retry_after`` seconds until it may again."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+RATE_LIMIT = 20  # releases one caller may start in RATE_WINDOW, on each replica
+RATE_WINDOW = 3600.0
 
 
 def _reply(release: Release, text: Line) -> Reply:
@@ -58,6 +74,7 @@ class Releases:
         clock: Clock,
         channel: str | None,
         grace: float = 60.0,
+        crash: CrashPoint = no_crash,
     ) -> None:
         self.store = store
         self.directory = directory
@@ -69,21 +86,36 @@ class Releases:
         self.clock = clock
         self.channel = channel
         self.grace = grace  # how long the queue must stay empty before the action
+        self._recent: dict[str, list[float]] = {}  # each caller's recent starts
+        self.crash = crash
 
     def pre_approved(self, caller: str, action: str) -> bool:
-        return action in self.policy.pipelines.get(caller, [])
+        entry = self.policy.pipeline(caller)
+        return entry is not None and action in entry.pre_approved
 
     async def start(self, caller: str, cluster_key: str, action: str, wait: float) -> Release:
         """Store the release, then announce it; ``ReleaseError`` or ``CommandError`` when the
         cluster or the action is not one that can be released."""
+        entry = self.policy.pipeline(caller)
+        if entry is None:  # anyone can mint a Google-signed token: only named callers count
+            raise CallerRefused(f"{caller} is not a caller of the release hook")
         if action not in ACTIONS:
             raise ReleaseError(f"then must be scale-to-zero or delete, not {action[:40]!r}")
+        if not entry.may(action):
+            raise CallerRefused(f"{caller} may not ask to {action}")
         if not 0 < wait <= MAX_TIMEOUT:
             raise ReleaseError("timeout must be more than 0 and at most 7 days")
         if self.channel is None:
             raise ReleaseError("no alert channel is configured to report releases in")
-        cluster = await self.directory.resolve(cluster_key, "release")
         now = self.clock()
+        self._count(caller, now)
+        try:
+            cluster = await self.directory.resolve(cluster_key, "release")
+        except CommandError:  # the reasons name targets and clusters: a caller sees neither
+            raise ReleaseError(
+                f"{cluster_key[:120]!r} is not one cluster clusterbot manages and can read "
+                "now; name it by its full resource name, or ask in Slack"
+            ) from None
         release = Release(
             id=f"rel-{secrets.token_hex(5)}",
             cluster=cluster.name or "",
@@ -116,6 +148,19 @@ class Releases:
         await self._audit(release, "release_requested", timeout=wait)
         return release
 
+    def _count(self, caller: str, now: float) -> None:
+        """At most ``RATE_LIMIT`` releases a caller starts in ``RATE_WINDOW``: a caller
+        looping on the hook would otherwise fill the alert channel."""
+        recent = [t for t in self._recent.get(caller, []) if t > now - RATE_WINDOW]
+        if len(recent) >= RATE_LIMIT:
+            retry = recent[0] + RATE_WINDOW - now
+            raise TooManyReleases(
+                f"{caller} asked for {RATE_LIMIT} releases in {duration(RATE_WINDOW)}; "
+                f"try again in {duration(retry)}",
+                retry,
+            )
+        self._recent[caller] = [*recent, now]
+
     async def check_all(self) -> None:
         for release in await self.store.open_releases():
             try:
@@ -124,6 +169,9 @@ class Releases:
                 log.exception("checking release %s failed; retrying at the next check", release.id)
 
     async def check(self, release: Release) -> None:
+        if release.state == ReleaseState.ASKING:
+            await self._resume(release)
+            return
         now = self.clock()
         try:
             horizon = max(0.0, release.deadline - now)  # a job due before the timeout counts
@@ -156,9 +204,28 @@ class Releases:
             await self._act(release)
 
     async def _act(self, release: Release) -> None:
+        plan = await self._plan(release)
+        if plan is None:
+            return
+        # Intent before effect: the request's id is kept with the right to act, so a crash
+        # anywhere from here on leaves a release that the next check finishes (``_resume``).
+        request_id = new_request_id()
+        if not await self.store.move_release(
+            release.id,
+            ReleaseState.DRAINED,
+            ReleaseState.ASKING,
+            request_id=request_id,
+            outcome="asking",
+        ):
+            return  # another replica took it
+        release.state, release.request_id = ReleaseState.ASKING, request_id
+        self.crash("release-asking")
+        await self._ask(release, plan)
+
+    async def _plan(self, release: Release) -> ChangePlan | None:
         try:
             cluster = await self.directory.vertex.get_cluster(release.cluster)
-            plan = (
+            return (
                 plan_delete(cluster, self.approvals.prices)
                 if release.action == "delete"
                 else plan_scale_to_zero(cluster, self.approvals.prices)
@@ -166,25 +233,58 @@ class Releases:
         except (PlanError, VertexError) as error:
             reason = error.user_message if isinstance(error, VertexError) else str(error)
             await self._end(release, ReleaseState.FAILED, f"it could not be planned: {reason}")
-            return
-        # the right to act is taken before the request exists: one replica asks, once
-        if not await self.store.move_release(
-            release.id, ReleaseState.DRAINED, ReleaseState.ACTED, outcome="asking"
-        ):
-            return
+            return None
+
+    async def _ask(self, release: Release, plan: ChangePlan) -> None:
+        """Make the request under the id the release kept, then finish."""
+        request_id = release.request_id or ""
         actor = f"pipeline:{release.caller}"
         try:
-            request = await self.approvals.submit(
-                actor, release.channel or "", plan, origin=Origin.PIPELINE
+            await self.approvals.submit(
+                actor, release.channel or "", plan, Origin.PIPELINE, request_id=request_id
             )
         except CommandError as error:
-            release.state = ReleaseState.ACTED
-            await self._end(release, ReleaseState.FAILED, f"it could not be asked: {error.reason}")
+            if await self.approvals.store.get_request(request_id) is None:
+                await self._end(
+                    release, ReleaseState.FAILED, f"it could not be asked: {error.reason}"
+                )
+                return
+            # another replica finishing the same release made it first: carry on with it
+        self.crash("release-asked")
+        await self._finish_asking(release)
+
+    async def _resume(self, release: Release) -> None:
+        """A release left asking by a crash: look at its request and finish what is owed."""
+        request = await self.approvals.store.get_request(release.request_id or "")
+        if request is None:  # the crash came before the request was stored
+            plan = await self._plan(release)
+            if plan is not None:
+                await self._ask(release, plan)
+        elif request.state == RequestState.DRAFT:
+            return  # its card may be on the way; a draft a crash left is abandoned in time
+        elif request.state == RequestState.ABANDONED:
+            # the card never made it: ask again, under a new id, at the next check
+            await self.store.move_release(
+                release.id, ReleaseState.ASKING, ReleaseState.DRAINED, outcome="asking again"
+            )
+        else:
+            await self._finish_asking(release)
+
+    async def _finish_asking(self, release: Release) -> None:
+        request = await self.approvals.store.get_request(release.request_id or "")
+        if request is None:
             return
-        await self.store.update_release(release.id, request_id=request.id, outcome="asked")
-        if self.pre_approved(release.caller, release.action):
-            await self._say(release, f"asked as request {request.id}, pre-approved; sending it")
-            await self.approvals.approve_now(request, actor)
+        actor = f"pipeline:{release.caller}"
+        pre_approved = self.pre_approved(release.caller, release.action)
+        if pre_approved and request.state == RequestState.PENDING:
+            request = await self.approvals.approve_now(request, actor)  # once: a transition
+        if not await self.store.move_release(
+            release.id, ReleaseState.ASKING, ReleaseState.ACTED, outcome="asked"
+        ):
+            return  # another replica finished it
+        release.state = ReleaseState.ACTED
+        if pre_approved:
+            await self._say(release, f"asked as request {request.id}, pre-approved; sent")
         else:
             await self._say(release, f"asked as request {request.id}; it waits for an approver")
         await self._audit(release, "release_acted", request=request.id)

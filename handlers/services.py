@@ -163,6 +163,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
             clock,
             options.alert_channel,
             options.release_grace,
+            crash=crash,
         )
     return Services(
         releases=releases,

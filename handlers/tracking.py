@@ -39,6 +39,7 @@ LEASE = 15.0
 # the ticks that follow instead of polling it in one burst: at most 3,000 operations.get
 # calls a minute against the control plane's per-minute read quota.
 POLLS_PER_TICK = 50
+PATIENCE = 2.0  # seconds a tick waits for its slowest polls, beyond the stagger
 
 
 def next_interval(interval: float) -> float:
@@ -73,6 +74,7 @@ class Tracker:
         lease: float = LEASE,
         per_tick: int = POLLS_PER_TICK,
         stagger: float = 0.0,
+        patience: float = PATIENCE,
     ) -> None:
         self.store = store
         self.requests = requests
@@ -85,6 +87,9 @@ class Tracker:
         self.lease = lease
         self.per_tick = per_tick
         self.stagger = stagger
+        self.patience = patience
+        # polls that outlived their tick, and the operation each polls
+        self.lingering: dict[asyncio.Future[None], str] = {}
         self._deferred: dict[str, dict[str, Any]] | None = None
         self.ended = 0  # final messages posted by this replica (a count to notice change by)
 
@@ -92,6 +97,7 @@ class Tracker:
         """Poll every operation that is due; returns how many were polled. What the polls
         learn (progress, the next poll time) is saved in one transaction at the end."""
         due = await self.store.claim_due(self.owner, self.clock(), self.lease, self.per_tick)
+        due = [o for o in due if o.name not in self.lingering.values()]  # still being polled
         if not due:
             return 0
         self._deferred = {}
@@ -105,13 +111,34 @@ class Tracker:
                 await asyncio.sleep(index * gap)
             await self._poll_safely(operation)
 
+        polls: list[asyncio.Future[None]] = [
+            asyncio.ensure_future(staggered(i, op)) for i, op in enumerate(due)
+        ]
+        slow: set[asyncio.Future[None]] = set(polls)
         try:
-            await asyncio.gather(*(staggered(i, op) for i, op in enumerate(due)))
+            # A poll may wait long: a final message waits its turn under Slack's limits. The
+            # tick waits for it only so long, and the poll goes on by itself, still leased,
+            # so that one slow message never holds up the polling of every other operation.
+            _, slow = await asyncio.wait(polls, timeout=self.stagger + self.patience)
         finally:
+            for poll in slow:
+                self.lingering[poll] = due[polls.index(poll)].name
+                poll.add_done_callback(self._settled)
             deferred, self._deferred = self._deferred, None
             if deferred:
                 await self.store.update_operations(list(deferred.items()))
         return len(due)
+
+    def _settled(self, poll: asyncio.Future[None]) -> None:
+        self.lingering.pop(poll, None)
+
+    async def settle(self, limit: float) -> None:
+        """Let the polls that outlived their tick finish, for ``limit`` seconds at most; the
+        rest are cancelled, and their operations are polled again after a restart."""
+        if self.lingering:
+            _, left = await asyncio.wait(set(self.lingering), timeout=limit)
+            for poll in left:
+                poll.cancel()
 
     async def _save(self, name: str, **changes: Any) -> None:
         """Save an operation's changes now, or with the tick's batch when one is open."""

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -22,14 +23,16 @@ from cryptography.x509.oid import NameOID
 from google.auth import crypt, jwt
 
 from bot.cli import main
+from bot.oidc import IdTokenVerifier, TokenRefused
 from bot.vertex.models import Cluster
 from handlers.policy import Policy
-from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of
+from tests.support.demo_stack import SIDE01, TRAIN01, Stack, demo_stack, text_of
 from tests.support.ports import free_port
 
 AUDIENCE = "https://clusterbot.example.test"
 BUILD = "build@demo-project.iam.gserviceaccount.com"  # pre-approved to scale to zero
-OTHER = "nightly@demo-project.iam.gserviceaccount.com"  # not in [pipelines]
+OTHER = "nightly@ci-project.iam.gserviceaccount.com"  # by pattern: may only ask to delete
+STRANGER = "someone@gmail.com"  # Google signs tokens for anyone: not in [pipelines]
 KID = "test-key-1"
 
 
@@ -96,7 +99,10 @@ def pipeline_stack(tmp: Path, certs_url: str, grace: float = 0.0) -> Any:
     policy = Policy.model_validate(
         {
             "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"]},
-            "pipelines": {BUILD: ["scale-to-zero"]},
+            "pipelines": {
+                BUILD: {"pre_approved": ["scale-to-zero"], "ask": ["delete"]},
+                "*@ci-project.iam.gserviceaccount.com": {"ask": ["delete"]},
+            },
         }
     )
     return demo_stack(
@@ -151,7 +157,7 @@ async def test_a_pre_approved_pipeline_scales_to_zero_once_the_queue_drains(
         assert "the Slurm queue is empty" not in thread_texts(await stack.messages(), ts)
         stack.simulator.set_jobs("train01", {"jobs": []})  # the pipeline's last job ended
         messages = await stack.wait(
-            lambda ms: "pre-approved; sending it" in thread_texts(ms, ts), limit=20
+            lambda ms: "pre-approved; sent" in thread_texts(ms, ts), limit=20
         )
         await stack.wait(
             lambda ms: any(
@@ -230,7 +236,7 @@ async def test_callers_without_a_valid_token_are_refused(
             assert status == 401 and words in answer["error"], (token, answer)
         for bad, words in {
             "then": ({"cluster": "train01", "then": "explode"}, "scale-to-zero or delete"),
-            "cluster": ({"cluster": "nope01", "then": "delete"}, "there is no cluster nope01"),
+            "cluster": ({"cluster": "nope01", "then": "delete"}, "'nope01' is not one cluster"),
             "timeout": ({"cluster": "train01", "then": "delete", "timeout": "soon"}, "duration"),
         }.values():
             status, answer = await release(stack, keys.token(), **bad)
@@ -255,3 +261,78 @@ async def test_the_command_line_asks_the_service(
         assert await asyncio.to_thread(main, args) == 2
         assert "refused (HTTP 401): the ID token is not valid" in capsys.readouterr().err
         assert await asyncio.to_thread(main, [*args[:5], "--timeout", "later"]) == 2
+
+
+async def test_only_named_callers_are_heard_and_answers_reveal_nothing(
+    tmp_path: Path, issuer: tuple[Issuer, str]
+) -> None:
+    keys, certs_url = issuer
+    async with pipeline_stack(tmp_path, certs_url) as stack:
+        before = len(await stack.messages())
+        for token, body, words in (
+            (keys.token(STRANGER), {"cluster": "train01", "then": "delete"}, "not a caller"),
+            (keys.token(STRANGER), {"nonsense": True}, "not a caller"),
+            (keys.token(OTHER), {"cluster": "cpu01", "then": "scale-to-zero"}, "may not ask"),
+        ):
+            status, answer = await release(stack, token, **body)
+            assert status == 403 and words in answer["error"], answer
+        await stack.session.delete(f"{stack.url}/vertex/_sim/requests")
+        for cluster in ("trian01", SIDE01):  # a near miss, and a cluster outside the targets
+            status, answer = await release(stack, keys.token(), cluster=cluster, then="delete")
+            assert status == 400, answer
+            for secret in ("demo-project/", "did you mean", "train01", "manages and can"):
+                assert (secret in answer["error"]) == (secret == "manages and can"), answer
+        assert [r["path"] for r in await stack.requests() if "other-project" in r["path"]] == []
+        assert await stack.service.store.open_releases() == []
+        assert len(await stack.messages()) == before  # nothing announced
+
+
+async def test_a_caller_looping_on_the_hook_is_told_to_wait(
+    tmp_path: Path, issuer: tuple[Issuer, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys, certs_url = issuer
+    monkeypatch.setattr("handlers.release.RATE_LIMIT", 3)
+    async with pipeline_stack(tmp_path, certs_url) as stack:
+        body = {"cluster": "train01", "then": "scale-to-zero", "timeout": "1h"}
+        answers = [await release(stack, keys.token(), **body) for _ in range(5)]
+        assert [status for status, _ in answers] == [202, 202, 202, 429, 429]
+        assert "asked for 3 releases in 1 h" in answers[3][1]["error"]
+        assert len(await stack.service.store.open_releases()) == 3
+        status, _ = await release(stack, keys.token(OTHER), cluster="cpu01", then="delete")
+        assert status == 202  # another caller is not held back
+
+
+async def test_a_hanging_certs_url_costs_one_fetch_and_a_bounded_wait(
+    issuer: tuple[Issuer, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys, _ = issuer
+    hits = 0
+    release_hang = asyncio.Event()
+
+    async def hang(request: web.Request) -> web.Response:
+        nonlocal hits
+        hits += 1
+        await release_hang.wait()
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_get("/certs", hang)
+    server = TestServer(app, host="127.0.0.1", port=free_port())
+    await server.start_server()
+    monkeypatch.setattr("bot.oidc.CERTS_TIMEOUT", aiohttp.ClientTimeout(total=0.5))
+    try:
+        async with aiohttp.ClientSession() as session:
+            verifier = IdTokenVerifier(
+                AUDIENCE, f"http://127.0.0.1:{server.port}/certs", lambda: session
+            )
+            header = f"Bearer {keys.token()}"
+            began = time.monotonic()
+            outcomes = await asyncio.gather(
+                *(verifier.verify(header) for _ in range(20)), return_exceptions=True
+            )
+            took = time.monotonic() - began
+        assert all(isinstance(o, TokenRefused) and "in time" in str(o) for o in outcomes)
+        assert hits == 1 and took < 5.0  # one fetch for all twenty, cut at its timeout
+    finally:
+        release_hang.set()
+        await server.close()

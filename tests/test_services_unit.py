@@ -105,6 +105,7 @@ def make_bot(
     same_world_as: Bot | None = None,
     activity: ActivityReader | None = None,
     sweep_interval: float = 60.0,
+    owner: str | None = None,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
@@ -131,7 +132,7 @@ def make_bot(
         clock=clock,
     )
     options = Options(
-        owner="me" if same_world_as is None else "restarted",
+        owner=owner or ("me" if same_world_as is None else "restarted"),
         targets=[_target()],
         alert_channel=ALERTS,
         sweep_interval=sweep_interval,
@@ -447,15 +448,20 @@ async def test_a_delete_cut_off_after_keeping_its_spec_is_sent_once_and_can_be_r
     assert fourth.plane.creates == [C1]  # never sent twice
 
 
-async def test_a_ticks_polls_are_started_apart_not_in_one_turn(bot: Bot) -> None:
-    """With a stagger, the tick's polls start ``stagger / due`` apart (the service spreads
-    them over a quarter of its tick), so a Slack request never waits behind all of them."""
-    for index in range(2, 6):
+async def resizes_running(bot: Bot, count: int) -> None:
+    """``count`` clusters c1… each with an approved resize whose operation runs."""
+    for index in range(2, count + 1):
         bot.plane.add(running(cluster_doc(cluster_id=f"c{index}", nodes=2), nodes=2))
-    for index in range(1, 6):
+    for index in range(1, count + 1):
         assert await bot.ask("U0ALICE", f"resize c{index} gpu 3") is None
     for request in await bot.store.requests_in(["pending"]):
         await bot.click("U0BOB", "approve", request.id)
+
+
+async def test_a_ticks_polls_are_started_apart_not_in_one_turn(bot: Bot) -> None:
+    """With a stagger, the tick's polls start ``stagger / due`` apart (the service spreads
+    them over a quarter of its tick), so a Slack request never waits behind all of them."""
+    await resizes_running(bot, 5)
     assert len(bot.plane.operations) == 5
     starts: list[float] = []
     asked = bot.plane.get_operation
@@ -471,3 +477,57 @@ async def test_a_ticks_polls_are_started_apart_not_in_one_turn(bot: Bot) -> None
     assert await tracker.poll_due() == 5
     gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
     assert len(starts) == 5 and min(gaps) >= 0.2 / 5 * 0.9, gaps
+
+
+async def test_a_slow_poll_does_not_hold_up_the_next_tick(bot: Bot) -> None:
+    """A poll that waits long (a final message waiting its turn under Slack's limits) goes
+    on by itself after the tick's patience; the next tick polls the others meanwhile."""
+    await resizes_running(bot, 3)
+    slow_name = sorted(bot.plane.operations)[0]
+    held = asyncio.Event()
+    polled: list[str] = []
+    asked = bot.plane.get_operation
+
+    async def recorded(name: str) -> Any:
+        polled.append(name)
+        if name == slow_name:
+            await held.wait()
+        return await asked(name)
+
+    bot.plane.get_operation = recorded  # type: ignore[method-assign]
+    tracker = bot.services.tracker
+    tracker.patience = 0.05
+    bot.clock.advance(2)
+    assert await tracker.poll_due() == 3  # returns, though one poll still waits
+    assert len(tracker.lingering) == 1
+    bot.clock.advance(3)
+    assert await tracker.poll_due() == 2  # the other two again; the slow one stays leased
+    assert polled.count(slow_name) == 1
+    held.set()
+    await tracker.settle(5.0)
+    assert not tracker.lingering
+    slow = await bot.store.get_operation(slow_name)
+    assert slow is not None and slow.owner is None and slow.next_poll_at > bot.clock()
+
+
+@pytest.mark.parametrize("point", ["after-draft", "after-card"])
+async def test_a_card_cut_off_by_a_crash_frees_its_cluster_at_restart_and_says_so(
+    clock: ManualClock, point: str
+) -> None:
+    policy = Policy.model_validate(POLICY)
+    first = make_bot(clock, policy, crash=dies_at(point))
+    with pytest.raises(Died):
+        await first.ask("U0ALICE", "resize c1 gpu 3")
+    [draft] = await first.store.requests_in(["draft"])
+    # the same replica starts again: nothing else would ever confirm that card
+    again = make_bot(clock, policy, same_world_as=first, owner="me")
+    assert await again.services.approvals.abandon_own_drafts() == 1
+    assert (await again.store.get_request(draft.id)).state == RequestState.ABANDONED  # type: ignore[union-attr]
+    [(channel, user, told)] = again.messenger.whispers
+    assert user == "U0ALICE" and channel == INFRA
+    assert "Your resize request for c1 was not posted" in text(told)
+    assert await again.ask("U0ALICE", "resize c1 gpu 3") is None  # not blocked: a new card
+    assert len(await again.store.requests_in(["pending"])) == 1
+    # another replica's draft is not its to end
+    other = make_bot(clock, policy, same_world_as=first, owner="elsewhere")
+    assert await other.services.approvals.abandon_own_drafts() == 0

@@ -22,6 +22,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.files import FileRefused, SlackFiles
 from bot.slack.listeners import Background, Responder, internal_error
 from bot.slack.modal_views import (
     CALLBACK,
@@ -40,7 +41,6 @@ from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
 from handlers.dispatch import Dispatcher, Outcome
 from handlers.forms import (
-    MAX_SCRIPT_BYTES,
     FormAsk,
     FormKind,
     Forms,
@@ -356,8 +356,8 @@ class Modals:
         return command, errors
 
     async def _files(self, files: list[dict[str, Any]]) -> tuple[list[str], str]:
-        """Each uploaded file's text, read from its ``url_private`` with the bot token."""
-        texts = []
+        """Each uploaded file's text, read from Slack with the bot token (``bot/slack/files``)."""
+        reader = SlackFiles(str(self.client.token), self.client.base_url)
         session = self.responder.session
         own = session is None or session.closed
         if own:
@@ -365,23 +365,12 @@ class Modals:
         assert session is not None
         try:
             for file in files:
-                if int(file.get("size") or 0) > MAX_SCRIPT_BYTES:
-                    return [], f"{file.get('name')} is over {MAX_SCRIPT_BYTES // 1024} KiB"
-                headers = {"Authorization": f"Bearer {self.client.token}"}
-                url = str(file.get("url_private"))
-                limit = aiohttp.ClientTimeout(total=1.5)
-                async with session.get(url, headers=headers, timeout=limit) as reply:
-                    # without a valid token Slack answers its sign-in page, not the file
-                    if reply.status != 200 or reply.content_type == "text/html":
-                        return [], f"{file.get('name')} could not be read (HTTP {reply.status})"
-                    data = await reply.read()
-                try:
-                    texts.append(data.decode())
-                except UnicodeDecodeError:
-                    return [], f"{file.get('name')} is not text"
+                reader.check(file)  # every file is checked before any is fetched
+            return [await reader.text(session, file) for file in files], ""
+        except FileRefused as error:
+            return [], str(error)
         except (aiohttp.ClientError, TimeoutError):
             return [], "the file could not be read; try again, or paste it"
         finally:
             if own:
                 await session.close()
-        return texts, ""

@@ -24,6 +24,8 @@ from tests.support.ports import free_port
 
 TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
 CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"
+# In the simulator, in a project the demo does not target: the bot must refuse it.
+SIDE01 = "projects/other-project/locations/us-central1/modelDevelopmentClusters/side01"
 
 
 @dataclass
