@@ -38,6 +38,7 @@ from bot.vertex.slurm import SlurmReader
 from handlers.execution import LEASE
 from handlers.forms import Forms
 from handlers.home import Home
+from handlers.intake import Intake
 from handlers.policy import Policy
 from handlers.services import Options, Ports, build
 from handlers.sweep import SweepReport
@@ -128,6 +129,7 @@ class ClusterbotService:
             roles=self.roles,
             clock=clock,
             releases=self.store,
+            submissions=self.store,
         )
         options = Options(
             owner=self.owner,
@@ -146,7 +148,9 @@ class ClusterbotService:
         self.background = Background()
         self.responder = Responder(self.redactor)
         home = Home(self.core.reports, self.store, policy)
-        self.home_tab = HomeTab(self.slack, home, self.roles, self.redactor)
+        self.home_tab = HomeTab(
+            self.slack, home, self.roles, self.redactor, spawn=self.background.spawn
+        )
         self.bolt = self._slack_app(working_after) if bot_token else None
         self.jobs = Jobs()
         self.sweeps: SweepProcess | None = None
@@ -178,6 +182,7 @@ class ClusterbotService:
             forms,
             self.background,
             self.responder,
+            self.intake,
             home_channel=self.settings.alert_channel,
         )
         # Bolt tries listeners in the order they were added, each matcher at the cost of
@@ -220,6 +225,9 @@ class ClusterbotService:
         abandoned = await self.core.approvals.abandon_own_drafts()
         if abandoned:
             log.info("ended %d requests whose cards were cut off by a stop", abandoned)
+        settled = await self.intake.recover(starting=True)
+        if settled:
+            log.info("finished %d form submissions cut off by a stop", settled)
         await self.store.release_leases(self.owner)
         self.jobs.add("tracker", self._tick, self.tick_seconds)
         # an orphan is found only once its owner's lease ran out (15 s): looking every few
@@ -304,6 +312,12 @@ class ClusterbotService:
     async def _expire(self) -> None:
         if self.accepting:
             await self.core.approvals.expire_due()
+            await self.intake.recover()
+
+    @property
+    def intake(self) -> Intake:
+        assert self.core.intake is not None  # built with the store's submissions
+        return self.core.intake
 
     async def sweep(self, *, force: bool = False) -> SweepReport | None:
         """One idle sweep here (unless another replica has it), counted in the metrics."""

@@ -19,6 +19,7 @@ from aiohttp import web
 from pydantic import SecretStr
 
 from bot.app import ClusterbotService
+from bot.edge import KEEPALIVE_TIMEOUT, edge_middleware, listen
 from bot.routes import trace_middleware
 from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, mount
 from bot.sandbox.slack import Workspace, install
@@ -46,7 +47,7 @@ def stand_ins(
     workspace = Workspace(
         signing_secret=secrets.token_hex(16), bot_token=DEMO_TOKEN, bot_url=bot_url
     )
-    app = web.Application(middlewares=[trace_middleware])
+    app = web.Application(middlewares=[edge_middleware, trace_middleware])
     install(app, workspace)
     mount(app, "/vertex", simulator)
     return app, workspace, simulator
@@ -121,9 +122,9 @@ async def _until_stopped(
 ) -> None:
     """Serve until Ctrl-C or SIGTERM; then stop the bot first, while the stand-ins it talks
     to over loopback still answer, and only then close the port."""
-    runner = web.AppRunner(app, handle_signals=False)
+    runner = web.AppRunner(app, handle_signals=False, keepalive_timeout=KEEPALIVE_TIMEOUT)
     await runner.setup()
-    await web.TCPSite(runner, host=host, port=port).start()
+    listener = await listen(runner, host, port)  # the same edge as serve's
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -132,6 +133,7 @@ async def _until_stopped(
         await stop.wait()
         await service.stop()
     finally:
+        listener.close()
         await runner.cleanup()
 
 

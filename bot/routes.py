@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,9 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+from bot.edge import edge_middleware
 from bot.logs import TRACE
+from bot.slack.shapes import shape_problem
 from bot.vertex.errors import CredentialsError
 
 if TYPE_CHECKING:
@@ -69,6 +72,13 @@ def bolt_body(text: str) -> str:
     return text.replace("payload", "%70ayload")
 
 
+def refused_signed(problem: str) -> web.Response:
+    """A signed request of a shape Slack never sends: 400, with a reference in the log."""
+    reference = secrets.token_hex(4)
+    log.warning("refused a signed request [ref %s]: %s", reference, problem)
+    return web.json_response({"error": "invalid request", "reference": reference}, status=400)
+
+
 class Routes:
     def __init__(self, service: ClusterbotService) -> None:
         self.service = service
@@ -114,10 +124,16 @@ class Routes:
         except UnicodeDecodeError:
             log.warning("refused a signed request that is not UTF-8 (%d bytes)", len(body))
             return web.json_response({"error": "invalid request"}, status=400)
+        problem = shape_problem(text, request.headers.get("Content-Type", ""))
+        if problem is not None:  # Slack never sends it: Bolt's matchers would fail on it
+            return refused_signed(problem)
         bolt_request = AsyncBoltRequest(
             body=bolt_body(text), query=request.query_string, headers=dict(request.headers)
         )
-        response = await to_aiohttp_response(await service.bolt.async_dispatch(bolt_request))
+        answer = await service.bolt.async_dispatch(bolt_request)
+        if answer.status == 404:  # Bolt's "unhandled request": nothing here takes it
+            return refused_signed("no listener takes it (an action or view clusterbot never made)")
+        response = await to_aiohttp_response(answer)
         service.metrics.ack_seconds.observe(time.perf_counter() - started)
         return response
 
@@ -149,6 +165,6 @@ class Routes:
 
 
 def web_app(service: ClusterbotService, *, lifecycle: bool = True) -> web.Application:
-    app = web.Application(middlewares=[trace_middleware])
+    app = web.Application(middlewares=[edge_middleware, trace_middleware])
     service.install(app, lifecycle=lifecycle)
     return app

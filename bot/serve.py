@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from aiohttp import web
 
 from bot.app import ClusterbotService
+from bot.edge import KEEPALIVE_TIMEOUT, listen, quiet_malformed_http
 from bot.routes import web_app
 from bot.settings import Settings
 from handlers.policy import Policy
@@ -40,12 +41,17 @@ def describe_start_failure(error: BaseException, settings: Settings) -> str:
 
 async def serve(settings: Settings, policy: Policy) -> int:
     service = ClusterbotService(settings, policy)
-    runner = web.AppRunner(web_app(service, lifecycle=False), handle_signals=False)
+    runner = web.AppRunner(
+        web_app(service, lifecycle=False),
+        handle_signals=False,
+        keepalive_timeout=KEEPALIVE_TIMEOUT,
+    )
+    quiet_malformed_http()
+    listener: asyncio.Server | None = None
     try:
         await service.start()
         await runner.setup()
-        site = web.TCPSite(runner, host=settings.host, port=settings.port)
-        await site.start()
+        listener = await listen(runner, settings.host, settings.port)
     except Exception as error:
         log.error(describe_start_failure(error, settings))
         await runner.cleanup()
@@ -72,6 +78,8 @@ async def serve(settings: Settings, policy: Policy) -> int:
     if socket_mode is not None:
         await socket_mode.close_async()  # type: ignore[no-untyped-call]
     await service.stop()  # /slack/events answers 503 meanwhile
+    assert listener is not None  # set when the start succeeded
+    listener.close()
     await runner.cleanup()
     return 0
 

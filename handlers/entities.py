@@ -190,3 +190,17 @@ class Release:
     @property
     def cluster_id(self) -> str:
         return self.cluster.rsplit("/", 1)[-1]
+
+
+@dataclass
+class Submission:
+    """A form submission, kept from its first byte until its card is posted or its sender
+    is told it was not: a stop or crash in between is finished by looking at what exists."""
+
+    key: str  # the view's id and hash: one submission of one state of one form
+    user: str
+    channel: str  # where the card goes, and where the sender is told
+    what: str  # "resize form", as the sender is told about it
+    received_at: float
+    owner: str  # the replica taking it
+    made: bool = False  # its request was made (kept a while, so a replay makes nothing)

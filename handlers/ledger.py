@@ -19,9 +19,9 @@ from handlers.approval_card import (
     thread_reply,
 )
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState
-from handlers.messenger import Messenger, MessengerError
+from handlers.messenger import Messenger, MessengerError, tell_not_posted
 from handlers.ports import Clock, RequestStore
-from handlers.replies import SLACK_USER, Line, Reply, Text
+from handlers.replies import SLACK_USER, Line
 
 log = logging.getLogger(__name__)
 
@@ -99,16 +99,7 @@ class RequestLedger:
         if not SLACK_USER.match(request.requester):
             return
         what = f"{request.plan.kind.value.replace('_', ' ')} request for {request.plan.cluster_id}"
-        reply = Reply(f"Your {what} was not posted").add(
-            Text(
-                f"Your {what} was not posted: clusterbot stopped while asking. Nothing was "
-                "requested; please ask again."
-            )
-        )
-        try:
-            await self.messenger.whisper(request.channel, request.requester, reply)
-        except MessengerError as error:
-            log.warning("could not tell %s about %s: %s", request.requester, request.id, error.code)
+        await tell_not_posted(self.messenger, request.channel, request.requester, what)
 
     async def mention(self, request: ApprovalRequest) -> None:
         """Tell the requester how it ended, in a thread reply that mentions them, once: the

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
-from handlers.replies import Reply
+from handlers.replies import Reply, Text
+
+log = logging.getLogger(__name__)
 
 # Slack's answers when the bot may not post where it was asked to (chat.postMessage errors):
 # a public channel it was not invited to, a private channel or DM it is not in, an archived one.
@@ -51,3 +54,16 @@ class Messenger(Protocol):
     async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
         """Share a text file in the channel, with a comment."""
         ...
+
+
+async def tell_not_posted(messenger: Messenger, channel: str, user: str, what: str) -> None:
+    """Tell ``user`` privately that their ``what`` (a request, a form) was cut off by a stop
+    before it was posted, and that nothing was asked; a refusal to deliver is only logged."""
+    text = (
+        f"Your {what} was not posted: clusterbot stopped while making it. Nothing was "
+        "requested; please ask again."
+    )
+    try:
+        await messenger.whisper(channel, user, Reply(f"Your {what} was not posted").add(Text(text)))
+    except MessengerError as error:
+        log.warning("could not tell %s that their %s was not posted: %s", user, what, error.code)

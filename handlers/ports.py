@@ -21,6 +21,7 @@ from handlers.entities import (
     Release,
     ReleaseState,
     RequestState,
+    Submission,
     TrackedOperation,
 )
 from handlers.idle import IdleRecord
@@ -138,6 +139,23 @@ class ReleaseStore(Protocol):
     async def update_release(self, release_id: str, **changes: Any) -> None: ...
 
 
+class SubmissionStore(Protocol):
+    async def receive_submission(self, submission: Submission) -> bool:
+        """Keep a new submission; False when its key was taken before (a replay)."""
+        ...
+
+    async def submission_made(self, key: str) -> None: ...
+    async def drop_submission(self, key: str) -> None: ...
+    async def unfinished_submissions(self, owner: str, before: float) -> list[Submission]:
+        """Submissions not yet made: ``owner``'s own, and anyone's received before
+        ``before``."""
+        ...
+
+    async def forget_submissions(self, before: float) -> None:
+        """Drop the made submissions received before ``before`` (past replay)."""
+        ...
+
+
 class KeptSpecStore(Protocol):
     async def keep_spec(self, kept: KeptSpec) -> None:
         """Keep a cluster's spec before it is deleted (replacing an older one)."""
@@ -169,6 +187,7 @@ class RequestStore(KeptSpecStore, Protocol):
     async def expired_requests(self, now: float) -> list[ApprovalRequest]: ...
     async def stale_drafts(self, before: float) -> list[ApprovalRequest]: ...
     async def requests_in(self, states: Sequence[str]) -> list[ApprovalRequest]: ...
+    async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]: ...
     async def open_requests(self, cluster: str) -> list[ApprovalRequest]: ...
     async def orphaned_requests(self, now: float) -> list[ApprovalRequest]: ...
     async def claim_request(

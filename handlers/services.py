@@ -14,6 +14,7 @@ from handlers.costs import PriceBook
 from handlers.dispatch import Core, Dispatcher
 from handlers.execution import LEASE, Executor
 from handlers.idle_clicks import IdleClicks
+from handlers.intake import Intake
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger
 from handlers.policy import Policy
@@ -29,6 +30,7 @@ from handlers.ports import (
     ReportStore,
     RequestStore,
     RoleSource,
+    SubmissionStore,
     no_crash,
 )
 from handlers.release import Releases
@@ -52,6 +54,7 @@ class Ports:
     roles: RoleSource
     clock: Clock
     releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
+    submissions: SubmissionStore | None = None  # form submissions; None: no forms
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class Services:
     reports: Reports
     dispatcher: Dispatcher
     releases: Releases | None = None
+    intake: Intake | None = None
 
 
 def build(ports: Ports, policy: Policy, options: Options) -> Services:
@@ -165,8 +169,14 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
             options.release_grace,
             crash=crash,
         )
+    intake = None
+    if ports.submissions is not None:
+        intake = Intake(
+            ports.submissions, ports.requests, ports.messenger, clock, owner, crash=crash
+        )
     return Services(
         releases=releases,
+        intake=intake,
         directory=directory,
         board=board,
         ledger=ledger,

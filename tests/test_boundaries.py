@@ -6,6 +6,7 @@ no more read than the script limit."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from slack_sdk.signature import SignatureVerifier
 
 from bot.slack.files import FileRefused, SlackFiles
 from tests.support.demo_stack import SIDE01, Stack, demo_stack, text_of
@@ -185,3 +187,89 @@ async def test_the_file_reader_stops_an_endless_body_and_follows_no_redirect() -
             with pytest.raises(FileRefused, match="not a file clusterbot can read"):
                 await files.text(session, {"name": "x", "url_private": url})
     assert SlackFiles("t", "https://slack.com/api/").origins == {("https", "files.slack.com")}
+
+
+# -- signed, but not the shape Slack sends -----------------------------------------------------
+
+
+def form(payload: object) -> str:
+    return urlencode({"payload": json.dumps(payload)})
+
+
+USER = {"id": "U0ALICE"}
+MALFORMED = {
+    "truncated JSON": "payload=" + '{"type": "block_actions", "user": {"id": "U0ALICE"',
+    "actions: []": form({"type": "block_actions", "user": USER, "actions": []}),
+    "no user": form({"type": "block_actions", "actions": [{"action_id": "approve", "value": "r"}]}),
+    "an action without id": form({"type": "block_actions", "user": USER, "actions": [{}]}),
+    "actions not a list": form({"type": "block_actions", "user": USER, "actions": "approve"}),
+    "a view without view": form({"type": "view_submission", "user": USER}),
+    "a view without user": form(
+        {"type": "view_submission", "view": {"id": "V1", "callback_id": "clusterbot_form"}}
+    ),
+    "a view's state not an object": form(
+        {
+            "type": "view_submission",
+            "user": USER,
+            "view": {"id": "V1", "type": "modal", "callback_id": "clusterbot_form", "state": "x"},
+        }
+    ),
+    "a view nobody opened": form(
+        {
+            "type": "view_submission",
+            "user": USER,
+            "view": {"id": "V1", "type": "modal", "callback_id": "theirs"},
+        }
+    ),
+    "a button nobody made": form(
+        {
+            "type": "block_actions",
+            "user": USER,
+            "trigger_id": "1.2.3",
+            "actions": [{"action_id": "launch_missiles"}],
+        }
+    ),
+    "a click without a trigger": form(
+        {"type": "block_actions", "user": USER, "actions": [{"action_id": "open_form_resize"}]}
+    ),
+    "a payload that is a list": urlencode({"payload": "[]"}),
+    "a command without a user": urlencode({"command": "/cluster", "text": "list"}),
+}
+
+
+@pytest.mark.parametrize("body", list(MALFORMED.values()), ids=list(MALFORMED))
+async def test_a_signed_body_of_the_wrong_shape_is_refused_with_a_reference(
+    stack: Stack, body: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    status, text = await stack.deliver(body)
+    assert status == 400, text
+    reference = json.loads(text)["reference"]
+    assert any(reference in r.getMessage() for r in caplog.records)
+    await stack.wait_for(lambda: _settled(stack))
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.records
+
+
+async def _settled(stack: Stack) -> bool:
+    return not stack.service.background.tasks
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "event_callback", "team_id": "T0DEMO", "event": "x"},
+        {"type": "event_callback", "team_id": "T0DEMO", "event": {"type": "app_home_opened"}},
+    ],
+)
+async def test_a_signed_event_of_the_wrong_shape_is_refused(stack: Stack, event: object) -> None:
+    body = json.dumps(event)
+    stamp = str(int(time.time()))
+    signature = SignatureVerifier(stack.workspace.signing_secret).generate_signature(
+        timestamp=stamp, body=body
+    )
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature or "",
+    }
+    async with stack.session.post(f"{stack.url}/slack/events", data=body, headers=headers) as reply:
+        assert reply.status == 400 and "reference" in await reply.json()

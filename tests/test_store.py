@@ -8,6 +8,7 @@ import dataclasses
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -16,7 +17,13 @@ import sqlalchemy as sa
 
 from bot.store import IdleRecords, OpenRequestExistsError, Store
 from bot.store.migrate import current_revision, differences
-from handlers.entities import ApprovalRequest, AuditEntry, RequestState, TrackedOperation
+from handlers.entities import (
+    ApprovalRequest,
+    AuditEntry,
+    RequestState,
+    Submission,
+    TrackedOperation,
+)
 from handlers.idle import IdleRecord, Run
 from handlers.plans import ChangePlan
 from tests.conftest import require
@@ -106,7 +113,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0005"
+HEAD = "0006"
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:
@@ -377,3 +384,33 @@ async def test_many_operations_updated_in_one_batch(store: Rows) -> None:
     loaded = {o.name: o for o in await store.active_operations()}
     assert (loaded["op-0"].progress, loaded["op-0"].next_poll_at) == ("10%", 5.0)
     assert loaded["op-1"].progress is None and loaded["op-2"].interval == 3.0
+
+
+async def test_a_submission_is_taken_once_and_found_when_left_unfinished(store: Rows) -> None:
+    first = Submission("V1:h1", "U0ALICE", "C1", "resize form", 100.0, "one")
+    assert await store.receive_submission(first) is True
+    assert await store.receive_submission(replace(first, owner="two")) is False  # a replay
+    other = Submission("V2:h1", "U0BOB", "C1", "delete form", 150.0, "two")
+    assert await store.receive_submission(other) is True
+    # while running: only what is older than the cut-off; at start, its own as well
+    assert [s.key for s in await store.unfinished_submissions("", 120.0)] == ["V1:h1"]
+    found = sorted(s.key for s in await store.unfinished_submissions("two", 120.0))
+    assert found == ["V1:h1", "V2:h1"]
+    [kept] = await store.unfinished_submissions("", 120.0)
+    assert kept == first
+    await store.submission_made("V1:h1")
+    assert await store.unfinished_submissions("", 1000.0) == [other]
+    assert await store.receive_submission(first) is False  # made, and still known
+    await store.forget_submissions(120.0)  # past replay: forgotten; unfinished ones stay
+    assert await store.receive_submission(first) is True
+    await store.drop_submission("V2:h1")
+    assert [s.key for s in await store.unfinished_submissions("", 1000.0)] == ["V1:h1"]
+
+
+async def test_requests_since_are_the_requesters_own(store: Rows) -> None:
+    await store.add_request(a_request("r1"))
+    requester = a_request("r1").requester
+    created = a_request("r1").created_at
+    assert [r.id for r in await store.requests_since(requester, created)] == ["r1"]
+    assert await store.requests_since(requester, created + 1) == []
+    assert await store.requests_since("U0SOMEONE", 0.0) == []

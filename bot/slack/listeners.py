@@ -15,7 +15,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
@@ -39,16 +39,20 @@ GROUP_CACHE_SECONDS = 300.0
 log = logging.getLogger(__name__)
 
 
+T = TypeVar("T")
+
+
 class Background:
     """Tasks started after an ack; shutdown waits for them, then cancels what is left."""
 
     def __init__(self) -> None:
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.tasks: set[asyncio.Task[Any]] = set()
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         task = asyncio.get_running_loop().create_task(work)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
 
     async def drain(self, limit: float = 30.0) -> int:
         """Wait up to ``limit`` seconds; cancel the rest. Returns how many were cancelled."""

@@ -40,6 +40,7 @@ from bot.slack.modal_views import (
 from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
 from handlers.dispatch import Dispatcher, Outcome
+from handlers.entities import Submission
 from handlers.forms import (
     FormAsk,
     FormKind,
@@ -48,6 +49,7 @@ from handlers.forms import (
     setting_choices,
 )
 from handlers.grammar import CommandError
+from handlers.intake import Intake, submission_key
 from handlers.replies import error_reply
 from handlers.slurm_scripts import scripts_of
 
@@ -92,6 +94,7 @@ class Modals:
         forms: Forms,
         background: Background,
         responder: Responder,
+        intake: Intake,
         home_channel: str | None = None,
     ) -> None:
         self.app = app
@@ -100,6 +103,7 @@ class Modals:
         self.forms = forms
         self.background = background
         self.responder = responder
+        self.intake = intake
         self.home_channel = home_channel
 
     def register(self) -> None:
@@ -268,17 +272,36 @@ class Modals:
             log.warning("form from %s refused [ref %s]: %s", user, reference, error)
             await ack(response_action="update", view=unreadable_form(reference))
             return
-        task = asyncio.get_running_loop().create_task(self._submit(user, meta, _values(view)))
-        done, _ = await asyncio.wait({task}, timeout=SUBMIT_WAIT)
-        if task in done:
-            errors = task.result()
-            if errors:
-                await ack(response_action="errors", errors=errors)
-                return
+        # kept before any work, and the work owned by the drain from its first step, so a stop
+        # at any moment ends it with a card or a word to the sender (handlers/intake.py)
+        key = submission_key(str(view.get("id") or ""), str(view.get("hash") or ""))
+        channel = meta.channel or self.home_channel or ""
+        submission = await self.intake.receive(key, user, channel, f"{meta.kind} form")
+        if submission is None:  # a replay of a submission already taken
             await ack()
             return
+        task = self.background.spawn(self._owned(submission, meta, _values(view)))
+        done, _ = await asyncio.wait({task}, timeout=SUBMIT_WAIT)
+        if task in done and (errors := task.result()):
+            await ack(response_action="errors", errors=errors)
+            return
         await ack()
-        self.background.spawn(self._late(task, user, meta.channel))
+        if task not in done:
+            self.background.spawn(self._late(task, user, meta.channel))
+
+    async def _owned(
+        self, submission: Submission, meta: Meta, values: dict[str, dict[str, Any]]
+    ) -> dict[str, str]:
+        try:
+            errors = await self._submit(submission.user, meta, values)
+        except asyncio.CancelledError:  # cut off by a stop: told now, not left to guess
+            await self.intake.settle(submission)
+            raise
+        if errors:
+            await self.intake.refused(submission)
+        else:
+            await self.intake.made(submission)
+        return errors
 
     async def _late(self, task: asyncio.Task[dict[str, str]], user: str, channel: str) -> None:
         errors = await task

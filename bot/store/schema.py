@@ -149,3 +149,16 @@ slurm_versions = sa.Table(
     sa.Column("version", sa.String(16), nullable=False),
     sa.Column("learned_at", sa.Float, nullable=False),
 )
+
+# Form submissions from their first byte until made or told (handlers/intake.py).
+submissions = sa.Table(
+    "submissions",
+    metadata,
+    sa.Column("key", sa.String(200), primary_key=True),
+    sa.Column("user", sa.String(64), nullable=False),
+    sa.Column("channel", sa.String(64), nullable=False),
+    sa.Column("what", sa.String(200), nullable=False),
+    sa.Column("received_at", sa.Float, nullable=False, index=True),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("made", sa.Boolean, nullable=False, server_default=sa.false()),
+)

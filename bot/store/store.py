@@ -25,6 +25,7 @@ from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
 from bot.store.releases import ReleaseRows
 from bot.store.slurm_versions import SlurmVersionRows
+from bot.store.submissions import SubmissionRows
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
@@ -66,7 +67,7 @@ def shown(url: str) -> str:
     return f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
 
 
-class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows):
+class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows, SubmissionRows):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 
@@ -199,6 +200,10 @@ class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows):
     async def requests_in(self, states: Sequence[str]) -> list[ApprovalRequest]:
         table = schema.requests
         return await self._requests(table.c.state.in_([str(s) for s in states]))
+
+    async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]:
+        table = schema.requests
+        return await self._requests(table.c.requester == requester, table.c.created_at >= since)
 
     async def orphaned_requests(self, now: float) -> list[ApprovalRequest]:
         """Approved requests with no live owner: the replica acting on them died."""

@@ -25,6 +25,7 @@ from handlers.entities import (
     Final,
     KeptSpec,
     RequestState,
+    Submission,
     TrackedOperation,
 )
 from handlers.idle import IdleRecord
@@ -44,6 +45,7 @@ class MemoryStore:
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
     kept: dict[str, KeptSpec] = field(default_factory=dict)
     report: tuple[float, str] | None = None
+    submissions: dict[str, Submission] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     # -- requests ------------------------------------------------------------------------------
@@ -58,6 +60,35 @@ class MemoryStore:
 
     async def delete_request(self, request_id: str) -> None:
         self.requests.pop(request_id, None)
+
+    async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]:
+        return self._where(lambda r: r.requester == requester and r.created_at >= since)
+
+    # -- form submissions ----------------------------------------------------------------------
+
+    async def receive_submission(self, submission: Submission) -> bool:
+        if submission.key in self.submissions:
+            return False
+        self.submissions[submission.key] = replace(submission)
+        return True
+
+    async def submission_made(self, key: str) -> None:
+        if key in self.submissions:
+            self.submissions[key].made = True
+
+    async def drop_submission(self, key: str) -> None:
+        self.submissions.pop(key, None)
+
+    async def unfinished_submissions(self, owner: str, before: float) -> list[Submission]:
+        return [
+            replace(s)
+            for s in self.submissions.values()
+            if not s.made and (s.owner == owner or s.received_at < before)
+        ]
+
+    async def forget_submissions(self, before: float) -> None:
+        for key in [k for k, s in self.submissions.items() if s.made and s.received_at < before]:
+            del self.submissions[key]
 
     async def keep_spec(self, kept: KeptSpec) -> None:
         self.kept[kept.cluster] = kept

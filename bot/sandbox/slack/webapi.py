@@ -324,7 +324,7 @@ METHODS: dict[str, Method] = {
 
 async def read_args(request: web.Request) -> Args:
     args: Args = dict(request.query)
-    if request.can_read_body:
+    if request.body_exists:  # read already by the edge when it timed the body
         if request.content_type == "application/json":
             try:
                 body = await request.json()

@@ -1,0 +1,118 @@
+"""The shape each kind of signed Slack request must have before Bolt sees it.
+
+Bolt's matchers index a payload as Slack documents it (``body["actions"][0]["action_id"]``,
+``body["user"]["id"]``): a signed body of another shape (truncated JSON, ``actions: []``, a
+view without ``state``) raises inside Bolt and is answered 500, or fails in a task after the
+ack. Slack never sends such a body, so one that arrives is refused here, with a reference in
+the log, and answered 400. The fields checked are the ones clusterbot's listeners read; the
+shapes are those of the payload reference pages (https://docs.slack.dev/reference/
+interaction-payloads/block_actions-payload, .../view-interactions-payload,
+.../block_suggestion-payload, https://docs.slack.dev/interactivity/implementing-slash-
+commands, https://docs.slack.dev/reference/events/app_home_opened).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _user(body: dict[str, Any]) -> str | None:
+    user = body.get("user")
+    if not isinstance(user, dict) or not _text(user.get("id")):
+        return "no user.id"
+    return None
+
+
+def _block_actions(body: dict[str, Any]) -> str | None:
+    actions = body.get("actions")
+    if not isinstance(actions, list) or not actions:
+        return "actions is not a non-empty list"
+    if not all(isinstance(a, dict) and _text(a.get("action_id")) for a in actions):
+        return "an action has no action_id"
+    if not _text(body.get("trigger_id")):  # every click carries one (a form may open on it)
+        return "no trigger_id"
+    return _user(body)
+
+
+def _view(body: dict[str, Any]) -> str | None:
+    view = body.get("view")
+    if not isinstance(view, dict):
+        return "no view"
+    if not all(_text(view.get(k)) for k in ("callback_id", "id")):
+        return "the view has no callback_id or id"
+    if view.get("type") not in ("modal", "home"):  # the views clusterbot opens
+        return "the view is not a modal or a Home tab"
+    if "private_metadata" in view and not _text(view["private_metadata"]):
+        return "the view's private_metadata is not text"
+    state = view.get("state", {"values": {}})
+    if not isinstance(state, dict) or not isinstance(state.get("values", {}), dict):
+        return "the view's state.values is not an object"
+    return _user(body)
+
+
+def _suggestion(body: dict[str, Any]) -> str | None:
+    if not _text(body.get("action_id")):
+        return "no action_id"
+    if "value" in body and not _text(body["value"]):
+        return "value is not text"
+    return _user(body)
+
+
+def _event(body: dict[str, Any]) -> str | None:
+    event = body.get("event")
+    if not isinstance(event, dict) or not _text(event.get("type")):
+        return "no event.type"
+    if event["type"] == "app_home_opened" and not _text(event.get("user")):
+        return "app_home_opened without a user"
+    if event["type"] == "workflow_step_execute" and not isinstance(
+        event.get("workflow_step"), dict
+    ):
+        return "workflow_step_execute without its step"
+    return None
+
+
+PAYLOADS: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    "block_actions": _block_actions,
+    "view_submission": _view,
+    "view_closed": _view,
+    "block_suggestion": _suggestion,
+    "event_callback": _event,
+    "url_verification": lambda body: None if _text(body.get("challenge")) else "no challenge",
+}
+
+
+def _command(form: dict[str, list[str]]) -> str | None:
+    for field in ("command", "user_id"):
+        if len(form.get(field, [])) != 1:
+            return f"a slash command without one {field}"
+    return None
+
+
+def shape_problem(body: str, content_type: str) -> str | None:
+    """What is wrong with a signed request's body, or None when Bolt may take it."""
+    if "json" in content_type:
+        try:
+            document = json.loads(body)
+        except ValueError:
+            return "the body is not JSON"
+    else:
+        form = parse_qs(body, keep_blank_values=True)
+        if "ssl_check" in form:
+            return None  # Slack's certificate check: Bolt answers it
+        if "payload" not in form:
+            return _command(form)
+        try:
+            document = json.loads(form["payload"][0])
+        except ValueError:
+            return "the payload is not JSON"
+    if not isinstance(document, dict) or not _text(document.get("type")):
+        return "the payload is not an object with a type"
+    check = PAYLOADS.get(document["type"])
+    return check(document) if check is not None else None
