@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, Callable[[Results], None]] = {
     "scale": lambda r: asyncio.run(scale.run(r)),
     "soak": lambda r: asyncio.run(soak.run(r)),
     "fuzz": fuzz.run,
+    "fuzz_surfaces": fuzz.run_surfaces,
 }
 
 

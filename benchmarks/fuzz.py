@@ -1,7 +1,10 @@
-"""Stress: 10,000 generated commands through the bot, each checked for exactly one answer.
+"""Stress: 10,000 generated commands through the bot, each checked for exactly one answer;
+then 10,000 generated payloads of the other surfaces (view submissions, block_suggestion,
+clicks, Home tab events, release API bodies), each checked for one well-formed answer and no
+task failing after it.
 
-The same harness as tests/test_fuzz.py (a signed command to /slack/events, its reply read
-where its response_url points, the cards it posts counted), run at ten thousand cases.
+The same harnesses as tests/test_fuzz.py and tests/test_fuzz_surfaces.py, run at ten
+thousand cases each.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from hypothesis import HealthCheck, given, settings
 
 from benchmarks.harness import Results, heading
 from tests.support.fuzz import Harness, answer_count, commands, harness
+from tests.support.fuzz_surfaces import Case, Surfaces, answer, cases, surfaces
+from tests.test_release import AUDIENCE, BUILD, Issuer
+from tests.test_release_crashes import certs_served
 
 CASES = int(os.environ.get("CLUSTERBOT_FUZZ_CASES", "10000"))
 
@@ -76,3 +82,50 @@ async def _close() -> None:
     assert _context is not None
     await _context.__aexit__(None, None, None)
     shutil.rmtree(_folder, ignore_errors=True)
+
+
+def run_surfaces(results: Results) -> None:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    issuer = Issuer()
+    folder = Path(tempfile.mkdtemp(prefix="clusterbot-fuzz-surfaces-"))
+    counts: dict[str, int] = {}
+    wrong: list[str] = []
+    with certs_served(issuer) as certs_url:
+        context = surfaces(folder, issuer.token(BUILD), AUDIENCE, certs_url)
+        running: Surfaces = asyncio.run_coroutine_threadsafe(context.__aenter__(), loop).result(
+            timeout=60
+        )
+
+        @settings(
+            max_examples=CASES,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=cases())
+        def check(case: Case) -> None:
+            problem = asyncio.run_coroutine_threadsafe(answer(running, case), loop).result(
+                timeout=60
+            )
+            counts[case.surface] = counts.get(case.surface, 0) + 1
+            if problem is not None:
+                wrong.append(problem)
+
+        started = time.perf_counter()
+        check()
+        elapsed = time.perf_counter() - started
+        asyncio.run_coroutine_threadsafe(context.__aexit__(None, None, None), loop).result(60)
+    loop.call_soon_threadsafe(loop.stop)
+    shutil.rmtree(folder, ignore_errors=True)
+    total = sum(counts.values())
+    heading(f"fuzzed payloads of the other surfaces: {total:,} cases in {elapsed:.0f} s")
+    assert total >= CASES, "hypothesis generated fewer cases than asked"
+    for surface in ("interactive", "event", "release"):
+        results.add("fuzz", f"{surface} payloads sent", counts.get(surface, 0), "cases")
+    figure = results.add(
+        "fuzz", "payloads answered other than once and well", len(wrong), "cases", at_most=0
+    )
+    if wrong:
+        figure.note = f"for example: {wrong[:5]}"

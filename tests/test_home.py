@@ -3,12 +3,14 @@ shows changes (and only then), and its buttons open the same forms as the comman
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.sandbox.slack.workspace import User
 from tests.support.demo_stack import Stack, demo_stack, text_of
 
 
@@ -101,3 +103,33 @@ async def test_a_refresh_lists_the_clusters_once_for_every_tab(tmp_path: Path) -
         assert await listings() - before == len(stack.service.settings.targets)
         carol = shown(await home_of(stack, "carol") or {})
         assert "Waiting for your approval (0)" in carol and "Your requests (0)" in carol
+
+
+async def test_many_opens_share_one_reading_and_are_acked_before_it(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path, expiry_seconds=600, sweep_interval=3600) as stack:
+        await stack.wait_for(stack.service.core.sweeper.latest)
+        await stack.home_refreshed_by_hand()
+
+        async def listings() -> int:
+            calls = await stack.requests("GET")
+            return sum(1 for r in calls if r["path"].endswith("/modelDevelopmentClusters"))
+
+        before = await listings()
+        await stack.fault(method="GET", path="modelDevelopmentClusters$", latency_ms=4000)
+        users = [f"U0OPEN{n:03d}" for n in range(40)]
+        for user in users:  # forty people of the workspace open the tab at once
+            stack.workspace.users[user] = User(user, user.lower(), "viewer", user)
+        began = asyncio.get_running_loop().time()
+        acks = await asyncio.gather(
+            *(stack.post("/sandbox/api/home", {"user": user}) for user in users)
+        )
+        acked = asyncio.get_running_loop().time() - began
+        assert all(status == 200 and body["status"] == 200 for status, body in acks), acks
+        assert acked < 3.0  # Slack retries an event not acked in 3 s; the listing takes 4
+
+        async def published() -> bool:
+            return all([await home_of(stack, user) is not None for user in users])
+
+        await stack.wait_for(published, limit=20)
+        # one reading of each target for the forty tabs, not one for each
+        assert await listings() - before == len(stack.service.settings.targets)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from hypothesis import event
 from hypothesis import strategies as st
 from slack_sdk.signature import SignatureVerifier
 
@@ -219,10 +218,9 @@ async def answer(surfaces: Surfaces, case: Case) -> str | None:
     """What was wrong with the case's answer, or None when it was one well-formed answer."""
     before = len(surfaces.failures)
     status, text = await surfaces.send(case)
-    event(f"{case.surface} {status}")
     await surfaces.settled()
     if not well_formed(case, status, text):
-        return f"{case.surface}: HTTP {status} {text[:80]!r}"
+        return f"{case.surface}: HTTP {status} {text[:80]!r} for {json.dumps(case.body)[:300]}"
     if len(surfaces.failures) > before:
         return f"{case.surface}: {surfaces.failures[-1]}"
     return None
