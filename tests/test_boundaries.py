@@ -20,8 +20,8 @@ from aiohttp.test_utils import TestServer
 from slack_sdk.signature import SignatureVerifier
 
 from bot.slack.files import FileRefused, SlackFiles
-from tests.support.demo_stack import SIDE01, Stack, demo_stack, text_of
-from tests.test_forms import modal, pick, submit
+from tests.support.demo_stack import CPU01, SIDE01, Stack, demo_stack, text_of
+from tests.test_forms import choose, modal, pick, submit
 from tests.test_slack_payloads import Hooks, answered, hooks, payload
 
 __all__ = ["hooks"]  # the fixture, used by name
@@ -273,3 +273,19 @@ async def test_a_signed_event_of_the_wrong_shape_is_refused(stack: Stack, event:
     }
     async with stack.session.post(f"{stack.url}/slack/events", data=body, headers=headers) as reply:
         assert reply.status == 400 and "reference" in await reply.json()
+
+
+async def test_a_form_naming_a_cluster_outside_the_targets_is_refused_at_its_field(
+    stack: Stack,
+) -> None:
+    await stack.command("alice", "/cluster delete")
+    form = await modal(stack, "alice")
+    await choose(stack, "alice", form, CPU01)
+    form = await modal(stack, "alice", "confirm")
+    view = stack.workspace.views.top("U0ALICE")
+    view.values["cluster"]["form_cluster"]["selected_option"]["value"] = SIDE01  # forged
+    await stack.session.delete(f"{stack.url}/vertex/_sim/requests")
+    answer = await submit(stack, "alice", {"id": view.id}, {"confirm": {"form_confirm": "side01"}})
+    assert REFUSED in " ".join(answer["errors"].values()), answer
+    assert await outside_calls(stack) == []
+    assert await stack.service.store.requests_in(["draft", "pending"]) == []
