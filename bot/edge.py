@@ -105,8 +105,11 @@ async def edge_middleware(
         # a multipart body is read as a stream by its handler: read here it would be gone
         if request.can_read_body and not request.content_type.startswith("multipart/"):
             try:
-                async with asyncio.timeout(BODY_TIMEOUT):
+                if request.content.is_eof():  # all of it came with the head, as Slack's do
                     await request.read()  # kept by aiohttp: the handler reads it again
+                else:
+                    async with asyncio.timeout(BODY_TIMEOUT):
+                        await request.read()
             except TimeoutError:
                 log.warning("answered 408 to %s: its body did not arrive in time", request.remote)
                 return web.json_response(
