@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,16 +33,19 @@ HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT = 10.0
 
 _OPEN: dict[int, Deadline] = {}  # each connection's deadline, by its transport
+_WATCHERS: set[asyncio.Task[None]] = set()  # kept referenced while they run
 
 
 class Deadline(asyncio.Protocol):
-    """aiohttp's protocol for one connection, closed when a request head is too slow."""
+    """aiohttp's protocol for one connection, closed when a request head is too slow. The
+    time a head started is noted (``since``); one watcher for all connections closes those
+    past the limit (``watch``), rather than a timer set and cancelled for every request."""
 
     def __init__(self, inner: asyncio.Protocol, timeout: float = HEADER_TIMEOUT) -> None:
         self.inner = inner
         self.timeout = timeout
         self.transport: asyncio.Transport | None = None
-        self.timer: asyncio.TimerHandle | None = None
+        self.since: float | None = None  # when the head now awaited began to be awaited
         self.busy = False  # a request's head is in; its handler runs
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -49,18 +53,17 @@ class Deadline(asyncio.Protocol):
         self.transport = transport
         _OPEN[id(transport)] = self
         self.inner.connection_made(transport)
-        self._arm()
+        self.since = time.monotonic()
 
     def data_received(self, data: bytes) -> None:
-        if not self.busy and self.timer is None:
-            self._arm()  # the first byte of a new request
+        if not self.busy and self.since is None:
+            self.since = time.monotonic()  # the first byte of a new request
         self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
         return self.inner.eof_received()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
         if self.transport is not None:
             _OPEN.pop(id(self.transport), None)
         self.inner.connection_lost(exc)
@@ -72,26 +75,29 @@ class Deadline(asyncio.Protocol):
         self.inner.resume_writing()
 
     def head_received(self) -> None:
-        self._disarm()
+        self.since = None
         self.busy = True
 
     def answered(self) -> None:
         self.busy = False  # idle now: aiohttp's keep-alive timeout holds until the next byte
 
-    def _arm(self) -> None:
-        self.timer = asyncio.get_running_loop().call_later(self.timeout, self._expire)
+    def expired(self, now: float) -> bool:
+        return not self.busy and self.since is not None and now - self.since > self.timeout
 
-    def _disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def _expire(self) -> None:
-        self.timer = None
-        if self.transport is not None and not self.busy:
+    def close(self) -> None:
+        if self.transport is not None:
             peer = self.transport.get_extra_info("peername")
             log.warning("closed a connection from %s: no request head in %g s", peer, self.timeout)
             self.transport.abort()
+
+
+async def watch(server: asyncio.Server, every: float) -> None:
+    """Close the connections whose request head is late, while the server serves."""
+    while server.is_serving():
+        await asyncio.sleep(every)
+        now = time.monotonic()
+        for deadline in [d for d in _OPEN.values() if d.expired(now)]:
+            deadline.close()
 
 
 @web.middleware
@@ -149,6 +155,11 @@ async def listen(
     runner must be made with ``keepalive_timeout=KEEPALIVE_TIMEOUT`` and set up."""
     server: Any = runner.server
     assert server is not None, "set the runner up first"
-    return await asyncio.get_running_loop().create_server(
+    loop = asyncio.get_running_loop()
+    listener = await loop.create_server(
         lambda: Deadline(server(), header_timeout), host, port, reuse_address=True
     )
+    watcher = loop.create_task(watch(listener, min(1.0, header_timeout / 4)))
+    _WATCHERS.add(watcher)
+    watcher.add_done_callback(_WATCHERS.discard)
+    return listener

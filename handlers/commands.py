@@ -10,6 +10,7 @@ max_nodes=3)``.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -28,7 +29,7 @@ from handlers.grammar import (
     normal,
 )
 from handlers.policy import Role
-from handlers.replies import Code, Heading, Note, Reply, Table, Text
+from handlers.replies import Code, FixedReply, Heading, Note, Reply, Table, Text
 from handlers.slurm_commands import (
     Fairshare,
     Jobs,
@@ -376,13 +377,14 @@ def parse(text: str) -> Command:
     return command
 
 
+@functools.cache
 def help_reply(topic: str | None) -> Reply:
+    """The help, built once for each topic (``FixedReply``: its rendering is kept)."""
     if topic:
         entry = BY_NAME[topic]
-        return Reply(f"/cluster {topic}").add(
-            Text(Code(entry.usage), "\n" + entry.summary), Note(CLUSTER_HELP)
-        )
-    return Reply("clusterbot help").add(
+        reply = FixedReply(f"/cluster {topic}")
+        return reply.add(Text(Code(entry.usage), "\n" + entry.summary), Note(CLUSTER_HELP))
+    return FixedReply("clusterbot help").add(
         Heading("clusterbot: Vertex AI training clusters from Slack"),
         Table.of(("", ""), [(entry.usage, entry.summary) for entry in REGISTRY]),
         Note(CLUSTER_HELP),

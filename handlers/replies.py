@@ -213,6 +213,11 @@ class Reply:
         return self
 
 
+class FixedReply(Reply):
+    """A reply built once and never changed afterwards (the help texts): what it renders to
+    may be kept and sent again."""
+
+
 def notice(title: str, *spans: Span) -> Reply:
     """A short answer to the person who clicked or asked."""
     return Reply(title).add(Text(*spans))

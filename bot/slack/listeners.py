@@ -29,7 +29,7 @@ from handlers.dispatch import Answer, Dispatcher, Outcome
 from handlers.forms import FormAsk, form_for
 from handlers.grammar import USAGE
 from handlers.policy import Policy, Role
-from handlers.replies import Code, Reply, Text
+from handlers.replies import Code, FixedReply, Reply, Text
 
 COMMAND = "/cluster"
 WORKING = Reply("Working on it…").add(Text("Working on it…"))
@@ -143,6 +143,7 @@ class Responder:
         self.session: aiohttp.ClientSession | None = None  # shared; set when the service starts
         self._own: aiohttp.ClientSession | None = None
         self._uses: dict[str, tuple[float, int]] = {}
+        self._fixed: dict[int, tuple[Reply, tuple[str, list[dict[str, Any]]]]] = {}
 
     def _spend(self, url: str) -> bool:
         """Count a use of ``url``; False once it has had its 5 uses or its 30 minutes."""
@@ -162,7 +163,13 @@ class Responder:
 
     def message(self, reply: Reply, *, public: bool = False) -> dict[str, Any]:
         """A reply as Slack takes it in a ``response_url`` post or in an ack's body."""
-        text, blocks = render(reply, self.redactor)
+        if isinstance(reply, FixedReply):  # rendered once: the help, asked most of all
+            kept = self._fixed.get(id(reply))
+            if kept is None or kept[0] is not reply:
+                kept = self._fixed[id(reply)] = (reply, render(reply, self.redactor))
+            text, blocks = kept[1]
+        else:
+            text, blocks = render(reply, self.redactor)
         return {
             "text": text,
             "blocks": blocks,
