@@ -20,7 +20,7 @@ from aiohttp.test_utils import TestServer
 from slack_sdk.signature import SignatureVerifier
 
 from bot.slack.files import FileRefused, SlackFiles
-from tests.support.demo_stack import CPU01, SIDE01, Stack, demo_stack, text_of
+from tests.support.demo_stack import CPU01, SIDE01, TRAIN01, Stack, demo_stack, text_of
 from tests.test_forms import choose, modal, pick, submit
 from tests.test_slack_payloads import Hooks, answered, hooks, payload
 
@@ -288,4 +288,39 @@ async def test_a_form_naming_a_cluster_outside_the_targets_is_refused_at_its_fie
     answer = await submit(stack, "alice", {"id": view.id}, {"confirm": {"form_confirm": "side01"}})
     assert REFUSED in " ".join(answer["errors"].values()), answer
     assert await outside_calls(stack) == []
+    assert await stack.service.store.requests_in(["draft", "pending"]) == []
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"type": "plain_text_input", "value": 3},
+        {"type": "plain_text_input", "value": {"x": []}},
+        {"type": "static_select", "selected_option": "a4"},
+        {"type": "static_select", "selected_option": {"value": 4}},
+    ],
+)
+async def test_a_form_whose_values_are_not_text_gets_field_errors_not_an_internal_error(
+    stack: Stack, entry: dict[str, object], caplog: pytest.LogCaptureFixture
+) -> None:
+    meta = {"kind": "resize", "channel": "C0MLINFRA", "cluster": TRAIN01}
+    values = {"pool": {"form_pool": entry}, "min:a4": {"form_min": entry}}
+    body = form(
+        {
+            "type": "view_submission",
+            "user": {"id": "U0ALICE"},
+            "trigger_id": "1.2.3",
+            "view": {
+                "id": "V0FORGED",
+                "hash": "h",
+                "type": "modal",
+                "callback_id": "clusterbot_form",
+                "private_metadata": json.dumps(meta),
+                "state": {"values": values},
+            },
+        }
+    )
+    status, text = await stack.deliver(body)
+    assert status == 200 and json.loads(text)["response_action"] == "errors", text
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.records
     assert await stack.service.store.requests_in(["draft", "pending"]) == []

@@ -316,3 +316,53 @@ def loading_view(meta: Meta, note: str) -> dict[str, Any]:
         "private_metadata": meta.dump(),
         "blocks": [_context(note)],
     }
+
+
+# -- reading a submitted view's state ---------------------------------------------------------
+
+
+def state_values(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The view's entries by block id, each the state entry of its one element, as Slack
+    sends them: a value that is not text, a selected option that is not an object of text, or
+    files that are not a list of objects are read as absent (a signed payload is not proof of
+    its shape)."""
+    state = view.get("state")
+    raw = (state.get("values") if isinstance(state, dict) else None) or {}
+    values: dict[str, dict[str, Any]] = {}
+    for block, actions in raw.items() if isinstance(raw, dict) else ():
+        entry = next(iter(actions.values()), None) if isinstance(actions, dict) else None
+        if isinstance(entry, dict):
+            values[str(block)] = _sane(entry)
+    return values
+
+
+def _sane(entry: dict[str, Any]) -> dict[str, Any]:
+    entry = dict(entry)
+    if not isinstance(entry.get("value"), str | None):
+        entry["value"] = None
+    chosen = entry.get("selected_option")
+    if chosen is not None and not (
+        isinstance(chosen, dict) and isinstance(chosen.get("value"), str)
+    ):
+        entry["selected_option"] = None
+    files = entry.get("files")
+    if files is not None:
+        entry["files"] = (
+            [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+        )
+    return entry
+
+
+def block_of(values: dict[str, dict[str, Any]], field: str) -> str | None:
+    """The block of the field named ``field`` (``min`` is ``min:a4``), if the form has it."""
+    return next((b for b in values if b == field or b.startswith(field + ":")), None)
+
+
+def entry_of(values: dict[str, dict[str, Any]], field: str) -> dict[str, Any]:
+    """The entry of the field named ``field``."""
+    return values.get(block_of(values, field) or "", {})
+
+
+def picked(entry: dict[str, Any]) -> str | None:
+    chosen = entry.get("selected_option") or {}
+    return str(chosen["value"]) if chosen.get("value") else None

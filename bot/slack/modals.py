@@ -29,12 +29,16 @@ from bot.slack.modal_views import (
     CLUSTER_ACTION,
     BadMetadata,
     Meta,
+    block_of,
     delete_view,
+    entry_of,
     loading_view,
     option,
+    picked,
     resize_view,
     script_view,
     setting_view,
+    state_values,
     unreadable_form,
 )
 from bot.vertex.errors import VertexError
@@ -62,27 +66,6 @@ LAST_FIELD = {
 }
 
 log = logging.getLogger(__name__)
-
-
-def _values(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The view's entries by block id, each the state entry of its one element."""
-    state = (view.get("state") or {}).get("values") or {}
-    return {block: next(iter(actions.values()), {}) for block, actions in state.items() if actions}
-
-
-def _block(values: dict[str, dict[str, Any]], field: str) -> str | None:
-    """The block of the field named ``field`` (``min`` is ``min:a4``), if the form has it."""
-    return next((b for b in values if b == field or b.startswith(field + ":")), None)
-
-
-def _entry(values: dict[str, dict[str, Any]], field: str) -> dict[str, Any]:
-    """The entry of the field named ``field``."""
-    return values.get(_block(values, field) or "", {})
-
-
-def _picked(entry: dict[str, Any]) -> str | None:
-    chosen = entry.get("selected_option") or {}
-    return str(chosen["value"]) if chosen.get("value") else None
 
 
 class Modals:
@@ -199,12 +182,12 @@ class Modals:
             which = meta.which or "prolog"
             heads = [(s.splitlines() or [""])[0] for s in scripts_of(cluster, which)]
             return script_view(meta, cluster.cluster_id, self.forms.places(cluster, which), heads)
-        pool_id = _picked(values.get("pool", {}))
+        pool_id = picked(values.get("pool", {}))
         pool = cluster.pool(pool_id) if pool_id else None
         if pool is None:
             return resize_view(meta, chosen, self.forms.pools(cluster))
-        low_text = _entry(values, f"min:{pool.id}").get("value")
-        high_text = _entry(values, f"max:{pool.id}").get("value")
+        low_text = entry_of(values, f"min:{pool.id}").get("value")
+        high_text = entry_of(values, f"max:{pool.id}").get("value")
         low = int(low_text) if low_text and low_text.isdigit() else pool.min_nodes
         high = int(high_text) if high_text and high_text.isdigit() else low
         estimate = self.forms.estimate(cluster, pool.id, low, max(low, high))
@@ -248,8 +231,8 @@ class Modals:
         except BadMetadata as error:
             log.warning("a pick in a form with unreadable metadata ignored: %s", error)
             return
-        values = _values(view)
-        key = _picked(values.get("cluster", {}))
+        values = state_values(view)
+        key = picked(values.get("cluster", {}))
         if not key:
             return
         try:
@@ -280,7 +263,7 @@ class Modals:
         if submission is None:  # a replay of a submission already taken
             await ack()
             return
-        task = self.background.spawn(self._owned(submission, meta, _values(view)))
+        task = self.background.spawn(self._owned(submission, meta, state_values(view)))
         done, _ = await asyncio.wait({task}, timeout=SUBMIT_WAIT)
         if task in done and (errors := task.result()):
             await ack(response_action="errors", errors=errors)
@@ -322,7 +305,7 @@ class Modals:
         def shown_at(field: str) -> str:
             # a problem goes to its field's block, or to the form's last field when the form
             # has no such field (a script form has no cluster field)
-            return _block(values, field) or _block(values, last) or last
+            return block_of(values, field) or block_of(values, last) or last
 
         return {shown_at(field): text for field, text in errors.items()}
 
@@ -332,7 +315,7 @@ class Modals:
         """What is wrong, by field name ({} when the request was made)."""
         last = LAST_FIELD.get(meta.kind, "cluster")
         try:
-            key = _picked(values.get("cluster", {})) or meta.cluster
+            key = picked(values.get("cluster", {})) or meta.cluster
             if not key:
                 return {"cluster": "choose a cluster"}
             cluster = await self.forms.cluster(key, meta.kind)
@@ -357,24 +340,27 @@ class Modals:
         self, meta: Meta, cluster: Cluster, values: dict[str, dict[str, Any]]
     ) -> tuple[Any, dict[str, str]]:
         if meta.kind == FormKind.DELETE:
-            return self.forms.check_delete(cluster, _entry(values, "confirm").get("value"))
+            return self.forms.check_delete(cluster, entry_of(values, "confirm").get("value"))
         if meta.kind == FormKind.SETTING:
-            key = _picked(_entry(values, "key"))
-            return check_setting(cluster, key, _entry(values, "value").get("value"))
+            key = picked(entry_of(values, "key"))
+            return check_setting(cluster, key, entry_of(values, "value").get("value"))
         if meta.kind == FormKind.SCRIPT:
-            files, problem = await self._files(_entry(values, "file").get("files") or [])
+            files, problem = await self._files(entry_of(values, "file").get("files") or [])
             if problem:
                 return None, {"file": problem}
             return self.forms.check_script(
                 cluster,
                 meta.which or "prolog",
-                _picked(_entry(values, "place")),
-                _entry(values, "paste").get("value"),
+                picked(entry_of(values, "place")),
+                entry_of(values, "paste").get("value"),
                 files,
             )
-        pool = _picked(values.get("pool", {}))
+        pool = picked(values.get("pool", {}))
         command, errors = self.forms.check_resize(
-            cluster, pool, _entry(values, "min").get("value"), _entry(values, "max").get("value")
+            cluster,
+            pool,
+            entry_of(values, "min").get("value"),
+            entry_of(values, "max").get("value"),
         )
         return command, errors
 
