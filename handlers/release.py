@@ -21,7 +21,7 @@ from typing import Any, get_args
 from bot.vertex.errors import SlurmUnreadableError, VertexError
 from handlers.approvals import Approvals, new_request_id
 from handlers.clusters import ClusterDirectory
-from handlers.entities import Origin, Release, ReleaseState, RequestState
+from handlers.entities import ApprovalRequest, Origin, Release, ReleaseState, RequestState
 from handlers.grammar import CommandError
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
@@ -268,10 +268,12 @@ class Releases:
                 release.id, ReleaseState.ASKING, ReleaseState.DRAINED, outcome="asking again"
             )
         else:
-            await self._finish_asking(release)
+            await self._finish_asking(release, request)
 
-    async def _finish_asking(self, release: Release) -> None:
-        request = await self.approvals.store.get_request(release.request_id or "")
+    async def _finish_asking(
+        self, release: Release, request: ApprovalRequest | None = None
+    ) -> None:
+        request = request or await self.approvals.store.get_request(release.request_id or "")
         if request is None:
             return
         actor = f"pipeline:{release.caller}"

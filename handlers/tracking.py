@@ -97,7 +97,8 @@ class Tracker:
         """Poll every operation that is due; returns how many were polled. What the polls
         learn (progress, the next poll time) is saved in one transaction at the end."""
         due = await self.store.claim_due(self.owner, self.clock(), self.lease, self.per_tick)
-        due = [o for o in due if o.name not in self.lingering.values()]  # still being polled
+        still = set(self.lingering.values())
+        due = [o for o in due if o.name not in still]  # still being polled from a past tick
         if not due:
             return 0
         self._deferred = {}
@@ -111,9 +112,9 @@ class Tracker:
                 await asyncio.sleep(index * gap)
             await self._poll_safely(operation)
 
-        polls: list[asyncio.Future[None]] = [
-            asyncio.ensure_future(staggered(i, op)) for i, op in enumerate(due)
-        ]
+        polls: dict[asyncio.Future[None], str] = {
+            asyncio.ensure_future(staggered(i, op)): op.name for i, op in enumerate(due)
+        }
         slow: set[asyncio.Future[None]] = set(polls)
         try:
             # A poll may wait long: a final message waits its turn under Slack's limits. The
@@ -122,7 +123,7 @@ class Tracker:
             _, slow = await asyncio.wait(polls, timeout=self.stagger + self.patience)
         finally:
             for poll in slow:
-                self.lingering[poll] = due[polls.index(poll)].name
+                self.lingering[poll] = polls[poll]
                 poll.add_done_callback(self._settled)
             deferred, self._deferred = self._deferred, None
             if deferred:
