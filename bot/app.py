@@ -50,20 +50,7 @@ RECOVER_EVERY = 3  # ticks between looks for changes whose replica died
 
 
 def secret_values(settings: Settings) -> list[str]:
-    values = [
-        s.get_secret_value()
-        for s in (
-            settings.slack_bot_token,
-            settings.slack_signing_secret,
-            settings.slack_app_token,
-            settings.vertex_static_token,
-        )
-        if s is not None
-    ]
-    from urllib.parse import urlparse
-
-    password = urlparse(settings.database_url).password
-    return [v for v in [*values, password or ""] if v]
+    return settings.secret_values()
 
 
 class ClusterbotService:
@@ -340,12 +327,32 @@ class ClusterbotService:
         self.metrics.idle_clusters.set(summary.idle)
         self.metrics.idle_cost.set(summary.idle_cost)
         self.metrics.sweep_seconds.observe(summary.seconds)
+        self.metrics.unreadable_targets.set(len(summary.unreadable))
+        for target in summary.unreadable:
+            self.metrics.target_failures.labels(target=target).inc()
+        if summary.unreadable:
+            log.warning(
+                "idle sweep: %d of %d targets could not be read (%s); %d clusters, %d alerts",
+                len(summary.unreadable),
+                summary.targets,
+                ", ".join(sorted(summary.unreadable)),
+                summary.clusters,
+                summary.alerts,
+            )
+            return
         log.info(
             "idle sweep: %d clusters, %d alerts, %.1f s",
             summary.clusters,
             summary.alerts,
             summary.seconds,
         )
+
+    async def reach_problem(self) -> str | None:
+        """Whether no target has been readable for a whole sweep interval, in words."""
+        reach = await self.core.sweeper.reach()
+        if reach is None:
+            return None
+        return reach.problem(self.clock(), self.settings.sweep_interval)
 
     async def _scheduled_sweep(self) -> None:
         if not self.accepting:

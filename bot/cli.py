@@ -109,6 +109,10 @@ def _configuration(command: str, mode: Mode = "serve") -> tuple[Settings, Policy
     except PolicyError as error:
         problems.append(str(error))
     if settings is not None and policy is not None and not problems:
+        from bot.logs import configure
+
+        # the secrets now known, those read from Secret Manager too, are kept out of logs
+        configure(settings.log_level, settings.secret_values())
         return settings, policy
     count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
     print(f"clusterbot {command}: configuration is invalid ({count}):", file=sys.stderr)

@@ -64,6 +64,17 @@ class BotMetrics:
             buckets=SWEEP_BUCKETS,
             registry=self.registry,
         )
+        self.unreadable_targets = Gauge(
+            "clusterbot_sweep_unreadable_targets",
+            "Targets the last idle sweep could not list (0 when it read them all).",
+            registry=self.registry,
+        )
+        self.target_failures = Counter(
+            "clusterbot_sweep_target_failures",
+            "Idle sweeps that could not list a target, by target.",
+            ["target"],
+            registry=self.registry,
+        )
 
         self.loop_lag = Histogram(
             "clusterbot_event_loop_lag_seconds",

@@ -4,6 +4,7 @@ anything parses them), ``/healthz``, ``/readyz`` and ``/metrics``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -153,12 +154,19 @@ class Routes:
         except TimeoutError:
             credentials = "obtaining a Google Cloud token took more than 5 s"
         ready = database and scheduler and service.accepting and credentials is True
+        # Said, not counted against readiness: every replica would leave the load balancer
+        # together, and `/cluster` could no longer tell anyone why.
+        targets: Any = True
+        if database:
+            with contextlib.suppress(Exception):  # the database went away meanwhile
+                targets = await service.reach_problem() or True
         return web.json_response(
             {
                 "database": database,
                 "scheduler": scheduler,
                 "accepting": service.accepting,
                 "credentials": credentials,
+                "targets": targets,
             },
             status=200 if ready else 503,
         )

@@ -10,11 +10,26 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse, urlsplit, urlunsplit
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.secrets import (
+    SECRET_MANAGER_URL,
+    Reference,
+    is_reference,
+    read_references,
+    references_in,
+)
 from bot.vertex.names import Target
 
 Mode = Literal["serve", "demo", "simulator", "sweep", "migrate"]
@@ -42,7 +57,8 @@ HINTS = {
     "targets": "a comma list of project/region, e.g. "
     "my-project/us-central1,my-project/europe-west4",
     "database_url": "sqlite+aiosqlite:///path/to/clusterbot.db or "
-    "postgresql+asyncpg://user:password@host:5432/db",
+    "postgresql+asyncpg://user@host:5432/db with the password in "
+    "CLUSTERBOT_DATABASE_PASSWORD",
     "log_level": "one of DEBUG, INFO, WARNING, ERROR",
 }
 
@@ -76,6 +92,10 @@ class Settings(BaseSettings):
     )
     targets: Annotated[list[Target], NoDecode] = Field(default_factory=list)
     database_url: str = Field(default_factory=default_database_url)
+    database_password: SecretStr | None = None  # joined to database_url's user in memory
+    # a local SQLite file on App Engine flexible or Cloud Run: refused unless this is true
+    allow_ephemeral_sqlite: bool = False
+    secret_manager_url: str = SECRET_MANAGER_URL
     vertex_api_url: str | None = None
     vertex_static_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
@@ -138,7 +158,28 @@ class Settings(BaseSettings):
             raise ValueError("must use sqlite+aiosqlite:// or postgresql+asyncpg://")
         return value
 
-    @field_validator("vertex_api_url", "slack_api_url")
+    @model_validator(mode="after")
+    def _join_password(self) -> Settings:
+        """The password kept apart (often a Secret Manager reference) joined to the URL's
+        user, in memory only; the URL is otherwise kept as written."""
+        if self.database_password is None:
+            return self
+        parts = urlsplit(self.database_url)
+        if not parts.scheme.startswith("postgresql"):
+            raise ValueError("CLUSTERBOT_DATABASE_PASSWORD applies to PostgreSQL only")
+        user, at, host = parts.netloc.rpartition("@")
+        if not at or not user:
+            raise ValueError("CLUSTERBOT_DATABASE_URL names no user for the password")
+        if ":" in user:
+            raise ValueError(
+                "CLUSTERBOT_DATABASE_URL has a password and CLUSTERBOT_DATABASE_PASSWORD is set: "
+                "give it once, in CLUSTERBOT_DATABASE_PASSWORD"
+            )
+        password = quote(self.database_password.get_secret_value(), safe="")
+        self.database_url = urlunsplit(parts._replace(netloc=f"{user}:{password}@{host}"))
+        return self
+
+    @field_validator("vertex_api_url", "slack_api_url", "secret_manager_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and (
@@ -154,9 +195,19 @@ class Settings(BaseSettings):
             raise ValueError(f"no file at {value}")
         return value
 
+    _references: dict[str, str] = PrivateAttr(default_factory=dict)
+
     @property
     def socket_mode(self) -> bool:
         return self.slack_app_token is not None
+
+    def secret_values(self) -> list[str]:
+        """Values no log line may contain: the secrets (read from Secret Manager or not), and
+        the database password."""
+        secrets = [getattr(self, f) for f in type(self).model_fields]
+        values = [s.get_secret_value() for s in secrets if isinstance(s, SecretStr)]
+        password = urlparse(self.database_url).password
+        return [v for v in [*values, password or ""] if v]
 
     def redacted(self) -> dict[str, str]:
         """Every setting by its environment name, secrets shown as set or unset only."""
@@ -165,12 +216,16 @@ class Settings(BaseSettings):
             value = getattr(self, field)
             if isinstance(value, SecretStr):
                 shown = "********"
+                if field in self._references:
+                    shown += f" (from {self._references[field]})"
             elif value is None:
                 shown = "(unset)"
             elif field == "targets":
                 shown = ",".join(str(t) for t in value) or "(none)"
             elif field == "database_url":
                 shown = _redact_url(str(value))
+                if field in self._references:
+                    shown = f"******** (from {self._references[field]})"
             else:
                 shown = str(value)
             out[env_name(field)] = shown
@@ -197,7 +252,8 @@ def _field_problems(error: ValidationError) -> list[str]:
         name = env_name(field) if field in Settings.model_fields else field
         message = str(item["msg"]).removeprefix("Value error, ")
         hint = HINTS.get(field)
-        problems.append(f"{name}: {message}" + (f" (expected {hint})" if hint else ""))
+        said = f"{name}: {message}" if name else message
+        problems.append(said + (f" (expected {hint})" if hint else ""))
     return problems
 
 
@@ -221,20 +277,89 @@ def _requirement_problems(present: Mapping[str, bool], mode: Mode) -> list[str]:
     ]
 
 
+# Where the instance's disk goes with the instance, by the variables each platform sets:
+# App Engine flexible, https://cloud.google.com/appengine/docs/flexible/python/runtime
+# ("Environment variables": GAE_INSTANCE, GAE_SERVICE, ...); Cloud Run,
+# https://cloud.google.com/run/docs/container-contract#env-vars (K_SERVICE, K_REVISION for a
+# service, CLOUD_RUN_JOB for a job).
+EPHEMERAL_PLATFORMS = (
+    ("App Engine flexible", ("GAE_INSTANCE", "GAE_SERVICE")),
+    ("Cloud Run", ("K_SERVICE", "K_REVISION")),
+    ("Cloud Run", ("CLOUD_RUN_JOB",)),
+)
+
+
+def ephemeral_platform(environ: Mapping[str, str]) -> str | None:
+    """The platform this runs on whose instances keep no disk, if any."""
+    for platform, names in EPHEMERAL_PLATFORMS:
+        if all(environ.get(name) for name in names):
+            return platform
+    return None
+
+
+def storage_problems(settings: Settings, environ: Mapping[str, str]) -> list[str]:
+    """A SQLite file where the disk is lost with the instance, unless the operator accepts it."""
+    platform = ephemeral_platform(environ)
+    if platform is None or settings.allow_ephemeral_sqlite:
+        return []
+    if not settings.database_url.startswith("sqlite"):
+        return []
+    return [
+        f"{env_name('database_url')}: a SQLite file on {platform} is lost with the instance "
+        "(pending requests, the audit log and the specs kept for Restore); set it to "
+        "PostgreSQL (docs/DEPLOY.md), or set CLUSTERBOT_ALLOW_EPHEMERAL_SQLITE=true to accept "
+        "that loss"
+    ]
+
+
+# Read to read the references, so never references themselves.
+NEVER_REFERENCES = ("CLUSTERBOT_VERTEX_STATIC_TOKEN", "CLUSTERBOT_SECRET_MANAGER_URL")
+
+
+def reference_names() -> dict[str, str]:
+    """Each setting that may be a Secret Manager reference: environment name -> field."""
+    names = {env_name(field): field for field in Settings.model_fields}
+    return {name: field for name, field in names.items() if name not in NEVER_REFERENCES}
+
+
+def _read_references(references: dict[str, Reference]) -> tuple[dict[str, str], list[str]]:
+    import asyncio
+
+    from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
+
+    static = os.environ.get("CLUSTERBOT_VERTEX_STATIC_TOKEN", "").strip()
+    tokens: TokenSource = StaticToken(static) if static else GoogleCredentialsToken()
+    url = os.environ.get("CLUSTERBOT_SECRET_MANAGER_URL", "").strip() or SECRET_MANAGER_URL
+    return asyncio.run(read_references(references, url=url, tokens=tokens))
+
+
 def load_settings(mode: Mode = "serve") -> Settings:
-    """Build settings from the environment; raise ``ConfigError`` listing every problem."""
+    """Build settings from the environment, Secret Manager references read; raise
+    ``ConfigError`` listing every problem."""
+    names = reference_names()
+    references, problems = references_in(os.environ, names)
+    values: dict[str, str] = {}
+    if references:
+        values, unread = _read_references(references)
+        problems += unread
+    # a reference not read (or malformed) is reported as such, not validated as a value
+    unresolved = {n for n in names if is_reference(os.environ.get(n)) and n not in values}
+    overrides: dict[str, Any] = {names[name]: value for name, value in values.items()}
     try:
-        settings: Settings | None = Settings()
-        problems: list[str] = []
+        settings: Settings | None = Settings(**overrides)
     except ValidationError as error:
         settings = None
-        problems = _field_problems(error)
+        problems += [p for p in _field_problems(error) if p.split(":", 1)[0] not in unresolved]
+    if settings is not None:
+        settings._references = {names[n]: str(r) for n, r in references.items()}
     fields = ("slack_bot_token", "slack_signing_secret", "slack_app_token", "targets")
     if settings is not None:
         present = {f: bool(getattr(settings, f)) for f in fields}
     else:
         present = {f: bool(os.environ.get(env_name(f), "").strip()) for f in fields}
     problems += _requirement_problems(present, mode)
+    if settings is not None and mode in ("serve", "sweep"):
+        problems += storage_problems(settings, os.environ)
     if problems or settings is None:
         raise ConfigError(problems)
     return settings

@@ -88,6 +88,9 @@ async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool
         report = await service.core.sweeper.sweep(alerts=service.core.board.enabled, force=True)
         if report is None:
             raise SweepFailedError("another sweep is running on this database; try again shortly")
+        if report.targets and len(report.unreadable_targets) >= report.targets:
+            reasons = "; ".join(f"{t}: {why}" for t, why in report.unreadable_targets.items())
+            raise SweepFailedError(f"no target could be read ({reasons})")
     finally:
         await service.close_connections()
     if as_json_output:

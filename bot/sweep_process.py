@@ -27,7 +27,7 @@ import os
 import pickle
 import signal
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bot.settings import Settings
@@ -55,6 +55,8 @@ class SweepSummary:
     idle: int
     idle_cost: float
     seconds: float
+    targets: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)  # target -> why
 
     @classmethod
     def of(cls, report: SweepReport) -> SweepSummary:
@@ -65,6 +67,8 @@ class SweepSummary:
             idle=len(idle),
             idle_cost=sum(e.cost_hour or 0.0 for e in idle),
             seconds=report.finished - report.started,
+            targets=report.targets,
+            unreadable=dict(report.unreadable_targets),
         )
 
 

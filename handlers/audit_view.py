@@ -92,10 +92,31 @@ def _took(entry: AuditEntry, request: ApprovalRequest | None) -> float | None:
     return request.finished_at - request.created_at
 
 
+# What each stored action says in the log, in words (the CSV keeps the stored names).
+ACTION_WORDS = {
+    "requested": "asked for",
+    "approved": "approved",
+    "approval_refused": "was refused approving",
+    "rejected": "rejected",
+    "withdrawn": "withdrew",
+    "expired": "— expired:",
+    "operation_started": "started",
+    "succeeded": "— done:",
+    "failed": "— failed:",
+    "refused": "— not applied:",
+    "unknown": "— outcome unknown:",
+    "abandoned": "— abandoned:",
+}
+
+
+def action_words(action: str) -> str:
+    return ACTION_WORDS.get(action, action.replace("_", " "))
+
+
 def _entry(entry: AuditEntry, request: ApprovalRequest | None) -> Text:
     when = datetime.fromtimestamp(entry.at, UTC).strftime("%b %d %H:%M")
     cluster = entry.cluster.rsplit("/", 1)[-1]
-    words = [f" {entry.action} ", cluster]
+    words = [f" {action_words(entry.action)} ", cluster]
     if request is not None:
         words.append(f": {change_words(request.plan)}")
     details = _details(entry)

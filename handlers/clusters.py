@@ -120,15 +120,19 @@ def console_link(name: str) -> Link | str:
     return Link(url, "open in the console")
 
 
-def pools_summary(cluster: ClusterFacts, pools: Sequence[str] | None = None) -> str:
-    """``a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200)``, each pool's nodes as they are now."""
+def pool_lines(cluster: ClusterFacts, pools: Sequence[str] | None = None) -> tuple[str, ...]:
+    """``a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200)`` for each pool, its nodes as they are now."""
     parts = []
     for pool in cluster.node_pools:
         if pools is not None and pool.id not in pools:
             continue
         scaling = f" (scales {pool.min_nodes}–{pool.max_nodes})" if pool.scales_with_queue else ""
         parts.append(f"{pool.id}: {cluster.nodes(pool)} x {pool.machine_description}{scaling}")
-    return ", ".join(parts)
+    return tuple(parts)
+
+
+def pools_summary(cluster: ClusterFacts, pools: Sequence[str] | None = None) -> str:
+    return ", ".join(pool_lines(cluster, pools))
 
 
 class ListRow(NamedTuple):
@@ -139,13 +143,13 @@ class ListRow(NamedTuple):
     target: str
     state: str
     cost_hour: float | None
-    pools: str
+    pools: tuple[str, ...]
 
     @classmethod
     def of(cls, cluster: ClusterFacts, prices: PriceBook) -> ListRow:
         cost = prices.cluster_hour(cluster)
         return cls(
-            cluster.cluster_id, str(cluster.target), cluster.state, cost, pools_summary(cluster)
+            cluster.cluster_id, str(cluster.target), cluster.state, cost, pool_lines(cluster)
         )
 
 
@@ -160,20 +164,31 @@ def listing_notes(listings: Sequence[KeptListing[Any]]) -> list[Note]:
     return notes
 
 
+def _where(target: str, region_only: bool) -> str:
+    return target.split("/", 1)[-1] if region_only else target
+
+
 def list_reply(listings: Sequence[KeptListing[ListRow]]) -> Reply:
     clusters = [c for listing in listings for c in listing.kept]
     costs = [c.cost_hour for c in clusters]
     total = len(clusters)
     reply = Reply(summary=f"{total} clusters")
-    reply.add(Heading(f"Clusters ({total})"))
+    projects = {c.target.split("/", 1)[0] for c in clusters}
+    one = len(projects) == 1  # the project said once, above; each row its region
+    where = f" in {next(iter(projects))}" if one else ""
+    reply.add(Heading(f"Clusters ({total}){where}"))
     if clusters:
+        # a row for each pool, the cluster's own cells on its first: a table that fits the
+        # message pane where one line of every pool would not
         rows = [
-            (c.cluster_id, c.target, c.state, money(c.cost_hour, per_hour=False), c.pools)
+            (c.cluster_id, _where(c.target, one), c.state, money(c.cost_hour, per_hour=False), pool)
+            if i == 0
+            else ("", "", "", "", pool)
             for c in clusters[:LIST_ROWS]
+            for i, pool in enumerate(c.pools or ("-",))
         ]
-        reply.add(
-            Table.of(("CLUSTER", "TARGET", "STATE", "$/H", "POOLS"), rows, right=frozenset({3}))
-        )
+        columns = ("CLUSTER", "REGION" if one else "TARGET", "STATE", "$/H", "POOLS")
+        reply.add(Table.of(columns, rows, right=frozenset({3})))
     else:
         reply.add(Text("No clusters could be listed in the configured targets."))
     if total > LIST_ROWS:

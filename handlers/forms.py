@@ -147,7 +147,7 @@ class Forms:
 
     def deletes(self, cluster: Cluster) -> str:
         """What a delete of the cluster removes, and what it costs now."""
-        pools = ", ".join(f"{p.id} ({p.bounds} nodes)" for p in cluster.node_pools)
+        pools = ", ".join(f"{p.id} ({p.bounds} {_nodes(p.bounds)})" for p in cluster.node_pools)
         cost = money(self.prices.cluster_hour(cluster))
         return f"This deletes *{cluster.cluster_id}*: pools {pools}; it costs {cost} now."
 
@@ -161,8 +161,7 @@ class Forms:
         for pool in ordered:
             machine = pool.machine_spec.machine_type if pool.machine_spec else "?"
             login = ", login" if pool.id == cluster.login_pool_id else ""
-            nodes = "node" if pool.bounds == "1" else "nodes"
-            label = f"{pool.id} · {machine} · {pool.bounds} {nodes}{login}"
+            label = f"{pool.id} · {machine} · {pool.bounds} {_nodes(pool.bounds)}{login}"
             choices.append(Choice(pool.id, label[:75]))
         return choices
 
@@ -183,6 +182,28 @@ class Forms:
         except PlanError as error:
             return Estimate(before, "-", str(error))
         return Estimate(before, money_range(plan.after), cost_change(plan))
+
+    def typed_resize(
+        self, cluster: Cluster, pool_id: str, low_text: str | None, high_text: str | None
+    ) -> tuple[Estimate | None, dict[str, str]]:
+        """While the counts are typed: the cost, and the problems of what is typed so far in
+        the words a submission would use (none before anything is typed). With a problem the
+        cost after is not guessed at."""
+        pool = cluster.pool(pool_id)
+        if pool is None:
+            return None, {}
+        if low_text is None and high_text is None:
+            low = pool.min_nodes
+            return self.estimate(cluster, pool_id, low, pool.max_nodes), {}
+        _command, problems = self.check_resize(cluster, pool_id, low_text, high_text)
+        counts = {k: v for k, v in problems.items() if k in ("min", "max")}
+        if counts:
+            before = money(self.prices.cluster_hour(cluster))
+            return Estimate(before, "-", "-"), counts
+        low = int(low_text or pool.min_nodes)
+        high = int(high_text) if high_text not in (None, "") else low
+        assert high is not None
+        return self.estimate(cluster, pool_id, low, high), {}
 
     def check_resize(
         self, cluster: Cluster, pool_id: str | None, low_text: str | None, high_text: str | None
@@ -275,11 +296,19 @@ def check_setting(
     return SlurmConfig(cluster.name or cluster.cluster_id, sets=((key, value.strip()),)), {}
 
 
+def _nodes(bounds: str) -> str:
+    """The noun after a pool's bounds: 1 node, 0 nodes, 2 nodes, 0:1 nodes."""
+    return "node" if bounds == "1" else "nodes"
+
+
 def _count(text: str | None, field: str, errors: dict[str, str]) -> int | None:
     if text in (None, ""):
         errors[field] = "give a node count"
         return None
     assert text is not None
+    if text.startswith("-") and text[1:].strip().isdigit():
+        errors[field] = f"{field.upper()} {text}: a node count cannot be negative"
+        return None
     if not text.isdigit():
         errors[field] = f"{text[:20]!r} is not a whole number of nodes"
         return None

@@ -260,11 +260,25 @@ def closed_alert(cluster: str, title: str, text: Line, undo: Button | None = Non
 
 
 def _why(entry: IdleEntry, now: float) -> str:
+    """A table's cell: who kept or snoozed it is a mention, which a table cannot hold, so
+    it is said in a note under the table."""
     if entry.status == Status.EXEMPT and entry.kept_by:
-        return f"kept by {entry.kept_by}"
+        return "kept (below)"
     if entry.status == Status.SNOOZED and entry.snoozed_until:
-        return f"snoozed by {entry.snoozed_by} for {duration(entry.snoozed_until - now)}"
+        return f"snoozed for {duration(entry.snoozed_until - now)} (below)"
     return entry.reason
+
+
+def _who(entry: IdleEntry, now: float) -> Note | None:
+    if entry.status == Status.EXEMPT and entry.kept_by:
+        when: Line = (" at ", Time(entry.kept_at)) if entry.kept_at else ()
+        return Note(f"{entry.cluster_id}: kept by ", UserRef(entry.kept_by), *when, ".")
+    if entry.status == Status.SNOOZED and entry.snoozed_until:
+        who = UserRef(entry.snoozed_by) if entry.snoozed_by else "someone"
+        return Note(
+            f"{entry.cluster_id}: snoozed by ", who, " until ", Time(entry.snoozed_until), "."
+        )
+    return None
 
 
 def report(
@@ -287,13 +301,15 @@ def report(
     if entries:
         order = {s: i for i, s in enumerate(Status)}
         rows = []
+        # quiet for as long as the sweep saw it, which is the length its reason gives too
+        seen_at = swept_at if swept_at is not None else now
         for entry in sorted(entries, key=lambda e: (order[e.status], e.cluster_id)):
             since = entry.idle_since
             rows.append(
                 (
                     entry.cluster_id,
                     str(entry.status),
-                    duration(now - since) if since is not None else "-",
+                    duration(seen_at - since) if since is not None else "-",
                     money(entry.cost_hour, per_hour=False),
                     _why(entry, now),
                 )
@@ -306,6 +322,9 @@ def report(
     if snoozed:
         reply.add(Note(f"Snoozed, not counted above: {', '.join(e.cluster_id for e in snoozed)}."))
     for entry in entries:
+        who = _who(entry, now)
+        if who is not None:
+            reply.add(who)
         for parts in entry.notes:
             reply.add(Note(f"{entry.cluster_id}: ", *note_line(parts), "."))
         if entry.jobs_hidden:

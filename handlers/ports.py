@@ -233,11 +233,12 @@ class LeaseStore(Protocol):
 
 
 class ReportStore(Protocol):
-    async def save_report(self, at: float, report: str) -> None:
-        """Keep the last sweep's report (JSON text), replacing the one before."""
+    async def save_report(self, at: float, report: str, *, kind: str = "latest") -> None:
+        """Keep the last sweep's report (JSON text), replacing the one before; ``kind`` keeps
+        another record of the sweep (its reach) beside it."""
         ...
 
-    async def latest_report(self) -> tuple[float, str] | None: ...
+    async def latest_report(self, *, kind: str = "latest") -> tuple[float, str] | None: ...
 
 
 class IdleRecordStore(Protocol):

@@ -12,6 +12,7 @@ from handlers.audit_view import Audit, AuditLog
 from handlers.clusters import ClusterDirectory, ListRow, list_reply, show_reply
 from handlers.costs import PriceBook
 from handlers.idle_alert import report
+from handlers.idle_since import as_now
 from handlers.jobs_view import fairshare_reply, jobs_reply
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import ActivityReader, Clock, OperationStore, RequestStore
@@ -117,8 +118,12 @@ class Reports:
                 Text("No sweep has finished yet. Sweep now, or wait for the scheduled sweep."),
                 Buttons((Button(SweepNow(), "Sweep now", style="primary"),)),
             )
+        now = self.clock()
+        names = [e.cluster for e in latest.entries]
+        records = await self.sweeper.records.get_many(names)
+        entries = as_now(latest.entries, {k: r for k, (r, _v) in records.items()}, now)
         return report(
-            latest.entries,
+            entries,
             latest.failures,
             self.clock(),
             swept_at=latest.finished,

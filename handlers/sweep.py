@@ -45,6 +45,7 @@ from handlers.ports import (
     OperationStore,
     ReportStore,
 )
+from handlers.reach import REACH, Reach
 from handlers.replies import Strong
 
 log = logging.getLogger(__name__)
@@ -58,28 +59,26 @@ class SweepReport:
     entries: list[IdleEntry]
     failures: list[str]
     alerts: int = 0
+    targets: int = 0
+    unreadable_targets: dict[str, str] = field(default_factory=dict)  # target -> why
 
-    def to_dict(self) -> dict[str, Any]:
+    def head(self) -> dict[str, Any]:
         return {
             "started": self.started,
             "finished": self.finished,
             "alerts": self.alerts,
             "failures": list(self.failures),
-            "entries": [e.to_dict() for e in self.entries],
+            "targets": self.targets,
+            "unreadable_targets": dict(self.unreadable_targets),
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.head(), "entries": [e.to_dict() for e in self.entries]}
 
     async def to_json(self) -> str:
         """The report as JSON text, its entries written a few hundred at a time with the
         event loop given back in between (a sweep of 10,000 makes megabytes)."""
-        head = json.dumps(
-            {
-                "started": self.started,
-                "finished": self.finished,
-                "alerts": self.alerts,
-                "failures": list(self.failures),
-            },
-            separators=(",", ":"),
-        )
+        head = json.dumps(self.head(), separators=(",", ":"))
         parts = []
         async for start in paced(range(0, len(self.entries), CHUNK)):
             chunk = [e.to_dict() for e in self.entries[start : start + CHUNK]]
@@ -94,6 +93,10 @@ class SweepReport:
             entries=[IdleEntry.from_dict(e) for e in data.get("entries", [])],
             failures=[str(f) for f in data.get("failures", [])],
             alerts=int(data.get("alerts", 0)),
+            targets=int(data.get("targets", 0)),
+            unreadable_targets={
+                str(k): str(v) for k, v in dict(data.get("unreadable_targets", {})).items()
+            },
         )
 
 
@@ -261,7 +264,19 @@ class Sweeper:
             finally:
                 await self.leases.finish_lease(SWEEP_LEASE, self.owner, self.clock())
         await self.reports.save_report(report.finished, await report.to_json())
+        await self._save_reach(report)
         return report
+
+    async def _save_reach(self, report: SweepReport) -> None:
+        saved = await self.reports.latest_report(kind=REACH)
+        before = Reach.from_json(saved[1]) if saved else Reach(report.started, 0)
+        reach = before.then(report.finished, report.targets, report.unreadable_targets)
+        await self.reports.save_report(reach.at, reach.to_json(), kind=REACH)
+
+    async def reach(self) -> Reach | None:
+        """Whether the last sweeps could read their targets."""
+        saved = await self.reports.latest_report(kind=REACH)
+        return Reach.from_json(saved[1]) if saved else None
 
     async def latest(self) -> SweepReport | None:
         saved = await self.reports.latest_report()
@@ -270,11 +285,14 @@ class Sweeper:
     async def _sweep(self, alerts: bool) -> SweepReport:
         started = self.clock()
         listings = await self.directory.kept(lambda c: Swept.of(c, self.prices))
-        failures = [
-            f"Could not list {listing.target}: {listing.error.user_message}"
+        unreadable = {
+            str(listing.target): listing.error.user_message
             for listing in listings
             if listing.error is not None
-        ]
+        }
+        for target, why in unreadable.items():
+            log.warning("idle sweep: cannot read target %s: %s", target, why)
+        failures = [f"Could not list {target}: {why}" for target, why in unreadable.items()]
         failures += [
             f"Could not read {bad.name}: {bad.problem}"
             for listing in listings
@@ -299,7 +317,15 @@ class Sweeper:
         ]
         listed = {str(listing.target) for listing in listings if listing.error is None}
         await self._forget_deleted({c.name for c in clusters}, listed)
-        return SweepReport(started, self.clock(), entries, failures, posted)
+        return SweepReport(
+            started,
+            self.clock(),
+            entries,
+            failures,
+            posted,
+            targets=len(listings),
+            unreadable_targets=unreadable,
+        )
 
     async def _assess_all(self, seen: list[Seen]) -> None:
         """Assess every cluster, saving all records in one transaction; a record that changed

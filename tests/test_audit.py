@@ -29,14 +29,15 @@ async def test_the_log_says_who_changed_what_and_how_it_ended(tmp_path: Path) ->
         )
 
         log = text_of(await stack.reply_to("carol", "/cluster audit train01"))
-        assert "<@U0ALICE> requested train01: a4: 2 → 3 nodes" in log, log
+        assert "<@U0ALICE> asked for train01: a4: 2 → 3 nodes" in log, log
         assert "<@U0BOB> approved train01" in log
-        assert "succeeded train01: a4: 2 → 3 nodes · finished in" in log and "· took " in log
+        assert "— done: train01: a4: 2 → 3 nodes · finished in" in log and "· took " in log
+        assert "operation_started" not in log and " started train01" in log
         assert "<@U0BOB> rejected train01: set PreemptMode = REQUEUE" in log
-        assert log.index("rejected") < log.index("succeeded")  # newest first
+        assert log.index("rejected") < log.index("— done:")  # newest first
 
         mine = text_of(await stack.reply_to("carol", "/cluster audit by @bob"))
-        assert "<@U0ALICE> requested" not in mine and "<@U0BOB> approved" in mine
+        assert "<@U0ALICE> asked for" not in mine and "<@U0BOB> approved" in mine
         assert "No entries." in text_of(await stack.reply_to("carol", "/cluster audit cpu01"))
         recent = text_of(await stack.reply_to("carol", "/cluster audit since 1h"))
         assert "approved train01" in recent
@@ -129,3 +130,15 @@ async def test_the_log_is_shared_as_a_csv_file(tmp_path: Path) -> None:
         assert rows[0] == "time_utc,actor,action,cluster,request,change,outcome,took_s"
         assert ",U0BOB,rejected," in rows[1] and "a4: 2 → 3 nodes" in rows[1]
         assert ",U0ALICE,requested," in rows[2]
+
+
+def test_every_action_the_log_stores_reads_as_words() -> None:
+    from handlers.audit_view import ACTION_WORDS, action_words
+    from handlers.entities import RequestState
+
+    stored = {"requested", "approved", "approval_refused", "operation_started"}
+    stored |= {str(s) for s in RequestState if not s.open}
+    assert stored <= set(ACTION_WORDS), stored - set(ACTION_WORDS)
+    for action in stored:
+        assert "_" not in action_words(action)
+    assert action_words("withdrawn") == "withdrew"

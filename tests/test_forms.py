@@ -100,11 +100,23 @@ async def test_the_resize_form_fills_in_prices_and_makes_the_typed_request(stack
     form = await modal(stack, "alice", "cost")
     assert "*Cost now*" in block_text(form, "cost")
     before = block_text(form, "cost")
+    # the pool is 2:2; a Min of 3 above the Max shown is said at Max as it is typed, in the
+    # words the submission uses, and no cost after is guessed at
     await pick(stack, "alice", form, "form_min", "3")
+    form = await modal(stack, "alice", "problem:max")
+    assert block_text(form, "problem:max").strip() == ":warning: MAX 2 is less than MIN 3"
+    assert "*After*\n-" in block_text(form, "cost")
+    await pick(stack, "alice", form, "form_max", "5")
 
     async def repriced() -> dict[str, Any] | None:
         now = await modal(stack, "alice", "cost")
-        return now if block_text(now, "cost") != before else None
+        shown = {b.get("block_id") for b in now["blocks"]}
+        fresh = block_text(now, "cost") not in (before, "")
+        return (
+            now
+            if fresh and "problem:max" not in shown and "+$" in block_text(now, "cost")
+            else None
+        )
 
     form = await stack.wait_for(repriced)
     assert "+$" in block_text(form, "cost")  # a third node costs more
@@ -120,6 +132,18 @@ async def test_the_resize_form_fills_in_prices_and_makes_the_typed_request(stack
     messages = await stack.wait(lambda ms: any(is_card(m) for m in ms))
     card = text_of(next(m for m in messages if is_card(m)))
     assert "Resize request: train01 / a4" in card and "3:5" in card
+
+
+async def test_a_negative_count_is_refused_at_its_field_as_it_is_typed(stack: Stack) -> None:
+    await stack.command("alice", "/cluster resize train01 a4")
+    form = await modal(stack, "alice", "cost")
+    await pick(stack, "alice", form, "form_min", "-1")
+    form = await modal(stack, "alice", "problem:min")
+    said = "MIN -1: a node count cannot be negative"
+    assert block_text(form, "problem:min").strip() == f":warning: {said}"
+    answer = await submit(stack, "alice", form, {"min:a4": {"form_min": "-1"}})
+    assert answer["status"] == 200 and answer["errors"] == {"min:a4": said}  # the same words
+    assert not [m for m in await stack.messages() if is_card(m)]
 
 
 async def test_a_command_naming_the_cluster_opens_the_form_at_it(stack: Stack) -> None:
@@ -143,7 +167,8 @@ async def test_the_delete_form_asks_for_the_id_typed_again(stack: Stack) -> None
     form = await modal(stack, "alice")
     await choose(stack, "alice", form, CPU01)
     form = await modal(stack, "alice", "confirm")
-    assert "This deletes *cpu01*" in text_of({"text": "", "blocks": form["blocks"]})
+    shown = text_of({"text": "", "blocks": form["blocks"]})
+    assert "This deletes *cpu01*: pools login (1 node), cpu (4 nodes);" in shown
     answer = await submit(stack, "alice", form, {"confirm": {"form_confirm": "cpu1"}})
     assert answer["errors"] == {"confirm": "type cpu01 to confirm"}
     answer = await submit(stack, "alice", form, {"confirm": {"form_confirm": "CPU01"}})

@@ -206,7 +206,7 @@ async def test_snooze_then_alert_again(tmp_path: Path) -> None:
         )
         assert "for 1 h" in text_of(next(m for m in snoozed if m["ts"] == alert["ts"]))
         report = text_of(await fresh_report(stack))
-        assert "snoozed by U0ALICE" in report
+        assert "snoozed by <@U0ALICE> until" in report
         assert "Idle report: 0 idle clusters paying ~$0.00/h" in report  # snoozed: not counted
         assert "Snoozed, not counted above: cpu01" in report
         # the snooze runs out: a new alert
@@ -232,8 +232,12 @@ async def test_keep_then_undo_from_the_report(stack: Stack) -> None:
     await stack.wait(lambda ms: any(m["ts"] == alert["ts"] and "Kept" in text_of(m) for m in ms))
     kept = text_of(await current(stack, alert["ts"]))
     assert "*Kept* by <@U0ALICE>" in kept
+    # at once, from the last sweep's report and the click since: kept, by whom, and undoable
+    last = await stack.reply_to("alice", "/cluster idle")
+    assert "cpu01: kept by <@U0ALICE> at <!date^" in text_of(last)
+    assert "idle_unkeep" in str(last["blocks"])
     report = await fresh_report(stack, "alice")
-    assert "kept by U0ALICE" in text_of(report)
+    assert "kept by <@U0ALICE>" in text_of(report) and "U0ALICE," not in text_of(report)
     assert "exempt" in text_of(report)
     unkeep = [e for b in report["blocks"] if b["type"] == "actions" for e in b["elements"]]
     assert [e["action_id"] for e in unkeep] == ["idle_unkeep", "idle_sweep_now"]

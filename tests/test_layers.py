@@ -72,16 +72,18 @@ def test_app_yaml_and_dockerfile_are_at_the_top_level() -> None:
     assert "bot/sandbox" in (ROOT / ".dockerignore").read_text().split()
 
 
-def test_the_image_leaves_the_stand_ins_out(tmp_path: Path) -> None:
-    """The wheel built as the Dockerfile builds it: no sandbox, the migrations in; and its
-    command says in one line that the demo is not there."""
+def built_wheel(tmp_path: Path, *, stand_ins: bool) -> tuple[Path, list[str]]:
+    """A copy of the packages (building writes build/ beside the sources), without the
+    stand-ins as the Dockerfile's build stage does, or with them as `pip install .` does; the
+    copy and the names in its wheel."""
     tree = tmp_path / "src"
     tree.mkdir()
     for name in ("bot", "handlers"):
         shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, tree / name)
-    shutil.rmtree(tree / "bot" / "sandbox")  # as the Dockerfile's build stage does
+    if not stand_ins:
+        shutil.rmtree(tree / "bot" / "sandbox")
     build = subprocess.run(
         [
             sys.executable,
@@ -94,7 +96,27 @@ def test_the_image_leaves_the_stand_ins_out(tmp_path: Path) -> None:
     )
     assert build.returncode == 0, build.stderr
     [wheel] = (tmp_path / "out").glob("clusterbot-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
+    return tree, zipfile.ZipFile(wheel).namelist()
+
+
+def test_a_plain_install_carries_every_file_the_demo_serves(tmp_path: Path) -> None:
+    """`pip install .` (not editable) builds this wheel: every file of the packages that is
+    not Python (the page, its icon, its emoji font and licence, the fixtures) is in it."""
+    _tree, names = built_wheel(tmp_path, stand_ins=True)
+    data = [
+        str(p.relative_to(ROOT))
+        for package in ("bot", "handlers")
+        for p in (ROOT / package).rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    ]
+    assert "bot/sandbox/slack/static/favicon.svg" in data
+    assert [d for d in data if d not in names] == []
+
+
+def test_the_image_leaves_the_stand_ins_out(tmp_path: Path) -> None:
+    """The wheel built as the Dockerfile builds it: no sandbox, the migrations in; and its
+    command says in one line that the demo is not there."""
+    tree, names = built_wheel(tmp_path, stand_ins=False)
     assert not [n for n in names if n.startswith("bot/sandbox")]
     assert "bot/store/migrations/versions/0001_release_3.py" in names
     assert "bot/store/migrations/script.py.mako" in names

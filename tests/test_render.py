@@ -88,25 +88,31 @@ def test_secrets_leave_no_block_whatever_characters_they_hold() -> None:
     assert "nothing here" in shown and shown.count("[redacted]") == 3
 
 
-def test_a_table_wider_than_a_phone_is_drawn_as_lines_that_wrap() -> None:
-    from bot.slack.render import MOBILE_WIDTH, render
+def test_a_table_wider_than_the_message_pane_is_drawn_as_lines_that_wrap() -> None:
+    from bot.slack.render import TABLE_WIDTH, render
     from handlers.replies import Reply, Table
 
     narrow = Table.of(("POOL", "NODES"), [("a4", "2"), ("login", "1")])
     [block] = render(Reply("t").add(narrow))[1]
     assert block["text"]["text"] == "```POOL   NODES\na4     2\nlogin  1```"
-    wide = Table.of(
+    # the demo's list at a desktop's width: one table
+    listed = Table.of(
         ("CLUSTER", "TARGET", "POOLS"),
         [("train01", "demo-project/us-central1", "a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200)")],
+    )
+    [block] = render(Reply("t").add(listed))[1]
+    assert block["text"]["text"].startswith("```CLUSTER  TARGET")
+    pools = (
+        "a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200), login: 1 x n2-standard-8, b: 4 x a3-megagpu-8g"
+    )
+    wide = Table.of(
+        ("CLUSTER", "TARGET", "POOLS"), [("train01", "demo-project/us-central1", pools)]
     )
     [block] = render(Reply("t").add(wide))[1]
     text = block["text"]["text"]
     assert "```" not in text
-    assert text == (
-        "*train01* · TARGET demo-project/us-central1 · "
-        "POOLS a4: 2 x a4-highgpu-8g (8 x NVIDIA_B200)"
-    )
-    assert len("train01  demo-project/us-central1  a4: 2 x a4-highgpu-8g (8 x") > MOBILE_WIDTH
+    assert text == f"*train01* · TARGET demo-project/us-central1 · POOLS {pools}"
+    assert len(f"train01  demo-project/us-central1  {pools}") > TABLE_WIDTH
     # the width is what a person sees: "&" takes one column, not the five of "&amp;"
     ampersands = Table.of(("WHO", "NOTE"), [("R&D", "&" * 50)])
     [block] = render(Reply("t").add(ampersands))[1]

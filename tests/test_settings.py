@@ -16,6 +16,11 @@ ALL_VARS = [
     "SLACK_APP_TOKEN",
     "PORT",
     "GOOGLE_APPLICATION_CREDENTIALS",
+    "GAE_INSTANCE",
+    "GAE_SERVICE",
+    "K_SERVICE",
+    "K_REVISION",
+    "CLOUD_RUN_JOB",
 ]
 
 
@@ -127,3 +132,65 @@ def test_check_config_reads_the_policy_file(
     assert "unknown role 'superuser'" in err
     policy.write_text('[roles]\napprover = ["U1"]\n[approval]\nexpiry_minutes = 30\n')
     assert main(["check-config"]) == 0
+
+
+PLATFORMS = {
+    "App Engine flexible": {"GAE_INSTANCE": "aef-clusterbot-1-abcd", "GAE_SERVICE": "clusterbot"},
+    "Cloud Run": {"K_SERVICE": "clusterbot", "K_REVISION": "clusterbot-00001-abc"},
+}
+
+
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_serve_refuses_a_sqlite_file_where_the_disk_goes_with_the_instance(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], platform: str
+) -> None:
+    valid(monkeypatch)
+    monkeypatch.delenv("CLUSTERBOT_DATABASE_URL")  # the default: a SQLite file
+    for name, value in PLATFORMS[platform].items():
+        monkeypatch.setenv(name, value)
+    assert main(["serve"]) == 2
+    problems = [line for line in capsys.readouterr().err.splitlines() if line.startswith("  - ")]
+    assert problems == [
+        f"  - CLUSTERBOT_DATABASE_URL: a SQLite file on {platform} is lost with the instance "
+        "(pending requests, the audit log and the specs kept for Restore); set it to "
+        "PostgreSQL (docs/DEPLOY.md), or set CLUSTERBOT_ALLOW_EPHEMERAL_SQLITE=true to accept "
+        "that loss"
+    ]
+    assert load_settings("demo").database_url.startswith("sqlite")  # the demo is local
+    monkeypatch.setenv("CLUSTERBOT_ALLOW_EPHEMERAL_SQLITE", "true")
+    assert load_settings("serve").database_url.startswith("sqlite")
+    monkeypatch.delenv("CLUSTERBOT_ALLOW_EPHEMERAL_SQLITE")
+    monkeypatch.setenv("CLUSTERBOT_DATABASE_URL", "postgresql+asyncpg://bot@db:5432/bot")
+    assert load_settings("serve").database_url.startswith("postgresql")
+
+
+def test_a_sqlite_file_is_fine_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    valid(monkeypatch)
+    monkeypatch.delenv("CLUSTERBOT_DATABASE_URL")
+    monkeypatch.setenv("GAE_SERVICE", "clusterbot")  # one variable alone is not App Engine
+    assert load_settings("serve").database_url.startswith("sqlite")
+
+
+def test_the_database_password_is_kept_apart_from_its_url(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    valid(monkeypatch)
+    socket = "postgresql+asyncpg://clusterbot@/clusterbot?host=/cloudsql/my-project:us-central1:db"
+    monkeypatch.setenv("CLUSTERBOT_DATABASE_URL", socket)
+    monkeypatch.setenv("CLUSTERBOT_DATABASE_PASSWORD", "p@ss:w/rd")
+    settings = load_settings("serve")
+    from sqlalchemy.engine import make_url
+
+    joined = make_url(settings.database_url)
+    assert joined.password == "p@ss:w/rd"
+    assert joined.render_as_string() == make_url(socket).set(password="x").render_as_string()
+    assert "p@ss:w/rd" in settings.secret_values() and "p%40ss%3Aw%2Frd" in settings.secret_values()
+    assert main(["check-config"]) == 0
+    out = capsys.readouterr().out
+    assert "p%40ss" not in out and "p@ss" not in out
+    monkeypatch.setenv("CLUSTERBOT_DATABASE_URL", "postgresql+asyncpg://bot:inline@db/bot")
+    with pytest.raises(ConfigError, match="give it once"):
+        load_settings("serve")
+    monkeypatch.setenv("CLUSTERBOT_DATABASE_URL", "sqlite+aiosqlite:///x.db")
+    with pytest.raises(ConfigError, match="applies to PostgreSQL only"):
+        load_settings("serve")

@@ -11,12 +11,11 @@ text at most 75 (https://docs.slack.dev/reference/views).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from handlers.forms import Choice, Estimate, FormKind
-from handlers.grammar import MAX_NODES
 
 CALLBACK = "clusterbot_form"
 CLUSTER_ACTION = "form_cluster"
@@ -132,12 +131,13 @@ def _modal(meta: Meta, title: str, submit: str, blocks: list[dict[str, Any]]) ->
 
 
 def _count(block_id: str, label: str, initial: int | None, optional: bool) -> dict[str, Any]:
+    # No min_value or max_value: Slack's client would refuse a count outside them with words
+    # of its own and the app would never hear of it; the form's own check says it at the
+    # field as it is typed, in the words the submission uses.
     element: dict[str, Any] = {
         "type": "number_input",
         "action_id": f"form_{block_id.split(':')[0]}",
         "is_decimal_allowed": False,
-        "min_value": "0",
-        "max_value": str(MAX_NODES),
         "dispatch_action_config": {"trigger_actions_on": ["on_character_entered"]},
     }
     if initial is not None:
@@ -153,7 +153,11 @@ def resize_view(
     current: tuple[int, int] | None = None,
     estimate: Estimate | None = None,
     note: str = "",
+    problems: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """The resize form; ``problems`` (by field: min, max) are shown under their field while
+    the counts are typed, before any submission."""
+    problems = problems or {}
     blocks = [_cluster_field(chosen)]
     if chosen is None or not pools:
         blocks.append(_context(note or "Choose a cluster to see its node pools and their cost."))
@@ -173,9 +177,11 @@ def resize_view(
         return _modal(meta, "Resize a node pool", "Ask for approval", blocks)
     low, high = current or (None, None)
     blocks.append(_count(f"min:{pool}", "Min nodes", low, optional=False))
+    blocks += _problem("min", problems)
     blocks.append(
         _count(f"max:{pool}", "Max nodes (more than min: Slurm scales with the queue)", high, True)
     )
+    blocks += _problem("max", problems)
     if estimate is not None:
         blocks.append(
             {
@@ -192,6 +198,14 @@ def resize_view(
         _context("The request is posted as a card in the channel; a second person approves it.")
     )
     return _modal(meta, "Resize a node pool", "Ask for approval", blocks)
+
+
+def _problem(field: str, problems: Mapping[str, str]) -> list[dict[str, Any]]:
+    if field not in problems:
+        return []
+    block = _context(f":warning: {problems[field]}")
+    block["block_id"] = f"problem:{field}"
+    return [block]
 
 
 def delete_view(

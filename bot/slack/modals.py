@@ -188,9 +188,7 @@ class Modals:
             return resize_view(meta, chosen, self.forms.pools(cluster))
         low_text = entry_of(values, f"min:{pool.id}").get("value")
         high_text = entry_of(values, f"max:{pool.id}").get("value")
-        low = int(low_text) if low_text and low_text.isdigit() else pool.min_nodes
-        high = int(high_text) if high_text and high_text.isdigit() else low
-        estimate = self.forms.estimate(cluster, pool.id, low, max(low, high))
+        estimate, problems = self.forms.typed_resize(cluster, pool.id, low_text, high_text)
         return resize_view(
             meta,
             chosen,
@@ -198,6 +196,7 @@ class Modals:
             pool.id,
             (pool.min_nodes, pool.max_nodes),
             estimate,
+            problems=problems,
         )
 
     async def _update(self, view_id: str, hash_: str | None, view: dict[str, Any]) -> None:

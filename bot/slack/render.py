@@ -39,9 +39,12 @@ from handlers.replies import (
 )
 
 MAX_BLOCKS = 50
-# Characters of monospace that fit the narrowest place a reply is read: a phone, or the
-# desktop's thread pane (about 380 px). A wider table is drawn as lines that wrap instead.
-MOBILE_WIDTH = 60
+# Characters of monospace a table may take and still be drawn as one: what the desktop's
+# message pane shows at 12 px monospace beside the sidebar (about 800 px for 100 characters).
+# Replies with tables are read there (privately, in the conversation asked from), not in a
+# thread. A wider table is drawn as one line a row that wraps, each cell with its title. No
+# useful table fits a phone's 40 or so characters, so the pane's width is the one chosen.
+TABLE_WIDTH = 100
 SECTION_LIMIT = 3000
 FIELD_LIMIT = 2000
 FIELDS_PER_SECTION = 10
@@ -249,7 +252,7 @@ def _blocks(part: Part) -> list[dict[str, Any]]:
     if isinstance(part, Rule):
         return [{"type": "divider"}]
     if isinstance(part, Table):
-        if len(part.columns) > 1 and table_width(part) > MOBILE_WIDTH:
+        if len(part.columns) > 1 and table_width(part) > TABLE_WIDTH:
             return [
                 {"type": "section", "text": {"type": "mrkdwn", "text": chunk}}
                 for chunk in _chunks(wrapped(part), SECTION_LIMIT)

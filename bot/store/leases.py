@@ -75,30 +75,30 @@ class LeaseRows:
                 .values(owner=None, until=0.0, last_finished=now)
             )
 
-    async def save_report(self, at: float, report: str) -> None:
+    async def save_report(self, at: float, report: str, *, kind: str = "latest") -> None:
         table = schema.sweep_reports
         text = report
         async with self.engine.begin() as connection:
             result = await connection.execute(
-                table.update().where(table.c.name == "latest").values(at=at, report=text)
+                table.update().where(table.c.name == kind).values(at=at, report=text)
             )
             if result.rowcount == 0:
                 try:
                     async with connection.begin_nested():
                         await connection.execute(
-                            table.insert().values(name="latest", at=at, report=text)
+                            table.insert().values(name=kind, at=at, report=text)
                         )
                 except sa.exc.IntegrityError:
                     await connection.execute(
-                        table.update().where(table.c.name == "latest").values(at=at, report=text)
+                        table.update().where(table.c.name == kind).values(at=at, report=text)
                     )
 
-    async def latest_report(self) -> tuple[float, str] | None:
+    async def latest_report(self, *, kind: str = "latest") -> tuple[float, str] | None:
         table = schema.sweep_reports
         async with self.engine.connect() as connection:
             row = (
                 await connection.execute(
-                    sa.select(table.c.at, table.c.report).where(table.c.name == "latest")
+                    sa.select(table.c.at, table.c.report).where(table.c.name == kind)
                 )
             ).first()
         if row is None:

@@ -44,7 +44,7 @@ class MemoryStore:
     entries: list[AuditEntry] = field(default_factory=list)
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
     kept: dict[str, KeptSpec] = field(default_factory=dict)
-    report: tuple[float, str] | None = None
+    reports: dict[str, tuple[float, str]] = field(default_factory=dict)
     submissions: dict[str, Submission] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -277,11 +277,11 @@ class MemoryStore:
         if row is not None and row["owner"] == owner:
             row.update(owner=None, until=0.0, last_finished=now)
 
-    async def save_report(self, at: float, report: str) -> None:
-        self.report = (at, report)
+    async def save_report(self, at: float, report: str, *, kind: str = "latest") -> None:
+        self.reports[kind] = (at, report)
 
-    async def latest_report(self) -> tuple[float, str] | None:
-        return self.report
+    async def latest_report(self, *, kind: str = "latest") -> tuple[float, str] | None:
+        return self.reports.get(kind)
 
 
 @dataclass

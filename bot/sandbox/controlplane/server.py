@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.controlplane import slurm
+from bot.sandbox.controlplane import secrets, slurm
 from bot.sandbox.controlplane.faults import Fault
 from bot.sandbox.controlplane.http import STATE, json_body
 from bot.sandbox.controlplane.rpc import STATUS_OF_HTTP, SimError, invalid
@@ -349,6 +349,7 @@ def create_app(state: SimulatorState, prefix: str = "") -> web.Application:
     app.router.add_route("*", "/_sim/config", sim_config)
     app.router.add_route("*", "/_sim/slurm", sim_slurm)
     app.router.add_route("*", "/_sim/nodes", sim_nodes)
+    secrets.add_routes(app)
     return app
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from bot.sandbox.controlplane import rpc, rules, wire
 from bot.sandbox.controlplane.faults import Fault, FaultLog
 from bot.sandbox.controlplane.rpc import SimError
+from bot.sandbox.controlplane.secret_store import SecretStore
 from bot.sandbox.controlplane.slurm_state import SlurmQueue, SlurmSwitches, rfc3339
 from bot.vertex.names import ClusterName
 
@@ -117,6 +118,7 @@ class SimulatorState(SlurmQueue, FaultLog):
     slurm: dict[str, SlurmSwitches] = field(default_factory=dict)
     project_numbers: dict[str, str] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
+    secret_store: SecretStore = field(default_factory=SecretStore)
     requests: list[dict[str, Any]] = field(default_factory=list)
     in_flight: int = 0
     peak_in_flight: int = 0
@@ -128,7 +130,8 @@ class SimulatorState(SlurmQueue, FaultLog):
 
     def load_fixtures(self, document: dict[str, Any]) -> None:
         """Load ``{"projects": {id: number}, "clusters": [...], "jobs": {cluster: {...}},
-        "slurm": {cluster: {release, ...}}, "nodes": {cluster: {node: {state, reason}}}}``."""
+        "slurm": {cluster: {release, ...}}, "nodes": {cluster: {node: {state, reason}}},
+        "secrets": [{project, secret, value}]}``."""
         self.project_numbers.update({k: str(v) for k, v in document.get("projects", {}).items()})
         for raw in document.get("clusters", []):
             cluster = wire.camelize(raw)
@@ -149,6 +152,8 @@ class SimulatorState(SlurmQueue, FaultLog):
             self.set_slurm(key, spec)
         for key, nodes in document.get("nodes", {}).items():
             self.set_nodes(key, {"nodes": nodes})
+        for secret in document.get("secrets", []):
+            self.secret_store.change(secret)
 
     def load_fixture_file(self, path: Path = DEMO_FIXTURES) -> None:
         self.load_fixtures(json.loads(path.read_text()))
