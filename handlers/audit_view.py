@@ -89,6 +89,8 @@ def _took(entry: AuditEntry, request: ApprovalRequest | None) -> float | None:
     """How long the request took, on the entry that ended it (None on any other)."""
     if request is None or not request.finished_at or entry.at < request.finished_at - 1:
         return None
+    if entry.action in OPEN_ACTIONS:  # an entry of the same second that ended nothing
+        return None
     return request.finished_at - request.created_at
 
 
@@ -107,6 +109,10 @@ ACTION_WORDS = {
     "unknown": "— outcome unknown:",
     "abandoned": "— abandoned:",
 }
+
+
+# Entries that leave a request open: the ask, the approval, a refused approval, the start.
+OPEN_ACTIONS = frozenset({"requested", "approved", "approval_refused", "operation_started"})
 
 
 def action_words(action: str) -> str:

@@ -142,3 +142,16 @@ def test_every_action_the_log_stores_reads_as_words() -> None:
     for action in stored:
         assert "_" not in action_words(action)
     assert action_words("withdrawn") == "withdrew"
+
+
+async def test_only_the_entry_that_ended_a_request_says_how_long_it_took(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path) as stack:
+        card = await stack.card("alice", "/cluster resize train01 a4 3")
+        await stack.click("alice", card["ts"], "withdraw")
+        await stack.wait(
+            lambda ms: any("Withdrawn" in text_of(m) for m in ms if m["ts"] == card["ts"])
+        )
+        log = text_of(await stack.reply_to("carol", "/cluster audit train01"))
+        [withdrew] = [line for line in log.splitlines() if " withdrew " in line]
+        [asked] = [line for line in log.splitlines() if " asked for " in line]
+        assert "· took " in withdrew and "took" not in asked

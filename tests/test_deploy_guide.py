@@ -162,3 +162,12 @@ def test_the_manifest_step_sets_every_request_url(tmp_path: Path) -> None:
         *(c["url"] for c in features["slash_commands"]),
     ]
     assert urls == [f"{url}/slack/events"] * 4
+
+
+def test_the_image_check_is_a_make_target_and_parses() -> None:
+    script = ROOT / "deploy/image/check.sh"
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    dry = subprocess.run(
+        ["make", "-n", "image-check"], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert dry.returncode == 0 and "deploy/image/check.sh" in dry.stdout
