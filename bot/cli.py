@@ -91,8 +91,11 @@ def _sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configuration(command: str, mode: Mode = "serve") -> tuple[Settings, Policy] | None:
-    """Settings and policy, or None after printing every problem (of both) to stderr."""
+def _configuration(
+    command: str, mode: Mode = "serve", *, one_line: bool = False
+) -> tuple[Settings, Policy] | None:
+    """Settings and policy, or None after printing every problem (of both) to stderr; with
+    ``one_line``, a single problem is one line (a refused start is one log entry)."""
     from bot.settings import ConfigError, load_settings
     from handlers.policy import PolicyError, load_policy
 
@@ -114,6 +117,9 @@ def _configuration(command: str, mode: Mode = "serve") -> tuple[Settings, Policy
         # the secrets now known, those read from Secret Manager too, are kept out of logs
         configure(settings.log_level, settings.secret_values())
         return settings, policy
+    if one_line and len(problems) == 1:
+        print(f"clusterbot {command}: cannot start: {problems[0]}", file=sys.stderr)
+        return None
     count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
     print(f"clusterbot {command}: configuration is invalid ({count}):", file=sys.stderr)
     for problem in problems:
@@ -129,9 +135,8 @@ def _policy_path_from_environment() -> Path | None:
 
 
 def _serve(_args: argparse.Namespace) -> int:
-    loaded = _configuration("serve")
+    loaded = _configuration("serve", one_line=True)
     if loaded is None:
-        print("Run `clusterbot check-config` after fixing them.", file=sys.stderr)
         return 2
     from bot.serve import run_service
 
