@@ -188,6 +188,31 @@ async def _token_problem(settings: Settings) -> str | None:
     return None
 
 
+CHECK_DEADLINE = 20.0  # seconds each target's listing may take in check-config
+
+
+async def _target_problems(settings: Settings) -> list[str]:
+    """Each target that cannot be listed with these credentials, and why: a missing IAM
+    grant or API shows here, not first at a sweep."""
+    from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
+    from bot.vertex.client import VertexClient
+    from bot.vertex.retry import RetryPolicy
+
+    tokens: TokenSource = (
+        StaticToken(settings.vertex_static_token.get_secret_value())
+        if settings.vertex_static_token is not None
+        else GoogleCredentialsToken()
+    )
+    retry = RetryPolicy(deadline=min(settings.vertex_retry_deadline, CHECK_DEADLINE))
+    async with VertexClient(tokens, base_url=settings.vertex_api_url, retry=retry) as client:
+        listings = await client.list_kept(settings.targets, lambda _c: None, CHECK_DEADLINE)
+    return [
+        f"CLUSTERBOT_TARGETS: cannot list {k.target}: {k.error.user_message}"
+        for k in listings
+        if k.error is not None
+    ]
+
+
 def _migrate(_args: argparse.Namespace) -> int:
     from bot.settings import ConfigError, load_settings
 
@@ -231,15 +256,18 @@ def _check_config(_args: argparse.Namespace) -> int:
     import asyncio
 
     problem = asyncio.run(_token_problem(settings))
+    problems = [problem] if problem is not None else asyncio.run(_target_problems(settings))
     width = max(len(name) for name in settings.redacted())
     for name, value in settings.redacted().items():
         print(f"{name.ljust(width)}  {value}")
-    if problem is not None:
-        print("\nclusterbot check-config: configuration is invalid (1 problem):", file=sys.stderr)
-        print(f"  - {problem}", file=sys.stderr)
+    if problems:
+        count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+        print(f"\nclusterbot check-config: configuration is invalid ({count}):", file=sys.stderr)
+        for line in problems:
+            print(f"  - {line}", file=sys.stderr)
         return 2
     mode = "Socket Mode" if settings.socket_mode else f"HTTP mode on port {settings.port}"
-    print(f"\nconfiguration is valid: {mode}, {len(settings.targets)} target(s)")
+    print(f"\nconfiguration is valid: {mode}, {len(settings.targets)} target(s), each listed")
     return 0
 
 

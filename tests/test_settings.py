@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from bot.cli import main
 from bot.settings import ConfigError, load_settings
 from bot.vertex.names import Target
+from tests.conftest import Simulator
 
 ALL_VARS = [
     "SLACK_BOT_TOKEN",
@@ -34,7 +36,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def valid(monkeypatch: pytest.MonkeyPatch) -> None:
+def valid(monkeypatch: pytest.MonkeyPatch, simulator: Simulator | None = None) -> None:
+    """A whole configuration; with ``simulator``, its targets are listed there."""
+    if simulator is not None:
+        monkeypatch.setenv("CLUSTERBOT_VERTEX_API_URL", simulator.url)
     monkeypatch.setenv("CLUSTERBOT_VERTEX_STATIC_TOKEN", "static-token-value")
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1234-secretbot")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "signing-secret-value")
@@ -94,17 +99,36 @@ def test_missing_policy_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
         load_settings("serve")
 
 
-def test_check_config_redacts_secrets(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+async def check_config() -> int:
+    """`clusterbot check-config` in a thread of its own (it runs its own event loop), while
+    the simulator answers on this one."""
+    return int(await asyncio.to_thread(main, ["check-config"]))
+
+
+async def test_check_config_redacts_secrets(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], simulator: Simulator
 ) -> None:
-    valid(monkeypatch)
-    assert main(["check-config"]) == 0
+    valid(monkeypatch, simulator)
+    assert await check_config() == 0
     out = capsys.readouterr().out
     assert "secretbot" not in out and "signing-secret-value" not in out
     assert "dbpassword" not in out and "static-token-value" not in out
     assert "SLACK_BOT_TOKEN" in out and "********" in out
     assert "demo-project/us-central1,other-proj/europe-west4" in out
-    assert "configuration is valid: HTTP mode on port 8080, 2 target(s)" in out
+    assert "configuration is valid: HTTP mode on port 8080, 2 target(s), each listed" in out
+
+
+async def test_check_config_lists_each_target(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], simulator: Simulator
+) -> None:
+    """A missing grant on one project shows in check-config, not first at a sweep."""
+    valid(monkeypatch, simulator)
+    denied = "Permission 'aiplatform.modelDevelopmentClusters.list' denied on resource"
+    await simulator.fault(method="GET", path="other-proj", status=403, message=denied)
+    assert await check_config() == 2
+    err = capsys.readouterr().err
+    assert "configuration is invalid (1 problem)" in err
+    assert "CLUSTERBOT_TARGETS: cannot list other-proj/europe-west4: " in err and denied in err
 
 
 def test_check_config_exits_2_listing_problems(
@@ -120,18 +144,21 @@ def test_check_config_exits_2_listing_problems(
     assert "xoxb-wrong-kind" not in err
 
 
-def test_check_config_reads_the_policy_file(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+async def test_check_config_reads_the_policy_file(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    simulator: Simulator,
 ) -> None:
-    valid(monkeypatch)
+    valid(monkeypatch, simulator)
     policy = tmp_path / "policy.toml"
     policy.write_text('[roles]\nsuperuser = ["U1"]\n')
     monkeypatch.setenv("CLUSTERBOT_POLICY_FILE", str(policy))
-    assert main(["check-config"]) == 2
+    assert await check_config() == 2
     err = capsys.readouterr().err
     assert "unknown role 'superuser'" in err
     policy.write_text('[roles]\napprover = ["U1"]\n[approval]\nexpiry_minutes = 30\n')
-    assert main(["check-config"]) == 0
+    assert await check_config() == 0
 
 
 PLATFORMS = {
@@ -171,10 +198,10 @@ def test_a_sqlite_file_is_fine_elsewhere(monkeypatch: pytest.MonkeyPatch) -> Non
     assert load_settings("serve").database_url.startswith("sqlite")
 
 
-def test_the_database_password_is_kept_apart_from_its_url(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+async def test_the_database_password_is_kept_apart_from_its_url(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], simulator: Simulator
 ) -> None:
-    valid(monkeypatch)
+    valid(monkeypatch, simulator)
     socket = "postgresql+asyncpg://clusterbot@/clusterbot?host=/cloudsql/my-project:us-central1:db"
     monkeypatch.setenv("CLUSTERBOT_DATABASE_URL", socket)
     monkeypatch.setenv("CLUSTERBOT_DATABASE_PASSWORD", "p@ss:w/rd")
@@ -185,7 +212,7 @@ def test_the_database_password_is_kept_apart_from_its_url(
     assert joined.password == "p@ss:w/rd"
     assert joined.render_as_string() == make_url(socket).set(password="x").render_as_string()
     assert "p@ss:w/rd" in settings.secret_values() and "p%40ss%3Aw%2Frd" in settings.secret_values()
-    assert main(["check-config"]) == 0
+    assert await check_config() == 0
     out = capsys.readouterr().out
     assert "p%40ss" not in out and "p@ss" not in out
     monkeypatch.setenv("CLUSTERBOT_DATABASE_URL", "postgresql+asyncpg://bot:inline@db/bot")
