@@ -166,53 +166,6 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _token_problem(settings: Settings) -> str | None:
-    """Whether a control-plane token can be obtained; the problem in words if not."""
-    import asyncio
-
-    from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
-    from bot.vertex.errors import CredentialsError
-
-    source: TokenSource = (
-        StaticToken(settings.vertex_static_token.get_secret_value())
-        if settings.vertex_static_token is not None
-        else GoogleCredentialsToken()
-    )
-    try:
-        async with asyncio.timeout(20):
-            await source.token()
-    except CredentialsError as error:
-        return f"Google Cloud credentials: {error.user_message}"
-    except TimeoutError:
-        return "Google Cloud credentials: obtaining a token took more than 20 s"
-    return None
-
-
-CHECK_DEADLINE = 20.0  # seconds each target's listing may take in check-config
-
-
-async def _target_problems(settings: Settings) -> list[str]:
-    """Each target that cannot be listed with these credentials, and why: a missing IAM
-    grant or API shows here, not first at a sweep."""
-    from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
-    from bot.vertex.client import VertexClient
-    from bot.vertex.retry import RetryPolicy
-
-    tokens: TokenSource = (
-        StaticToken(settings.vertex_static_token.get_secret_value())
-        if settings.vertex_static_token is not None
-        else GoogleCredentialsToken()
-    )
-    retry = RetryPolicy(deadline=min(settings.vertex_retry_deadline, CHECK_DEADLINE))
-    async with VertexClient(tokens, base_url=settings.vertex_api_url, retry=retry) as client:
-        listings = await client.list_kept(settings.targets, lambda _c: None, CHECK_DEADLINE)
-    return [
-        f"CLUSTERBOT_TARGETS: cannot list {k.target}: {k.error.user_message}"
-        for k in listings
-        if k.error is not None
-    ]
-
-
 def _migrate(_args: argparse.Namespace) -> int:
     from bot.settings import ConfigError, load_settings
 
@@ -252,23 +205,9 @@ def _check_config(_args: argparse.Namespace) -> int:
     loaded = _configuration("check-config")
     if loaded is None:
         return 2
-    settings, _policy = loaded
-    import asyncio
+    from bot.checks import check_config
 
-    problem = asyncio.run(_token_problem(settings))
-    problems = [problem] if problem is not None else asyncio.run(_target_problems(settings))
-    width = max(len(name) for name in settings.redacted())
-    for name, value in settings.redacted().items():
-        print(f"{name.ljust(width)}  {value}")
-    if problems:
-        count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
-        print(f"\nclusterbot check-config: configuration is invalid ({count}):", file=sys.stderr)
-        for line in problems:
-            print(f"  - {line}", file=sys.stderr)
-        return 2
-    mode = "Socket Mode" if settings.socket_mode else f"HTTP mode on port {settings.port}"
-    print(f"\nconfiguration is valid: {mode}, {len(settings.targets)} target(s), each listed")
-    return 0
+    return check_config(loaded[0])
 
 
 def _release(args: argparse.Namespace) -> int:
