@@ -26,8 +26,8 @@ from bot.vertex.errors import (
     OutcomeUnknownError,
     VertexError,
 )
-from bot.vertex.models import Cluster, ClusterState
-from bot.vertex.names import ClusterName
+from bot.vertex.models import Cluster
+from handlers.changes.effects import DOING, Next, effect_of
 from handlers.clusters import error_text
 from handlers.entities import (
     ApprovalRequest,
@@ -37,7 +37,6 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.ledger import RequestLedger
-from handlers.plans import PlanKind, applied, apply_plan, drift
 from handlers.ports import Clock, ControlPlane, CrashPoint, RequestStore, no_crash
 from handlers.replies import UserRef
 
@@ -47,14 +46,6 @@ LOOK_RETRY = 30.0  # a look-up that failed is tried again this much later
 GIVE_UP = 15 * 60.0  # a change that cannot be looked up for this long: outcome unknown
 FIRST_POLL = 1.0
 RECOVERIES_AT_ONCE = 8
-DOING = {  # what a plan does, for "Could not …"
-    PlanKind.RESIZE: "resize",
-    PlanKind.DELETE: "delete",
-    PlanKind.SLURM_CONFIG: "change the Slurm settings of",
-    PlanKind.SLURM_LAYOUT: "change the partitions or login pool of",
-    PlanKind.RESTORE: "restore",
-    PlanKind.SLURM_SCRIPTS: "change the prolog or epilog scripts of",
-}
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 
 
@@ -95,26 +86,23 @@ class Executor:
             "approved; checking the cluster before sending the change",
             ("approved by ", by),
         )
+        effect = effect_of(plan)
         try:
             current: Cluster | None = await self.vertex.get_cluster(plan.cluster)
         except NotFoundError:
-            if plan.kind != PlanKind.RESTORE:
+            if not effect.wants_absent:
                 await self._end(
                     request, RequestState.REFUSED, f"{plan.cluster_id} no longer exists"
                 )
                 return
-            current = None  # a restore wants it absent
+            current = None  # a create wants it absent
         except VertexError as error:
             await self._end(
                 request, RequestState.REFUSED, error_text(error, f"read {plan.cluster_id}")
             )
             return
         self.crash("after-reread")
-        if plan.kind == PlanKind.RESTORE:
-            changed = None if current is None else f"{plan.cluster_id} exists now"
-        else:
-            assert current is not None
-            changed = drift(plan, current)
+        changed = effect.unfit(plan, current)
         if changed is not None:
             await self._end(
                 request, RequestState.REFUSED, f"{changed}; ask again with a fresh request"
@@ -135,24 +123,13 @@ class Executor:
         """Send the change; the request is ``executing``, so a crash from here is recovered
         by a look-up. A delete keeps the cluster's spec first, to restore it from."""
         plan = request.plan
-        if plan.kind == PlanKind.DELETE and current is not None:
+        effect = effect_of(plan)
+        if effect.keeps_spec and current is not None:
             kept = KeptSpec(plan.cluster, current.spec(), self.clock(), request.id)
             await self.store.keep_spec(kept)
         self.crash("before-patch")
         try:
-            if plan.kind == PlanKind.DELETE:
-                operation = await self.vertex.delete_cluster(plan.cluster)
-            elif plan.kind == PlanKind.RESTORE:
-                assert plan.spec is not None
-                name = ClusterName.parse(plan.cluster)
-                operation = await self.vertex.create_cluster(
-                    name.target, name.cluster_id, Cluster.model_validate(plan.spec)
-                )
-            else:
-                assert current is not None
-                operation = await self.vertex.update_cluster(
-                    apply_plan(current, plan), list(plan.update_mask)
-                )
+            operation = await effect.send(self.vertex, plan, current)
         except AppliedWithoutReplyError:
             await self._follow_cluster(request)
             return
@@ -264,17 +241,9 @@ class Executor:
         """The change may or may not have reached the server: decide by looking at the cluster."""
         plan = request.plan
         try:
-            current = await self.vertex.get_cluster(plan.cluster)
+            now: Cluster | None = await self.vertex.get_cluster(plan.cluster)
         except NotFoundError:
-            if plan.kind == PlanKind.DELETE:
-                await self._follow_cluster(request)  # gone: the tracker reports it done
-            elif plan.kind == PlanKind.RESTORE:
-                await self._send(request, None)  # not created: the look-up came first
-            else:
-                await self._end(
-                    request, RequestState.UNKNOWN, f"{plan.cluster_id} no longer exists"
-                )
-            return
+            now = None
         except VertexError as error:
             since = self.clock() - (request.executing_at or request.decided_at or 0.0)
             if since > GIVE_UP:
@@ -284,31 +253,10 @@ class Executor:
                     request.id, owner=None, lease_until=self.clock() + LOOK_RETRY
                 )
             return
-        if plan.kind == PlanKind.RESTORE:  # it exists: the create reached the server
-            if current.state in (ClusterState.PROVISIONING, ClusterState.RUNNING):
-                await self._follow_cluster(request)
-            else:
-                await self._end(
-                    request,
-                    RequestState.UNKNOWN,
-                    f"{plan.cluster_id} exists and is {current.state}; check it",
-                )
-            return
-        in_progress = (
-            ClusterState.STOPPING if plan.kind == PlanKind.DELETE else ClusterState.UPDATING
-        )
-        if current.state == in_progress or (
-            plan.kind != PlanKind.DELETE
-            and current.state == ClusterState.RUNNING
-            and applied(plan, current)
-        ):
+        look = effect_of(plan).look(plan, now)
+        if look.next == Next.FOLLOW:
             await self._follow_cluster(request)
-        elif drift(plan, current) is None:
-            await self._send(request, current)  # visibly not applied, and the plan still fits
+        elif look.next == Next.SEND:
+            await self._send(request, now)  # visibly not applied: the look-up came first
         else:
-            await self._end(
-                request,
-                RequestState.UNKNOWN,
-                f"{plan.cluster_id} changed in another way while the change was being sent "
-                f"(it is {current.state})",
-            )
+            await self._end(request, RequestState.UNKNOWN, look.why)

@@ -1,0 +1,1 @@
+"""Changes to a cluster, by what they do to the control plane (``effects``)."""
