@@ -122,7 +122,7 @@ async def _read(url: str, variant: str) -> int:
         VertexClient(StaticToken("bench"), base_url=url) as client,
     ):
         if variant == "paced":
-            return len(await SlurmReader(client, pinned="v0.0.42").jobs(CLUSTER))
+            return len(await SlurmReader(vertex=client, pinned="v0.0.42").jobs(CLUSTER))
         target = f"{url}/v1beta1/{CLUSTER}:callSlurmRestApi"
         body = {"method": "HTTP_METHOD_GET", "path": PATH}
         headers = {"Authorization": "Bearer bench"}

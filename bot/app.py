@@ -19,7 +19,7 @@ import aiohttp
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
-from bot.jobs import Jobs, crash_hook
+from bot.jobs import PeriodicJobs, crash_hook
 from bot.metrics import BotMetrics
 from bot.redact import Redactor
 from bot.routes import Routes
@@ -111,7 +111,9 @@ class ClusterbotService:
             reports=self.store,
             records=self.records,
             control_plane=self.vertex,
-            activity=SlurmReader(self.vertex, settings.slurm_api_version, book=self.store),
+            activity=SlurmReader(
+                vertex=self.vertex, pinned=settings.slurm_api_version, book=self.store
+            ),
             messenger=self.messenger,
             roles=self.roles,
             clock=clock,
@@ -136,10 +138,14 @@ class ClusterbotService:
         self.responder = Responder(self.redactor)
         home = Home(self.core.reports, self.store, policy)
         self.home_tab = HomeTab(
-            self.slack, home, self.roles, self.redactor, spawn=self.background.spawn
+            client=self.slack,
+            home=home,
+            roles=self.roles,
+            redactor=self.redactor,
+            spawn=self.background.spawn,
         )
         self.bolt = self._slack_app(working_after) if bot_token else None
-        self.jobs = Jobs()
+        self.jobs = PeriodicJobs()
         self.sweeps: SweepProcess | None = None
         if settings.sweep_process and shareable(settings.database_url):
             self.sweeps = SweepProcess(settings, policy, self.owner, self.core.sweeper.lock)
@@ -163,13 +169,13 @@ class ClusterbotService:
         extra = {} if working_after is None else {"working_after": working_after}
         forms = Forms(self.core.directory, self.core.approvals.prices)
         modals = Modals(
-            app,
-            self.slack,
-            self.core.dispatcher,
-            forms,
-            self.background,
-            self.responder,
-            self.intake,
+            app=app,
+            client=self.slack,
+            dispatcher=self.core.dispatcher,
+            forms=forms,
+            background=self.background,
+            responder=self.responder,
+            intake=self.intake,
             home_channel=self.settings.alert_channel,
         )
         # Bolt tries listeners in the order they were added, each matcher at the cost of

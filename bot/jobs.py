@@ -30,7 +30,7 @@ def crash_hook(point: str | None) -> CrashPoint:
     return crash
 
 
-class Jobs:
+class PeriodicJobs:
     """Periodic work under APScheduler, each run a task of our own: a failure is logged and
     the next run goes on, and shutdown waits for runs in flight instead of cancelling them."""
 

@@ -119,7 +119,7 @@ class Keep:
 
 
 @dataclass(frozen=True)
-class Restore:
+class RestoreClicked:
     """Create again the cluster a finished delete request removed (its kept spec)."""
 
     request_id: str  # the delete request
@@ -195,7 +195,7 @@ Action = (
     | Unsnooze
     | Keep
     | SweepNow
-    | Restore
+    | RestoreClicked
     | OpenForm
     | AuditPage
 )
@@ -225,7 +225,7 @@ DECODERS: dict[ActionId, Callable[[str], Action]] = {
     ActionId.KEEP: lambda v: Keep(_needs(v)),
     ActionId.UNKEEP: lambda v: Keep(_needs(v), keep=False),
     ActionId.SWEEP_NOW: lambda v: SweepNow(),
-    ActionId.RESTORE: lambda v: Restore(_needs(v)),
+    ActionId.RESTORE: lambda v: RestoreClicked(_needs(v)),
     ActionId.AUDIT_PAGE: _audit_page,
     ActionId.AUDIT_CSV: lambda v: _audit_page(v, csv=True),
     ActionId.OPEN_RESIZE_FORM: lambda v: OpenForm("resize"),

@@ -28,6 +28,7 @@ class AlertBoard:
 
     def __init__(
         self,
+        *,
         records: IdleRecordStore,
         messenger: Messenger | None,
         channel: str | None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from handlers.actions import Decide, Restore, Withdraw
+from handlers.actions import Decide, RestoreClicked, Withdraw
 from handlers.clusters import console_link
 from handlers.costs import PRICES_AS_OF, Range, money, money_range
 from handlers.entities import ApprovalRequest, RequestState
@@ -232,7 +232,8 @@ def request_card(request: ApprovalRequest) -> Reply:
         if plan.kind == PlanKind.DELETE and request.state == RequestState.SUCCEEDED:
             reply.add(
                 Buttons(
-                    (Button(Restore(request.id), "Restore"),), block_id=f"restore:{request.id}"
+                    (Button(RestoreClicked(request.id), "Restore"),),
+                    block_id=f"restore:{request.id}",
                 ),
                 Note(
                     "Its spec was kept before the delete: Restore (or ",

@@ -54,6 +54,7 @@ def _notice_unknown(request_id: str) -> Reply:
 class Approvals:
     def __init__(
         self,
+        *,
         store: RequestStore,
         directory: ClusterDirectory,
         policy: Policy,
@@ -63,7 +64,6 @@ class Approvals:
         executor: Executor,
         clock: Clock,
         owner: str,
-        *,
         crash: CrashPoint = no_crash,
     ) -> None:
         self.store = store

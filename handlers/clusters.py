@@ -17,7 +17,7 @@ from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
 from handlers.costs import PRICES_AS_OF, PriceBook, money
 from handlers.grammar import CommandError, Refused
-from handlers.ports import ControlPlane, K, KeptListing, Listing
+from handlers.ports import ControlPlane, K, Listing, TargetKept
 from handlers.replies import (
     Code,
     Field,
@@ -60,7 +60,7 @@ class ClusterDirectory:
 
     async def kept(
         self, keep: Callable[[ClusterFacts], K], deadline: float | None = None
-    ) -> Sequence[KeptListing[K]]:
+    ) -> Sequence[TargetKept[K]]:
         """Every target, keeping only ``keep(cluster)`` of each cluster (for a sweep of
         thousands, whose whole resources need not be held at once)."""
         return await self.vertex.list_kept(self.targets, keep, deadline)
@@ -153,7 +153,7 @@ class ListRow(NamedTuple):
         )
 
 
-def listing_notes(listings: Sequence[KeptListing[Any]]) -> list[Note]:
+def listing_notes(listings: Sequence[TargetKept[Any]]) -> list[Note]:
     """Every target that could not be listed and every cluster that could not be read."""
     notes = []
     for listing in listings:
@@ -168,7 +168,7 @@ def _where(target: str, region_only: bool) -> str:
     return target.split("/", 1)[-1] if region_only else target
 
 
-def list_reply(listings: Sequence[KeptListing[ListRow]]) -> Reply:
+def list_reply(listings: Sequence[TargetKept[ListRow]]) -> Reply:
     clusters = [c for listing in listings for c in listing.kept]
     costs = [c.cost_hour for c in clusters]
     total = len(clusters)

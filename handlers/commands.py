@@ -177,7 +177,7 @@ class Caller:
     role: Role
 
 
-class Services(Protocol):
+class CommandServices(Protocol):
     """What the subcommands run on, built once in the composition root."""
 
     @property
@@ -193,7 +193,7 @@ class Subcommand(Generic[C]):
     summary: str
     role: Role
     parse: Callable[[list[str]], C]
-    run: Callable[[Services, C, Caller], Awaitable[Reply | None]]
+    run: Callable[[CommandServices, C, Caller], Awaitable[Reply | None]]
     # the role a parsed command needs, when it depends on the command (reading the Slurm
     # settings is a viewer's, changing them an operator's)
     role_for: Callable[[C], Role] | None = None
@@ -205,7 +205,7 @@ class Subcommand(Generic[C]):
         return self.role if self.role_for is None else self.role_for(command)
 
 
-async def _run_help(services: Services, command: Help, caller: Caller) -> Reply:
+async def _run_help(services: CommandServices, command: Help, caller: Caller) -> Reply:
     return help_reply(command.topic)
 
 
@@ -216,7 +216,9 @@ def _slurm_role(command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts) -> Ro
 
 
 async def _run_slurm(
-    services: Services, command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts, caller: Caller
+    services: CommandServices,
+    command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts,
+    caller: Caller,
 ) -> Reply | None:
     if isinstance(command, Slurm):
         return await services.reports.slurm(command.cluster)
@@ -226,14 +228,14 @@ async def _run_slurm(
     return None  # the approval card is the answer
 
 
-async def _run_restore(services: Services, command: Restore, caller: Caller) -> None:
+async def _run_restore(services: CommandServices, command: Restore, caller: Caller) -> None:
     """The approval card is the answer."""
     await services.approvals.request_restore(
         caller.user, caller.channel, command.cluster, command.new_id
     )
 
 
-async def _run_change(services: Services, command: Resize | Delete, caller: Caller) -> None:
+async def _run_change(services: CommandServices, command: Resize | Delete, caller: Caller) -> None:
     """The approval card is the answer, posted in the channel for everyone."""
     await services.approvals.request_change(caller.user, caller.channel, command)
 

@@ -18,7 +18,7 @@ from handlers.actions import (
     Keep,
     OpenForm,
     Remedy,
-    Restore,
+    RestoreClicked,
     Snooze,
     SweepNow,
     Unsnooze,
@@ -46,7 +46,7 @@ ACTION_ROLES: dict[type, tuple[Role, str]] = {
     Unsnooze: (Role.OPERATOR, "Acting on idle alerts"),
     Keep: (Role.OPERATOR, "Acting on idle alerts"),
     SweepNow: (Role.VIEWER, "Sweeping"),
-    Restore: (Role.OPERATOR, "Restoring a deleted cluster"),
+    RestoreClicked: (Role.OPERATOR, "Restoring a deleted cluster"),
     OpenForm: (Role.VIEWER, "Opening a form"),
     AuditPage: (Role.VIEWER, "Reading the audit log"),
 }
@@ -76,7 +76,7 @@ class Answer:
 
 @dataclass
 class Core:
-    """The services the commands run on (``handlers.commands.Services``)."""
+    """The services the commands run on (``handlers.commands.CommandServices``)."""
 
     reports: Reports
     approvals: Approvals
@@ -227,7 +227,7 @@ class Dispatcher:
             if action.csv:
                 return await self.core.reports.audit_csv(query, channel or "", user)
             return await self.core.reports.audit(query)
-        if isinstance(action, Restore):
+        if isinstance(action, RestoreClicked):
             return await approvals.restore_clicked(user, action.request_id)
         if isinstance(action, OpenForm):  # where forms cannot open, the command does it
             return notice("Form", f"Type /cluster {action.kind} with its words instead.")

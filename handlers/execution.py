@@ -52,12 +52,12 @@ IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 class Executor:
     def __init__(
         self,
+        *,
         store: RequestStore,
         vertex: ControlPlane,
         ledger: RequestLedger,
         clock: Clock,
         owner: str,
-        *,
         crash: CrashPoint = no_crash,
         lease: float = LEASE,
     ) -> None:

@@ -35,6 +35,7 @@ def submission_key(view_id: str, view_hash: str) -> str:
 class Intake:
     def __init__(
         self,
+        *,
         store: SubmissionStore,
         requests: RequestStore,
         messenger: Messenger,

@@ -56,7 +56,7 @@ class Listing(Protocol):
 K_co = TypeVar("K_co", covariant=True)
 
 
-class KeptListing(Protocol[K_co]):
+class TargetKept(Protocol[K_co]):
     """What was kept of each cluster of one target (``KeptListing`` in the client)."""
 
     @property
@@ -86,7 +86,7 @@ class ControlPlane(Protocol):
         targets: Iterable[Target],
         keep: Callable[[ClusterFacts], K],
         deadline: float | None = None,
-    ) -> Sequence[KeptListing[K]]:
+    ) -> Sequence[TargetKept[K]]:
         """As ``list_targets``, keeping only ``keep(cluster)`` of each, page by page; the
         cluster may be read only as far as ``ClusterFacts`` goes."""
         ...

@@ -64,6 +64,7 @@ def _reply(release: Release, text: Line) -> Reply:
 class Releases:
     def __init__(
         self,
+        *,
         store: ReleaseStore,
         directory: ClusterDirectory,
         activity: ActivityReader,

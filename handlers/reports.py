@@ -36,6 +36,7 @@ NO_IDLE = "Idle detection is not configured."
 class Reports:
     def __init__(
         self,
+        *,
         directory: ClusterDirectory,
         requests: RequestStore,
         operations: OperationStore,

@@ -93,36 +93,42 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
     prices = PriceBook.with_overrides(policy.prices)
     directory = ClusterDirectory(ports.control_plane, options.targets, options.read_deadline)
     board = AlertBoard(
-        ports.records,
-        ports.messenger if options.alert_channel else None,
-        options.alert_channel,
-        policy.idle,
-        clock,
+        records=ports.records,
+        messenger=ports.messenger if options.alert_channel else None,
+        channel=options.alert_channel,
+        rules=policy.idle,
+        clock=clock,
     )
     ledger = RequestLedger(ports.requests, ports.messenger, clock, on_ended=[board.remedy_ended])
     executor = Executor(
-        ports.requests, ports.control_plane, ledger, clock, owner, crash=crash, lease=lease
+        store=ports.requests,
+        vertex=ports.control_plane,
+        ledger=ledger,
+        clock=clock,
+        owner=owner,
+        crash=crash,
+        lease=lease,
     )
     approvals = Approvals(
-        ports.requests,
-        directory,
-        policy,
-        prices,
-        ports.messenger,
-        ledger,
-        executor,
-        clock,
-        owner,
+        store=ports.requests,
+        directory=directory,
+        policy=policy,
+        prices=prices,
+        messenger=ports.messenger,
+        ledger=ledger,
+        executor=executor,
+        clock=clock,
+        owner=owner,
         crash=crash,
     )
     tracker = Tracker(
-        ports.operations,
-        ports.requests,
-        ports.control_plane,
-        ports.messenger,
-        ledger,
-        clock,
-        owner,
+        store=ports.operations,
+        requests=ports.requests,
+        vertex=ports.control_plane,
+        messenger=ports.messenger,
+        ledger=ledger,
+        clock=clock,
+        owner=owner,
         crash=crash,
         lease=lease,
         stagger=options.poll_stagger,
@@ -131,48 +137,55 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
     alerts = IdleAlerts(board, remedies, clock)
     clicks = IdleClicks(board, remedies, clock)
     sweeper = Sweeper(
-        directory,
-        ActivityObserver(ports.activity, clock, options.concurrency, policy.idle.idle_after),
-        ports.records,
-        ports.operations,
-        ports.reports,
-        ports.leases,
-        alerts,
-        policy.idle,
-        prices,
-        clock,
-        owner,
+        directory=directory,
+        observer=ActivityObserver(
+            ports.activity, clock, options.concurrency, policy.idle.idle_after
+        ),
+        records=ports.records,
+        operations=ports.operations,
+        reports=ports.reports,
+        leases=ports.leases,
+        alerts=alerts,
+        rules=policy.idle,
+        prices=prices,
+        clock=clock,
+        owner=owner,
         interval=options.sweep_interval,
     )
     reports = Reports(
-        directory,
-        ports.requests,
-        ports.operations,
-        prices,
-        clock,
-        ports.activity,
-        sweeper,
-        ports.messenger,
+        directory=directory,
+        requests=ports.requests,
+        operations=ports.operations,
+        prices=prices,
+        clock=clock,
+        activity=ports.activity,
+        sweeper=sweeper,
+        messenger=ports.messenger,
     )
     releases = None
     if ports.releases is not None:
         releases = Releases(
-            ports.releases,
-            directory,
-            ports.activity,
-            approvals,
-            ledger,
-            ports.messenger,
-            policy,
-            clock,
-            options.alert_channel,
-            options.release_grace,
+            store=ports.releases,
+            directory=directory,
+            activity=ports.activity,
+            approvals=approvals,
+            ledger=ledger,
+            messenger=ports.messenger,
+            policy=policy,
+            clock=clock,
+            channel=options.alert_channel,
+            grace=options.release_grace,
             crash=crash,
         )
     intake = None
     if ports.submissions is not None:
         intake = Intake(
-            ports.submissions, ports.requests, ports.messenger, clock, owner, crash=crash
+            store=ports.submissions,
+            requests=ports.requests,
+            messenger=ports.messenger,
+            clock=clock,
+            owner=owner,
+            crash=crash,
         )
     return Services(
         releases=releases,

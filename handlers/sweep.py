@@ -220,6 +220,7 @@ async def slurm_demand(
 class Sweeper:
     def __init__(
         self,
+        *,
         directory: ClusterDirectory,
         observer: ActivityObserver,
         records: IdleRecordStore,
@@ -231,7 +232,6 @@ class Sweeper:
         prices: PriceBook,
         clock: Clock,
         owner: str,
-        *,
         interval: float,
         lease: float = 600.0,
     ) -> None:

@@ -62,6 +62,7 @@ def cluster_id(name: str) -> str:
 class Tracker:
     def __init__(
         self,
+        *,
         store: OperationStore,
         requests: RequestStore,
         vertex: ControlPlane,
@@ -69,7 +70,6 @@ class Tracker:
         ledger: RequestLedger,
         clock: Clock,
         owner: str,
-        *,
         crash: CrashPoint = no_crash,
         lease: float = LEASE,
         per_tick: int = POLLS_PER_TICK,

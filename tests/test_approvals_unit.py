@@ -37,18 +37,18 @@ def service(
     store: Store, client: VertexClient, clock: ManualClock, messenger: FakeMessenger
 ) -> Approvals:
     ledger = RequestLedger(store, messenger, clock)
-    executor = Executor(store, client, ledger, clock, "me")
+    executor = Executor(store=store, vertex=client, ledger=ledger, clock=clock, owner="me")
     directory = ClusterDirectory(client, [Target("demo-project", "us-central1")])
     return Approvals(
-        store,
-        directory,
-        Policy(),
-        PriceBook.with_overrides(),
-        messenger,
-        ledger,
-        executor,
-        clock,
-        "me",
+        store=store,
+        directory=directory,
+        policy=Policy(),
+        prices=PriceBook.with_overrides(),
+        messenger=messenger,
+        ledger=ledger,
+        executor=executor,
+        clock=clock,
+        owner="me",
     )
 
 

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from bot.jobs import Jobs
+from bot.jobs import PeriodicJobs
 
 
 async def until(check: Callable[[], bool], limit: float = 10.0) -> None:
@@ -23,7 +23,7 @@ async def until(check: Callable[[], bool], limit: float = 10.0) -> None:
 async def test_a_slow_run_folds_the_next_ones_in_quietly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    jobs = Jobs()
+    jobs = PeriodicJobs()
     started = 0
     release, first_run, second_run = asyncio.Event(), asyncio.Event(), asyncio.Event()
 

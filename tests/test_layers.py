@@ -3,6 +3,7 @@ the local stand-ins, an image without them, small modules, app.yaml beside the D
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -138,3 +139,31 @@ def test_the_image_leaves_the_stand_ins_out(tmp_path: Path) -> None:
         "clusterbot demo: the local stand-ins are not installed here"
     )
     assert "Traceback" not in demo.stderr
+
+
+def test_a_constructor_of_more_than_four_takes_them_by_keyword() -> None:
+    """Nine positional arguments of similar types are a mix-up waiting to happen."""
+    crowded = []
+    for package in ("bot", "handlers"):
+        for path in (ROOT / package).rglob("*.py"):
+            if "sandbox" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                    positional = node.args.posonlyargs + node.args.args
+                    if len(positional) - 1 > 4:
+                        crowded.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert crowded == []
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    """One name, one thing: a reader (and an import) never has to ask which one is meant."""
+    where: dict[str, list[str]] = {}
+    for package in ("bot", "handlers"):
+        for path in (ROOT / package).rglob("*.py"):
+            if "sandbox" in path.parts:
+                continue
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.ClassDef):
+                    where.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}

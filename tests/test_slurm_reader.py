@@ -32,7 +32,7 @@ async def test_the_version_is_found_newest_first_then_kept(
     await simulator.admin("POST", "slurm", {"cluster": "cpu01", "release": "25.05"})
     store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path}/bot.db")
     await store.migrate()
-    reader = SlurmReader(client, book=store)
+    reader = SlurmReader(vertex=client, book=store)
     await reader.jobs(CPU01)
     assert _paths(await simulator.requests(path=":callSlurmRestApi")) == [
         "/slurm/v0.0.45/jobs/",  # slurmrestd's text 404: 25.05 ships v0.0.40 to v0.0.43
@@ -40,7 +40,7 @@ async def test_the_version_is_found_newest_first_then_kept(
         "/slurm/v0.0.43/jobs/",
     ]
     assert await store.slurm_versions() == {CPU01: "v0.0.43"}
-    again = SlurmReader(client, book=store)  # another replica, or the next sweep --once
+    again = SlurmReader(vertex=client, book=store)  # another replica, or the next sweep --once
     await again.nodes(CPU01)
     assert _paths(await simulator.requests(path=":callSlurmRestApi"))[-1:] == [
         "/slurm/v0.0.43/nodes/"
@@ -52,7 +52,7 @@ async def test_the_version_is_found_newest_first_then_kept(
 async def test_an_upgraded_cluster_is_found_again(
     client: VertexClient, simulator: Simulator
 ) -> None:
-    reader = SlurmReader(client)
+    reader = SlurmReader(vertex=client)
     reader.known[CPU01] = "v0.0.40"
     await simulator.admin("POST", "slurm", {"cluster": "cpu01", "release": "25.11"})
     await reader.jobs(CPU01)
@@ -62,7 +62,7 @@ async def test_an_upgraded_cluster_is_found_again(
 async def test_a_pinned_version_is_the_only_one_asked(
     client: VertexClient, simulator: Simulator
 ) -> None:
-    reader = SlurmReader(client, pinned="v0.0.42")
+    reader = SlurmReader(vertex=client, pinned="v0.0.42")
     await reader.jobs(CPU01)
     assert _paths(await simulator.requests(path=":callSlurmRestApi")) == ["/slurm/v0.0.42/jobs/"]
     await simulator.admin("POST", "slurm", {"cluster": "cpu01", "release": "26.05"})
@@ -75,7 +75,7 @@ async def test_a_pinned_version_is_the_only_one_asked(
 async def test_no_served_version_is_explained(client: VertexClient, simulator: Simulator) -> None:
     await simulator.admin("POST", "slurm", {"cluster": "cpu01", "versions": ["v0.0.39"]})
     with pytest.raises(SlurmUnreadableError) as caught:
-        await SlurmReader(client).jobs(CPU01)
+        await SlurmReader(vertex=client).jobs(CPU01)
     assert "CLUSTERBOT_SLURM_API_VERSION" in caught.value.reason
     assert len(await simulator.requests(path=":callSlurmRestApi")) == len(READABLE_VERSIONS)
 
@@ -85,7 +85,7 @@ async def test_unreachable_slurm_gives_up_within_the_short_deadline(
 ) -> None:
     await simulator.admin("POST", "slurm", {"cluster": "cpu01", "down": True})
     with pytest.raises(SlurmUnreadableError) as caught:
-        await SlurmReader(client, deadline=10.0).jobs(CPU01)
+        await SlurmReader(vertex=client, deadline=10.0).jobs(CPU01)
     assert "Slurm could not be reached" in caught.value.reason
     assert "UNAVAILABLE" in caught.value.reason
     assert sum(sleeps.waits) <= 10.0  # not the 120 s a read may otherwise retry for
@@ -96,7 +96,7 @@ async def test_hidden_jobs_still_show_as_allocated_nodes(
 ) -> None:
     simulator.state.set_jobs("cpu01", {"jobs": [{"user_name": "bob", "node_count": 2}]})
     await simulator.admin("POST", "slurm", {"cluster": "cpu01", "private_jobs": True})
-    reader = SlurmReader(client)
+    reader = SlurmReader(vertex=client)
     assert await reader.jobs(CPU01) == []  # PrivateData hides them
     census = node_census(await reader.nodes(CPU01))
     assert (census.working, census.total) == (2, 4)
@@ -162,7 +162,7 @@ async def test_held_and_future_jobs_are_served_as_slurm_lists_them(
             ]
         },
     )
-    jobs = await SlurmReader(client).jobs(CPU01)
+    jobs = await SlurmReader(vertex=client).jobs(CPU01)
     assert [(j.reason, j.hold, j.priority) for j in jobs[:2]] == [
         ("JobHeldUser", True, 0),
         ("JobHeldUser", True, 0),
@@ -192,7 +192,7 @@ async def test_node_states_are_set_per_node(client: VertexClient, simulator: Sim
         },
     )
     simulator.state.set_jobs("cpu01", {"jobs": [{"node_count": 1}]})
-    nodes = {n.name: n for n in await SlurmReader(client).nodes(CPU01)}
+    nodes = {n.name: n for n in await SlurmReader(vertex=client).nodes(CPU01)}
     assert nodes["cpu01-cpu-0"].states == {"IDLE", "DRAIN"}
     assert nodes["cpu01-cpu-0"].reason == "ECC memory error"
     assert nodes["cpu01-cpu-2"].states == {"ALLOCATED"}  # the job went to a usable node

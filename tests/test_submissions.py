@@ -28,14 +28,14 @@ class Clock:
 
 async def test_a_cut_off_submission_is_told_of_once_by_whoever_finishes_it() -> None:
     store, messenger, clock = MemoryStore(), FakeMessenger(), Clock()
-    one = Intake(store, store, messenger, clock, "one")
+    one = Intake(store=store, requests=store, messenger=messenger, clock=clock, owner="one")
     lost = await one.receive("V1:h", "U0ALICE", "C1", "delete form")
     assert lost is not None
     assert await one.receive("V1:h", "U0ALICE", "C1", "delete form") is None  # a replay
     made = await one.receive("V2:h", "U1", "C1", "resize form")
     assert made is not None
     await store.add_request(a_request("r1"))  # U1's request, made after the submission
-    another = Intake(store, store, messenger, clock, "two")
+    another = Intake(store=store, requests=store, messenger=messenger, clock=clock, owner="two")
     assert await another.recover() == 0  # one's are its work in hand, for a while
     clock.now += 61
     assert await another.recover() == 2  # left past the minute: anyone finishes them

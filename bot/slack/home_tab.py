@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 class HomeTab:
     def __init__(
         self,
+        *,
         client: AsyncWebClient,
         home: Home,
         roles: RoleSource,

@@ -71,6 +71,7 @@ log = logging.getLogger(__name__)
 class Modals:
     def __init__(
         self,
+        *,
         app: AsyncApp,
         client: AsyncWebClient,
         dispatcher: Dispatcher,

@@ -267,7 +267,7 @@ class RuntimeSpec(ApiModel):
     service_account: str | None = None
 
 
-class Status(ApiModel):
+class RpcStatus(ApiModel):
     """google.rpc.Status: a numeric code, a developer-facing message, typed details."""
 
     code: int = 0
@@ -297,7 +297,7 @@ class NodeStatus(ApiModel):
 class ClusterStatus(ApiModel):
     state: ClusterState | str | None = open_enum()
     detail: str | None = None
-    error: Status | None = None
+    error: RpcStatus | None = None
     nodes_status: list[NodeStatus] | None = None  # one entry per node that exists
 
 

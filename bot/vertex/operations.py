@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.vertex.models import ApiModel, Status
+from bot.vertex.models import ApiModel, RpcStatus
 
 
 class Operation(ApiModel):
@@ -16,7 +16,7 @@ class Operation(ApiModel):
     metadata: dict[str, Any] | None = None
     done: bool = False
     response: dict[str, Any] | None = None
-    error: Status | None = None
+    error: RpcStatus | None = None
 
     @property
     def progress_message(self) -> str | None:

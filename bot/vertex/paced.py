@@ -56,7 +56,7 @@ class SlurmAnswer:
     problem: str = ""
 
 
-class Pacer:
+class LoopTurns:
     """Gives the event loop back once ``BUDGET`` of work has been done since the last turn."""
 
     def __init__(self, budget: float = BUDGET) -> None:
@@ -102,7 +102,7 @@ class Pieces:
     """Text that arrives a piece at a time, read through a buffer that keeps only what has
     not been read yet."""
 
-    def __init__(self, source: AsyncIterator[str], pacer: Pacer) -> None:
+    def __init__(self, source: AsyncIterator[str], pacer: LoopTurns) -> None:
         self.source = source
         self.pacer = pacer
         self.text = ""
@@ -305,7 +305,7 @@ async def _head(source: AsyncIterator[str], head: list[str]) -> AsyncIterator[st
 
 async def read_slurm_stream(chunks: AsyncIterator[bytes], lists: dict[str, Keep]) -> SlurmAnswer:
     """A long ``:callSlurmRestApi`` reply (a big queue) read as its bytes arrive."""
-    pacer = Pacer()
+    pacer = LoopTurns()
     members: dict[str, Any] = {}
     head: list[str] = []
     body = _head(_body(Pieces(_text(chunks), pacer), members), head)

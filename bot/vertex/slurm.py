@@ -199,6 +199,7 @@ class SlurmReader:
 
     def __init__(
         self,
+        *,
         vertex: VertexClient,
         pinned: str | None = None,
         deadline: float = SWEEP_DEADLINE,
