@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypedDict
 
 from handlers.plans import ChangePlan, PlanKind
 
@@ -204,3 +205,58 @@ class Submission:
     received_at: float
     owner: str  # the replica taking it
     made: bool = False  # its request was made (kept a while, so a replay makes nothing)
+
+
+# What the stores may change of a stored row, by name and type: a misspelt or mistyped change
+# is a type error where it is asked for, not a column SQL never heard of at run time.
+
+
+class RequestChanges(TypedDict, total=False):
+    """A request's fields that change once it is stored (never its plan, or who asked)."""
+
+    card_ts: str | None
+    decided_by: str | None
+    decided_at: float | None
+    operation: str | None
+    outcome: str | None
+    finished_at: float | None
+    owner: str | None
+    lease_until: float
+    progress_ts: str | None
+    executing_at: float | None
+    mention_ts: str | None
+
+
+class Decision(TypedDict, total=False):
+    """Who decided a request, and when, for an end that is a decision (reject, expire)."""
+
+    decided_by: str | None
+    decided_at: float | None
+
+
+class OperationChanges(TypedDict, total=False):
+    """A tracked operation's fields that change while it is followed."""
+
+    thread_ts: str | None
+    next_poll_at: float
+    interval: float
+    progress: str | None
+    shown_progress: str | None
+    progress_ts: str | None
+    last_edit_at: float
+    done: bool
+    error: str | None
+    final: Final | None
+    owner: str | None
+    lease_until: float
+    done_at: float | None
+
+
+class ReleaseChanges(TypedDict, total=False):
+    """A release's fields that change as it waits and acts."""
+
+    channel: str | None
+    thread_ts: str | None
+    drained_at: float | None
+    request_id: str | None
+    outcome: str | None

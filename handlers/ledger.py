@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from handlers.approval_card import (
     ENDED_WORDS,
@@ -18,7 +18,7 @@ from handlers.approval_card import (
     request_card,
     thread_reply,
 )
-from handlers.entities import ApprovalRequest, AuditEntry, RequestState
+from handlers.entities import ApprovalRequest, AuditEntry, Decision, RequestState
 from handlers.messenger import Messenger, MessengerError, tell_not_posted
 from handlers.ports import Clock, RequestStore
 from handlers.replies import SLACK_USER, Line
@@ -132,7 +132,8 @@ class RequestLedger:
         actor: str,
         outcome: str | None = None,
         action: str | None = None,
-        **changes: Any,
+        held_by: str | None = None,
+        **decision: Unpack[Decision],
     ) -> bool:
         """End a request: one conditional transition, then the audit entry, the card, the
         thread message and the listeners. A request already in ``state`` (this end was begun
@@ -142,9 +143,10 @@ class RequestLedger:
             request.id,
             from_states,
             state,
+            held_by=held_by,
             outcome=outcome,
             finished_at=self.clock(),
-            **changes,
+            **decision,
         )
         fresh = await self.store.get_request(request.id)
         if fresh is None or fresh.state != state:

@@ -8,7 +8,7 @@ else comes in through these ports, built once in the composition root (``bot/app
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, Unpack
 
 from bot.vertex.facts import ClusterFacts
 from bot.vertex.models import Cluster
@@ -18,8 +18,11 @@ from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
     KeptSpec,
+    OperationChanges,
     Release,
+    ReleaseChanges,
     ReleaseState,
+    RequestChanges,
     RequestState,
     Submission,
     TrackedOperation,
@@ -134,9 +137,13 @@ class ReleaseStore(Protocol):
     async def add_release(self, release: Release) -> None: ...
     async def open_releases(self) -> list[Release]: ...
     async def move_release(
-        self, release_id: str, before: ReleaseState, after: ReleaseState, **changes: Any
+        self,
+        release_id: str,
+        before: ReleaseState,
+        after: ReleaseState,
+        **changes: Unpack[ReleaseChanges],
     ) -> bool: ...
-    async def update_release(self, release_id: str, **changes: Any) -> None: ...
+    async def update_release(self, release_id: str, **changes: Unpack[ReleaseChanges]) -> None: ...
 
 
 class SubmissionStore(Protocol):
@@ -181,9 +188,9 @@ class RequestStore(KeptSpecStore, Protocol):
         to_state: RequestState,
         *,
         held_by: str | None = None,
-        **changes: Any,
+        **changes: Unpack[RequestChanges],
     ) -> bool: ...
-    async def update_request(self, request_id: str, **changes: Any) -> None: ...
+    async def update_request(self, request_id: str, **changes: Unpack[RequestChanges]) -> None: ...
     async def expired_requests(self, now: float) -> list[ApprovalRequest]: ...
     async def stale_drafts(self, before: float) -> list[ApprovalRequest]: ...
     async def requests_in(self, states: Sequence[str]) -> list[ApprovalRequest]: ...
@@ -220,9 +227,9 @@ class OperationStore(Protocol):
         """Lease to ``owner`` at most ``limit`` of the operations due, longest due first."""
         ...
 
-    async def update_operation(self, name: str, **changes: Any) -> None: ...
-    async def update_operations(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None: ...
-    async def claim_final(self, name: str, **changes: Any) -> bool: ...
+    async def update_operation(self, name: str, **changes: Unpack[OperationChanges]) -> None: ...
+    async def update_operations(self, items: Sequence[tuple[str, OperationChanges]]) -> None: ...
+    async def claim_final(self, name: str, **changes: Unpack[OperationChanges]) -> bool: ...
 
 
 class LeaseStore(Protocol):

@@ -15,12 +15,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Any
+from typing import Unpack
 
 from bot.vertex.errors import NotFoundError, VertexError, error_from_status
 from bot.vertex.models import ClusterState
 from handlers.approval_card import thread_reply
-from handlers.entities import Final, OperationKind, RequestState, TrackedOperation
+from handlers.entities import (
+    Final,
+    OperationChanges,
+    OperationKind,
+    RequestState,
+    TrackedOperation,
+)
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
 from handlers.plans import PlanKind, applied, wanted
@@ -90,7 +96,7 @@ class Tracker:
         self.patience = patience
         # polls that outlived their tick, and the operation each polls
         self.lingering: dict[asyncio.Future[None], str] = {}
-        self._deferred: dict[str, dict[str, Any]] | None = None
+        self._deferred: dict[str, OperationChanges] | None = None
         self.ended = 0  # final messages posted by this replica (a count to notice change by)
 
     async def poll_due(self) -> int:
@@ -141,10 +147,10 @@ class Tracker:
             for poll in left:
                 poll.cancel()
 
-    async def _save(self, name: str, **changes: Any) -> None:
+    async def _save(self, name: str, **changes: Unpack[OperationChanges]) -> None:
         """Save an operation's changes now, or with the tick's batch when one is open."""
         if self._deferred is not None:
-            self._deferred.setdefault(name, {}).update(changes)
+            self._deferred.setdefault(name, OperationChanges()).update(changes)
         else:
             await self.store.update_operation(name, **changes)
 
@@ -240,14 +246,14 @@ class Tracker:
         now = self.clock()
         interval = next_interval(operation.interval)
         next_poll = now + spread(interval)
-        changes: dict[str, object] = {"progress": text, "interval": interval, "owner": None}
+        changes = OperationChanges(progress=text, interval=interval, owner=None)
         if text != operation.shown_progress:
             wait = operation.last_edit_at + EDIT_EVERY - now
             if wait <= 0:
                 await self._show(operation, text, now)
-                changes.update(
-                    shown_progress=text, progress_ts=operation.progress_ts, last_edit_at=now
-                )
+                changes["shown_progress"] = text
+                changes["progress_ts"] = operation.progress_ts
+                changes["last_edit_at"] = now
             else:
                 next_poll = min(next_poll, now + wait)  # show it as soon as edits are allowed
         changes["next_poll_at"] = next_poll

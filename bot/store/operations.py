@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, fields
-from typing import Any
+from typing import Any, Unpack
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
-from handlers.entities import Final, OperationKind, TrackedOperation
+from handlers.entities import Final, OperationChanges, OperationKind, TrackedOperation
 
 _OPERATION_FIELDS = [f.name for f in fields(TrackedOperation)]
 
@@ -113,13 +113,13 @@ class OperationRows:
             claimed = [_operation(r) for r in rows]
         return sorted(claimed, key=lambda o: o.next_poll_at)
 
-    async def update_operation(self, name: str, **changes: Any) -> None:
+    async def update_operation(self, name: str, **changes: Unpack[OperationChanges]) -> None:
         async with self.engine.begin() as connection:
             await connection.execute(
                 schema.operations.update().where(schema.operations.c.name == name).values(**changes)
             )
 
-    async def update_operations(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    async def update_operations(self, items: Sequence[tuple[str, OperationChanges]]) -> None:
         """Many operations' changes in one transaction (a tracker tick's polls): one
         statement per set of changed columns, run for all its rows at once (executemany)."""
         table = schema.operations
@@ -138,7 +138,7 @@ class OperationRows:
                 )
                 await connection.execute(statement, rows)
 
-    async def claim_final(self, name: str, **changes: Any) -> bool:
+    async def claim_final(self, name: str, **changes: Unpack[OperationChanges]) -> bool:
         """Take the right to post an operation's final message; True for exactly one caller."""
         table = schema.operations
         async with self.engine.begin() as connection:

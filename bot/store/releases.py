@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, fields
-from typing import Any
+from typing import Any, Unpack
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
-from handlers.entities import Release, ReleaseState
+from handlers.entities import Release, ReleaseChanges, ReleaseState
 
 _FIELDS = [f.name for f in fields(Release)]
 
@@ -37,7 +37,11 @@ class ReleaseRows:
             return [_release(row) for row in await connection.execute(query)]
 
     async def move_release(
-        self, release_id: str, before: ReleaseState, after: ReleaseState, **changes: Any
+        self,
+        release_id: str,
+        before: ReleaseState,
+        after: ReleaseState,
+        **changes: Unpack[ReleaseChanges],
     ) -> bool:
         """``before`` -> ``after`` with ``changes``; False when another replica moved it."""
         table = schema.releases
@@ -49,7 +53,7 @@ class ReleaseRows:
             )
         return bool(result.rowcount)
 
-    async def update_release(self, release_id: str, **changes: Any) -> None:
+    async def update_release(self, release_id: str, **changes: Unpack[ReleaseChanges]) -> None:
         table = schema.releases
         async with self.engine.begin() as connection:
             await connection.execute(

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import urlparse
 
 import sqlalchemy as sa
@@ -30,6 +30,7 @@ from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
     Origin,
+    RequestChanges,
     RequestState,
     TrackedOperation,
 )
@@ -150,7 +151,7 @@ class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows, S
         to_state: RequestState,
         *,
         held_by: str | None = None,
-        **changes: Any,
+        **changes: Unpack[RequestChanges],
     ) -> bool:
         """Move a request between states atomically; True only for the caller that moved it.
 
@@ -166,7 +167,7 @@ class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows, S
             )
         return bool(result.rowcount == 1)
 
-    async def update_request(self, request_id: str, **changes: Any) -> None:
+    async def update_request(self, request_id: str, **changes: Unpack[RequestChanges]) -> None:
         async with self.engine.begin() as connection:
             await connection.execute(
                 schema.requests.update().where(schema.requests.c.id == request_id).values(**changes)

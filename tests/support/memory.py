@@ -12,7 +12,7 @@ import copy
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Unpack
 
 from bot.vertex.errors import NotFoundError, SlurmUnreadableError
 from bot.vertex.models import Cluster, ClusterState
@@ -24,6 +24,8 @@ from handlers.entities import (
     AuditEntry,
     Final,
     KeptSpec,
+    OperationChanges,
+    RequestChanges,
     RequestState,
     Submission,
     TrackedOperation,
@@ -115,7 +117,7 @@ class MemoryStore:
         to_state: RequestState,
         *,
         held_by: str | None = None,
-        **changes: Any,
+        **changes: Unpack[RequestChanges],
     ) -> bool:
         request = self.requests.get(request_id)
         if request is None or request.state not in from_states:
@@ -125,7 +127,7 @@ class MemoryStore:
         self.requests[request_id] = replace(request, state=to_state, **changes)
         return True
 
-    async def update_request(self, request_id: str, **changes: Any) -> None:
+    async def update_request(self, request_id: str, **changes: Unpack[RequestChanges]) -> None:
         if request_id in self.requests:
             self.requests[request_id] = replace(self.requests[request_id], **changes)
 
@@ -228,15 +230,15 @@ class MemoryStore:
             claimed.append(copy.deepcopy(operation))
         return claimed
 
-    async def update_operation(self, name: str, **changes: Any) -> None:
+    async def update_operation(self, name: str, **changes: Unpack[OperationChanges]) -> None:
         if name in self.operations:
             self.operations[name] = replace(self.operations[name], **changes)
 
-    async def update_operations(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    async def update_operations(self, items: Sequence[tuple[str, OperationChanges]]) -> None:
         for name, changes in items:
             await self.update_operation(name, **changes)
 
-    async def claim_final(self, name: str, **changes: Any) -> bool:
+    async def claim_final(self, name: str, **changes: Unpack[OperationChanges]) -> bool:
         operation = self.operations.get(name)
         if operation is None or operation.final is not None:
             return False
