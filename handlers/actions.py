@@ -8,7 +8,6 @@ On the wire an action is a platform's action id and a short value (Slack: ``acti
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -167,7 +166,7 @@ class AuditPage:
         return f"{before}|{self.cluster or ''}|{self.by or ''}|{self.since or ''}"
 
 
-def _audit_page(value: str, csv: bool = False) -> AuditPage:
+def audit_page(value: str, csv: bool = False) -> AuditPage:
     try:
         before, cluster, by, since = value.split("|")
         return AuditPage(
@@ -201,42 +200,14 @@ Action = (
 )
 
 
-def _snooze(value: str) -> Snooze:
+def snooze(value: str) -> Snooze:
     seconds, _, cluster = value.partition("|")
     if not seconds.isdigit() or not cluster:
         raise ActionError("That snooze choice is not one clusterbot offers.")
     return Snooze(cluster, int(seconds))
 
 
-def _needs(value: str) -> str:
+def needs(value: str) -> str:
     if not value:
         raise ActionError("The button carried nothing to act on.")
     return value
-
-
-DECODERS: dict[ActionId, Callable[[str], Action]] = {
-    ActionId.APPROVE: lambda v: Decide(_needs(v), approve=True),
-    ActionId.REJECT: lambda v: Decide(_needs(v), approve=False),
-    ActionId.WITHDRAW: lambda v: Withdraw(_needs(v)),
-    ActionId.SCALE_TO_ZERO: lambda v: Remedy(_needs(v)),
-    ActionId.DELETE: lambda v: Remedy(_needs(v), delete=True),
-    ActionId.SNOOZE: _snooze,
-    ActionId.UNSNOOZE: lambda v: Unsnooze(_needs(v)),
-    ActionId.KEEP: lambda v: Keep(_needs(v)),
-    ActionId.UNKEEP: lambda v: Keep(_needs(v), keep=False),
-    ActionId.SWEEP_NOW: lambda v: SweepNow(),
-    ActionId.RESTORE: lambda v: RestoreClicked(_needs(v)),
-    ActionId.AUDIT_PAGE: _audit_page,
-    ActionId.AUDIT_CSV: lambda v: _audit_page(v, csv=True),
-    ActionId.OPEN_RESIZE_FORM: lambda v: OpenForm("resize"),
-    ActionId.OPEN_DELETE_FORM: lambda v: OpenForm("delete"),
-}
-
-
-def decode(action_id: str, value: str) -> Action:
-    """The action a click asks for; ``ActionError`` for anything this bot never offered."""
-    try:
-        known = ActionId(action_id)
-    except ValueError:
-        raise ActionError(f"clusterbot offers no action {action_id[:40]!r}") from None
-    return DECODERS[known](value)

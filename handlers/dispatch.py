@@ -10,23 +10,9 @@ from enum import StrEnum
 from typing import Any
 
 from bot.vertex.errors import VertexError
-from handlers.actions import (
-    Action,
-    ActionError,
-    AuditPage,
-    Decide,
-    Keep,
-    OpenForm,
-    Remedy,
-    RestoreClicked,
-    Snooze,
-    SweepNow,
-    Unsnooze,
-    Withdraw,
-    decode,
-)
+from handlers.actions import ActionError
 from handlers.approvals import Approvals
-from handlers.audit_view import Audit
+from handlers.clicks import Clicked, ClickServices, ClickTable
 from handlers.clusters import error_text
 from handlers.commands import BY_NAME, Caller, Subcommand, lookup
 from handlers.grammar import USAGE, CommandError
@@ -34,22 +20,7 @@ from handlers.idle_clicks import IdleClicks
 from handlers.policy import Policy, Role
 from handlers.ports import RoleSource
 from handlers.replies import ChannelRef, Line, Reply, error_reply, joined, notice
-from handlers.reports import NO_IDLE, Reports
-
-# The least role each kind of click needs; finer rules (self-approval, who approves deletes,
-# only the requester withdraws) are the approval flow's.
-ACTION_ROLES: dict[type, tuple[Role, str]] = {
-    Decide: (Role.VIEWER, "Deciding requests"),
-    Withdraw: (Role.VIEWER, "Withdrawing a request"),
-    Remedy: (Role.OPERATOR, "Acting on idle alerts"),
-    Snooze: (Role.OPERATOR, "Acting on idle alerts"),
-    Unsnooze: (Role.OPERATOR, "Acting on idle alerts"),
-    Keep: (Role.OPERATOR, "Acting on idle alerts"),
-    SweepNow: (Role.VIEWER, "Sweeping"),
-    RestoreClicked: (Role.OPERATOR, "Restoring a deleted cluster"),
-    OpenForm: (Role.VIEWER, "Opening a form"),
-    AuditPage: (Role.VIEWER, "Reading the audit log"),
-}
+from handlers.reports import Reports
 
 
 class Outcome(StrEnum):
@@ -94,6 +65,7 @@ class Dispatcher:
         self.policy = policy
         self.roles = roles
         self.clicks = clicks
+        self.clicks_table = ClickTable()  # refuses a collision, or an id left unanswered
 
     async def command(self, user: str, channel: str, text: str) -> Answer:
         """The one answer to ``/cluster TEXT``."""
@@ -185,19 +157,18 @@ class Dispatcher:
     ) -> Answer:
         """The answer to a button or menu click, shown to the clicker alone."""
         try:
-            action = decode(action_id, value)
+            found, action = self.clicks_table.read(action_id, value)
         except ActionError as error:
             return Answer(notice("Not understood", str(error)), action_id, Outcome.BAD_INPUT)
         role = await self.roles.of(user)
-        needed, doing = ACTION_ROLES[type(action)]
-        if role < needed:
-            refusal = f"{doing} needs the {needed.label} role; you are {role.label}."
+        if role < found.role:
+            refusal = f"{found.doing} needs the {found.role.label} role; you are {role.label}."
             return Answer(
                 notice("Not allowed", refusal), action_id, Outcome.DENIED, replace_original=False
             )
-        if isinstance(action, Remedy | Snooze | Unsnooze | Keep):
+        if found.names_cluster:
             try:  # a button names its cluster in its value: the boundary holds for it too
-                self.core.approvals.directory.confine(action.cluster)
+                self.core.approvals.directory.confine(getattr(action, "cluster", ""))
             except CommandError as error:
                 return Answer(
                     notice("Not allowed", error.reason),
@@ -205,38 +176,6 @@ class Dispatcher:
                     Outcome.DENIED,
                     replace_original=False,
                 )
-        reply = await self._act(action, user, role, card_ts, channel)
-        # a new report or page takes the place of the one clicked
-        in_place = isinstance(action, SweepNow) or (
-            isinstance(action, AuditPage) and not action.csv
-        )
-        return Answer(reply, action_id, replace_original=in_place)
-
-    async def _act(
-        self, action: Action, user: str, role: Role, card_ts: str | None, channel: str | None
-    ) -> Reply | None:
-        approvals = self.core.approvals
-        if isinstance(action, Decide):
-            return await approvals.decide(user, role, action.request_id, action.approve, card_ts)
-        if isinstance(action, Withdraw):
-            return await approvals.withdraw(user, action.request_id, card_ts)
-        if isinstance(action, SweepNow):
-            return await self.core.reports.sweep_now()
-        if isinstance(action, AuditPage):
-            query = Audit(action.cluster, action.by, action.since, action.before)
-            if action.csv:
-                return await self.core.reports.audit_csv(query, channel or "", user)
-            return await self.core.reports.audit(query)
-        if isinstance(action, RestoreClicked):
-            return await approvals.restore_clicked(user, action.request_id)
-        if isinstance(action, OpenForm):  # where forms cannot open, the command does it
-            return notice("Form", f"Type /cluster {action.kind} with its words instead.")
-        if self.clicks is None:
-            return notice("Idle report", NO_IDLE)
-        if isinstance(action, Remedy):
-            return await self.clicks.remedy(user, role, action)
-        if isinstance(action, Snooze):
-            return await self.clicks.snooze(user, action)
-        if isinstance(action, Unsnooze):
-            return await self.clicks.unsnooze(user, action)
-        return await self.clicks.keep(user, action)
+        services = ClickServices(self.core.approvals, self.core.reports, self.clicks)
+        reply = await found.run(services, Clicked(action, user, role, card_ts, channel))
+        return Answer(reply, action_id, replace_original=found.in_place(action))

@@ -1,0 +1,212 @@
+"""Every click a person can make, each declared once: the action ids it answers and how its
+value is read back, the role it needs (and what it is called when refused), whether its value
+names a cluster (``CLUSTERBOT_TARGETS`` holds for it), whether its answer takes the clicked
+message's place, and what it does.
+
+The dispatcher's role checks and metrics, and the platform's listeners, all come from this
+table; building it refuses two clicks that answer one action id, and an id no click answers.
+A new button is its typed action (``handlers.actions``) and one ``Click`` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from handlers.actions import (
+    Action,
+    ActionError,
+    ActionId,
+    AuditPage,
+    Decide,
+    Keep,
+    OpenForm,
+    Remedy,
+    RestoreClicked,
+    SweepNow,
+    Unsnooze,
+    Withdraw,
+    audit_page,
+    needs,
+    snooze,
+)
+from handlers.audit_view import Audit
+from handlers.policy import Role
+from handlers.replies import Reply, notice
+from handlers.reports import NO_IDLE, Reports
+
+if TYPE_CHECKING:
+    from handlers.approvals import Approvals
+    from handlers.idle_clicks import IdleClicks
+
+A = TypeVar("A")
+
+
+@dataclass(frozen=True)
+class Clicked(Generic[A]):
+    """A click as read: the action, and who made it where."""
+
+    action: A
+    user: str
+    role: Role
+    card_ts: str | None
+    channel: str | None
+
+
+@dataclass(frozen=True)
+class ClickServices:
+    """What clicks act through."""
+
+    approvals: Approvals
+    reports: Reports
+    idle: IdleClicks | None
+
+
+Run = Callable[[ClickServices, Clicked[Any]], Awaitable[Reply | None]]
+
+
+@dataclass(frozen=True)
+class Click:
+    ids: tuple[ActionId, ...]
+    read: Callable[[ActionId, str], Action]
+    role: Role
+    doing: str  # "Deciding requests needs the viewer role; you are ..."
+    run: Run
+    names_cluster: bool = False  # its value names a cluster: the targets' boundary holds
+    in_place: Callable[[Any], bool] = lambda _action: False  # its answer replaces the message
+
+
+def click(
+    ids: tuple[ActionId, ...],
+    read: Callable[[ActionId, str], A],
+    role: Role,
+    doing: str,
+    run: Callable[[ClickServices, Clicked[A]], Awaitable[Reply | None]],
+    *,
+    names_cluster: bool = False,
+    in_place: Callable[[A], bool] = lambda _action: False,
+) -> Click:
+    """One click, its ``run`` and ``in_place`` checked against the action ``read`` makes."""
+    return Click(ids, read, role, doing, run, names_cluster, in_place)  # type: ignore[arg-type]
+
+
+async def _no_idle() -> Reply:
+    return notice("Idle report", NO_IDLE)
+
+
+CLICKS: tuple[Click, ...] = (
+    click(
+        (ActionId.APPROVE, ActionId.REJECT),
+        lambda i, v: Decide(needs(v), approve=i == ActionId.APPROVE),
+        Role.VIEWER,  # approvers only: the approval flow's rule
+        "Deciding requests",
+        lambda s, c: s.approvals.decide(
+            c.user, c.role, c.action.request_id, c.action.approve, c.card_ts
+        ),
+    ),
+    click(
+        (ActionId.WITHDRAW,),
+        lambda i, v: Withdraw(needs(v)),
+        Role.VIEWER,  # the requester only: the approval flow's rule
+        "Withdrawing a request",
+        lambda s, c: s.approvals.withdraw(c.user, c.action.request_id, c.card_ts),
+    ),
+    click(
+        (ActionId.SCALE_TO_ZERO, ActionId.DELETE),
+        lambda i, v: Remedy(needs(v), delete=i == ActionId.DELETE),
+        Role.OPERATOR,
+        "Acting on idle alerts",
+        lambda s, c: _no_idle() if s.idle is None else s.idle.remedy(c.user, c.role, c.action),
+        names_cluster=True,
+    ),
+    click(
+        (ActionId.SNOOZE,),
+        lambda i, v: snooze(v),
+        Role.OPERATOR,
+        "Acting on idle alerts",
+        lambda s, c: _no_idle() if s.idle is None else s.idle.snooze(c.user, c.action),
+        names_cluster=True,
+    ),
+    click(
+        (ActionId.UNSNOOZE,),
+        lambda i, v: Unsnooze(needs(v)),
+        Role.OPERATOR,
+        "Acting on idle alerts",
+        lambda s, c: _no_idle() if s.idle is None else s.idle.unsnooze(c.user, c.action),
+        names_cluster=True,
+    ),
+    click(
+        (ActionId.KEEP, ActionId.UNKEEP),
+        lambda i, v: Keep(needs(v), keep=i == ActionId.KEEP),
+        Role.OPERATOR,
+        "Acting on idle alerts",
+        lambda s, c: _no_idle() if s.idle is None else s.idle.keep(c.user, c.action),
+        names_cluster=True,
+    ),
+    click(
+        (ActionId.SWEEP_NOW,),
+        lambda i, v: SweepNow(),
+        Role.VIEWER,
+        "Sweeping",
+        lambda s, c: s.reports.sweep_now(),
+        in_place=lambda _a: True,  # a new report takes the place of the one clicked
+    ),
+    click(
+        (ActionId.RESTORE,),
+        lambda i, v: RestoreClicked(needs(v)),
+        Role.OPERATOR,
+        "Restoring a deleted cluster",
+        lambda s, c: s.approvals.restore_clicked(c.user, c.action.request_id),
+    ),
+    click(
+        (ActionId.OPEN_RESIZE_FORM, ActionId.OPEN_DELETE_FORM),
+        lambda i, v: OpenForm(i.removeprefix("open_form_")),
+        Role.VIEWER,
+        "Opening a form",
+        # where forms cannot open (the platform opens them on the click), the command does
+        lambda s, c: _typed(f"Type /cluster {c.action.kind} with its words instead."),
+    ),
+    click(
+        (ActionId.AUDIT_PAGE, ActionId.AUDIT_CSV),
+        lambda i, v: audit_page(v, csv=i == ActionId.AUDIT_CSV),
+        Role.VIEWER,
+        "Reading the audit log",
+        lambda s, c: _audit(s, c),
+        in_place=lambda a: not a.csv,  # the next page takes the place of the one clicked
+    ),
+)
+
+
+async def _typed(text: str) -> Reply:
+    return notice("Form", text)
+
+
+async def _audit(services: ClickServices, clicked: Clicked[AuditPage]) -> Reply | None:
+    page = clicked.action
+    query = Audit(page.cluster, page.by, page.since, page.before)
+    if page.csv:
+        return await services.reports.audit_csv(query, clicked.channel or "", clicked.user)
+    return await services.reports.audit(query)
+
+
+class ClickTable:
+    """The clicks by action id; built once, refusing a collision or an id left unanswered."""
+
+    def __init__(self, clicks: Sequence[Click] = CLICKS) -> None:
+        self.by_id: dict[str, Click] = {}
+        for click in clicks:
+            for action_id in click.ids:
+                if action_id in self.by_id:
+                    raise ValueError(f"two clicks answer the action id {action_id}")
+                self.by_id[action_id] = click
+        unanswered = sorted(set(ActionId) - set(self.by_id))
+        if unanswered:
+            raise ValueError(f"no click answers {', '.join(unanswered)}")
+
+    def read(self, action_id: str, value: str) -> tuple[Click, Action]:
+        """The click and its action; ``ActionError`` for anything this bot never offered."""
+        click = self.by_id.get(action_id)
+        if click is None:
+            raise ActionError(f"clusterbot offers no action {action_id[:40]!r}")
+        return click, click.read(ActionId(action_id), value)
