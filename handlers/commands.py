@@ -189,7 +189,6 @@ class CommandServices(Protocol):
 @dataclass(frozen=True)
 class Subcommand(Generic[C]):
     name: str
-    usage: str
     summary: str
     role: Role
     parse: Callable[[list[str]], C]
@@ -200,6 +199,10 @@ class Subcommand(Generic[C]):
     # answered from what is at hand (no control plane, no store, no Slack): the answer can
     # go back in the command's own HTTP response
     instant: bool = False
+
+    @property
+    def usage(self) -> str:
+        return USAGE[self.name]
 
     def needed(self, command: C) -> Role:
         return self.role if self.role_for is None else self.role_for(command)
@@ -243,7 +246,6 @@ async def _run_change(services: CommandServices, command: Resize | Delete, calle
 REGISTRY: tuple[Subcommand[Any], ...] = (
     Subcommand(
         "help",
-        "/cluster help [SUBCOMMAND]",
         "this help, or one subcommand's",
         Role.VIEWER,
         _help,
@@ -252,7 +254,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "list",
-        "/cluster list",
         "every cluster of every target, with nodes and estimated cost",
         Role.VIEWER,
         _nothing("list", ListClusters),
@@ -260,7 +261,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "show",
-        "/cluster show CLUSTER",
         "one cluster: pools, node states, partitions, Slurm settings, recent events",
         Role.VIEWER,
         _one_cluster("show", Show),
@@ -268,9 +268,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "slurm",
-        "/cluster slurm CLUSTER [set KEY=VALUE… | unset KEY… | partition add ID POOL[,POOL] | "
-        "partition remove ID | partition default ID | login-pool POOL | "
-        "prolog|epilog show N | prolog|epilog remove N | prolog|epilog move N M]",
         "the Slurm settings in full, or one script whole; change slurm.conf keys, partitions, "
         "the login pool or the prolog/epilog scripts (a second person approves)",
         Role.VIEWER,
@@ -280,7 +277,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "jobs",
-        "/cluster jobs CLUSTER [user U] [partition P] [state running|pending]",
         "Slurm's queue: running and pending jobs, why each waits, priority and fair share",
         Role.VIEWER,
         parse_jobs,
@@ -288,7 +284,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "fairshare",
-        "/cluster fairshare CLUSTER",
         "each account's and user's shares, usage and fair-share factor, like sshare",
         Role.VIEWER,
         _one_cluster("fairshare", Fairshare),
@@ -296,7 +291,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "resize",
-        "/cluster resize CLUSTER POOL N   (or MIN:MAX)",
         "ask to set a node pool's size (min and max node count); a second person approves",
         Role.OPERATOR,
         _resize,
@@ -304,7 +298,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "delete",
-        "/cluster delete CLUSTER",
         "ask to delete a cluster; an approver confirms",
         Role.OPERATOR,
         _one_cluster("delete", Delete),
@@ -312,7 +305,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "restore",
-        "/cluster restore CLUSTER [as NEW_ID]",
         "ask to create a deleted cluster again from the spec kept when it was deleted",
         Role.OPERATOR,
         _restore,
@@ -320,7 +312,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "deleted",
-        "/cluster deleted",
         "the deleted clusters clusterbot can restore, with their pools and cost",
         Role.VIEWER,
         _nothing("deleted", Deleted),
@@ -328,7 +319,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "ops",
-        "/cluster ops",
         "operations in flight, with age and progress",
         Role.VIEWER,
         _nothing("ops", Ops),
@@ -336,7 +326,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "idle",
-        "/cluster idle",
         "the idle report now",
         Role.VIEWER,
         _nothing("idle", Idle),
@@ -344,7 +333,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand(
         "audit",
-        "/cluster audit [CLUSTER] [by USER] [since 7d]",
         "who asked, approved or ended what, newest first, with Older for more",
         Role.VIEWER,
         parse_audit,
@@ -353,7 +341,6 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
 )
 BY_NAME = {entry.name: entry for entry in REGISTRY}
 ALIASES = {"-h": "help", "--help": "help", "?": "help"}
-USAGE.update({entry.name: entry.usage for entry in REGISTRY})
 SUMMARY = {entry.name: entry.summary for entry in REGISTRY}
 
 

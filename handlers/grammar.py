@@ -6,8 +6,26 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# each subcommand's usage line, filled in by the registry (``handlers.commands``)
-USAGE: dict[str, str] = {}
+# Each subcommand's usage line: the grammar of /cluster, which the registry
+# (``handlers.commands``) names its entries by and the errors quote. A test holds the two to
+# the same subcommands.
+USAGE: dict[str, str] = {
+    "help": "/cluster help [SUBCOMMAND]",
+    "list": "/cluster list",
+    "show": "/cluster show CLUSTER",
+    "slurm": "/cluster slurm CLUSTER [set KEY=VALUE… | unset KEY… | partition add ID POOL[,POOL] | "
+    "partition remove ID | partition default ID | login-pool POOL | "
+    "prolog|epilog show N | prolog|epilog remove N | prolog|epilog move N M]",
+    "jobs": "/cluster jobs CLUSTER [user U] [partition P] [state running|pending]",
+    "fairshare": "/cluster fairshare CLUSTER",
+    "resize": "/cluster resize CLUSTER POOL N   (or MIN:MAX)",
+    "delete": "/cluster delete CLUSTER",
+    "restore": "/cluster restore CLUSTER [as NEW_ID]",
+    "deleted": "/cluster deleted",
+    "ops": "/cluster ops",
+    "idle": "/cluster idle",
+    "audit": "/cluster audit [CLUSTER] [by USER] [since 7d]",
+}
 
 CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")
 CLUSTER_ID_RULE = "a lowercase letter, then up to 9 lowercase letters or digits"

@@ -167,3 +167,39 @@ def test_no_class_name_is_defined_twice() -> None:
                 if isinstance(node, ast.ClassDef):
                     where.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
     assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
+
+
+def test_the_usages_and_the_registry_name_the_same_subcommands() -> None:
+    from handlers.commands import REGISTRY
+    from handlers.grammar import USAGE
+
+    assert [entry.name for entry in REGISTRY] == list(USAGE)
+    assert all(USAGE[name].startswith(f"/cluster {name}") for name in USAGE)
+
+
+def test_no_module_fills_another_module_s_state_when_imported() -> None:
+    """``X.update(...)``, ``X.append(...)`` or ``X[k] = v`` at a module's top level on a name
+    it imported: the state would depend on what else was imported, and in what order."""
+    fills = []
+    for package in ("bot", "handlers"):
+        for path in (ROOT / package).rglob("*.py"):
+            if "sandbox" in path.parts:
+                continue
+            tree = ast.parse(path.read_text())
+            imported = {
+                alias.asname or alias.name
+                for node in tree.body
+                if isinstance(node, ast.ImportFrom)
+                for alias in node.names
+            }
+            for node in tree.body:
+                call = node.value if isinstance(node, ast.Expr) else None
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id in imported
+                    and call.func.attr in ("update", "append", "extend", "setdefault", "add")
+                ):
+                    fills.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert fills == []
