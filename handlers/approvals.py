@@ -213,12 +213,12 @@ class Approvals:
     def _unpostable(self, error: MessengerError) -> str:
         if error.not_postable:
             return (
-                f"clusterbot cannot post the approval card in this conversation (Slack said "
-                f"{error.code}): invite it with /invite @clusterbot, or ask in a channel it is "
-                "in. Nothing was requested."
+                f"clusterbot cannot post the approval card in this conversation ({error.code}): "
+                "invite it with /invite @clusterbot, or ask in a channel it is in. Nothing was "
+                "requested."
             )
         return (
-            f"Slack refused the approval card ({error.code}); nothing was requested. "
+            f"The approval card could not be posted ({error.code}); nothing was requested. "
             "Try again in a minute."
         )
 

@@ -9,30 +9,16 @@ from handlers.replies import Reply, Text
 
 log = logging.getLogger(__name__)
 
-# Slack's answers when the bot may not post where it was asked to (chat.postMessage errors):
-# a public channel it was not invited to, a private channel or DM it is not in, an archived one.
-NOT_POSTABLE = frozenset(
-    {
-        "not_in_channel",
-        "channel_not_found",
-        "is_archived",
-        "restricted_action",
-        "cannot_reply_to_message",
-    }
-)
-
 
 class MessengerError(Exception):
-    """The platform refused a message; ``code`` is its reason (``not_in_channel``, ...)."""
+    """The platform refused a message. ``code`` is its own reason, for logs and to quote;
+    ``not_postable`` says the bot may not post in that conversation at all (the platform's
+    adapter knows which of its answers mean that), as opposed to a passing failure."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, *, not_postable: bool = False) -> None:
         super().__init__(code)
         self.code = code
-
-    @property
-    def not_postable(self) -> bool:
-        """The bot cannot post in that conversation at all (as opposed to a passing failure)."""
-        return self.code in NOT_POSTABLE
+        self.not_postable = not_postable
 
 
 class Messenger(Protocol):

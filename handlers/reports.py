@@ -177,5 +177,5 @@ class Reports:
                 channel, name, text, f"Audit log, {rows} entries, asked by <@{user}>"
             )
         except MessengerError as error:
-            return notice("No file", f"Slack refused the file ({error.code}).")
+            return notice("No file", f"The file could not be shared ({error.code}).")
         return notice("Audit log shared", f"{name} ({rows} entries) is in the channel.")

@@ -203,3 +203,11 @@ def test_no_module_fills_another_module_s_state_when_imported() -> None:
                 ):
                     fills.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert fills == []
+
+
+def test_the_core_does_not_know_slack_s_error_codes() -> None:
+    """Which of a platform's answers mean "the bot may not post here" is its adapter's."""
+    from bot.slack.messenger import NOT_POSTABLE
+
+    core = "".join(path.read_text() for path in (ROOT / "handlers").rglob("*.py"))
+    assert [code for code in NOT_POSTABLE if code in core] == []

@@ -83,10 +83,25 @@ def web_client(token: str, base_url: str, budget: Budget | None = None) -> Async
     )
 
 
+# Slack's answers when the bot may not post where it was asked to (chat.postMessage errors,
+# https://api.slack.com/methods/chat.postMessage#errors): a public channel it was not invited
+# to, a private channel or DM it is not in, an archived one.
+NOT_POSTABLE = frozenset(
+    {
+        "not_in_channel",
+        "channel_not_found",
+        "is_archived",
+        "restricted_action",
+        "cannot_reply_to_message",
+    }
+)
+
+
 def _refusal(error: SlackClientError) -> MessengerError:
     if isinstance(error, SlackApiError):
         code = error.response.get("error") if error.response is not None else None
-        return MessengerError(str(code or "unknown_error"))
+        said = str(code or "unknown_error")
+        return MessengerError(said, not_postable=said in NOT_POSTABLE)
     return MessengerError("connection_failed")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from bot.slack.messenger import NOT_POSTABLE
 from handlers.messenger import MessengerError
 from handlers.replies import Reply
 
@@ -22,7 +23,7 @@ class FakeMessenger:
 
     async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
         if self.refuse:
-            raise MessengerError(self.refuse)
+            raise MessengerError(self.refuse, not_postable=self.refuse in NOT_POSTABLE)
         ts = f"{1_700_000_000 + next(self._ids)}.000100"
         self.posted.append((channel, ts, reply, thread_ts))
         return ts
@@ -35,5 +36,5 @@ class FakeMessenger:
 
     async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
         if self.refuse:
-            raise MessengerError(self.refuse)
+            raise MessengerError(self.refuse, not_postable=self.refuse in NOT_POSTABLE)
         self.files.append((channel, filename, content, comment))
