@@ -31,7 +31,7 @@ from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
 from bot.slack.modals import Modals
 from bot.store import IdleRecords, Store
 from bot.sweep_process import SweepProcess, SweepSummary, shareable
-from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
+from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SlurmReader
@@ -80,11 +80,8 @@ class ClusterbotService:
         self.redactor = Redactor(secret_values(settings))
         self.metrics = BotMetrics()
         self.store = Store.from_url(settings.database_url)
-        tokens: TokenSource
-        if settings.vertex_static_token is not None:
-            tokens = StaticToken(settings.vertex_static_token.get_secret_value())
-        else:
-            tokens = GoogleCredentialsToken()
+        static = settings.vertex_static_token
+        tokens = token_source(static.get_secret_value() if static is not None else None)
         self.vertex = VertexClient(
             tokens,
             base_url=settings.vertex_api_url,

@@ -120,11 +120,16 @@ def _configuration(
     if one_line and len(problems) == 1:
         print(f"clusterbot {command}: cannot start: {problems[0]}", file=sys.stderr)
         return None
+    say_invalid(command, problems)
+    return None
+
+
+def say_invalid(command: str, problems: Sequence[str], *, lead: str = "") -> None:
+    """Every problem on stderr, under one line that counts them."""
     count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
-    print(f"clusterbot {command}: configuration is invalid ({count}):", file=sys.stderr)
+    print(f"{lead}clusterbot {command}: configuration is invalid ({count}):", file=sys.stderr)
     for problem in problems:
         print(f"  - {problem}", file=sys.stderr)
-    return None
 
 
 def _policy_path_from_environment() -> Path | None:

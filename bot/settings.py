@@ -325,10 +325,9 @@ def reference_names() -> dict[str, str]:
 def _read_references(references: dict[str, Reference]) -> tuple[dict[str, str], list[str]]:
     import asyncio
 
-    from bot.vertex.auth import GoogleCredentialsToken, StaticToken, TokenSource
+    from bot.vertex.auth import token_source
 
-    static = os.environ.get("CLUSTERBOT_VERTEX_STATIC_TOKEN", "").strip()
-    tokens: TokenSource = StaticToken(static) if static else GoogleCredentialsToken()
+    tokens = token_source(os.environ.get("CLUSTERBOT_VERTEX_STATIC_TOKEN", "").strip() or None)
     url = os.environ.get("CLUSTERBOT_SECRET_MANAGER_URL", "").strip() or SECRET_MANAGER_URL
     return asyncio.run(read_references(references, url=url, tokens=tokens))
 

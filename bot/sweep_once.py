@@ -18,6 +18,7 @@ from bot.store import shown
 from bot.vertex.errors import CredentialsError
 from handlers.costs import money
 from handlers.policy import Policy
+from handlers.reach import Reach
 from handlers.sweep import SweepReport
 from handlers.words import duration
 
@@ -88,7 +89,7 @@ async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool
         report = await service.core.sweeper.sweep(alerts=service.core.board.enabled, force=True)
         if report is None:
             raise SweepFailedError("another sweep is running on this database; try again shortly")
-        if report.targets and len(report.unreadable_targets) >= report.targets:
+        if Reach(report.finished, report.targets, report.unreadable_targets).blind:
             reasons = "; ".join(f"{t}: {why}" for t, why in report.unreadable_targets.items())
             raise SweepFailedError(f"no target could be read ({reasons})")
     finally:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from handlers.actions import AuditPage
-from handlers.entities import ApprovalRequest, AuditEntry
+from handlers.entities import ApprovalRequest, AuditEntry, RequestState
 from handlers.grammar import CommandError, cluster_word, echo
 from handlers.plans import ChangePlan, PlanKind, wanted
 from handlers.ports import RequestStore
@@ -89,7 +89,7 @@ def _took(entry: AuditEntry, request: ApprovalRequest | None) -> float | None:
     """How long the request took, on the entry that ended it (None on any other)."""
     if request is None or not request.finished_at or entry.at < request.finished_at - 1:
         return None
-    if entry.action in OPEN_ACTIONS:  # an entry of the same second that ended nothing
+    if entry.action not in ENDINGS:  # an entry of the same second that ended nothing
         return None
     return request.finished_at - request.created_at
 
@@ -111,8 +111,8 @@ ACTION_WORDS = {
 }
 
 
-# Entries that leave a request open: the ask, the approval, a refused approval, the start.
-OPEN_ACTIONS = frozenset({"requested", "approved", "approval_refused", "operation_started"})
+# The entries that end a request: each is named for the state it ended in.
+ENDINGS = frozenset(str(state) for state in RequestState if not state.open)
 
 
 def action_words(action: str) -> str:

@@ -193,17 +193,12 @@ class Forms:
         if pool is None:
             return None, {}
         if low_text is None and high_text is None:
-            low = pool.min_nodes
-            return self.estimate(cluster, pool_id, low, pool.max_nodes), {}
-        _command, problems = self.check_resize(cluster, pool_id, low_text, high_text)
-        counts = {k: v for k, v in problems.items() if k in ("min", "max")}
-        if counts:
+            return self.estimate(cluster, pool_id, pool.min_nodes, pool.max_nodes), {}
+        command, problems = self.check_resize(cluster, pool_id, low_text, high_text)
+        if command is None:  # the pool exists: every problem is a count's
             before = money(self.prices.cluster_hour(cluster))
-            return Estimate(before, "-", "-"), counts
-        low = int(low_text or pool.min_nodes)
-        high = int(high_text) if high_text not in (None, "") else low
-        assert high is not None
-        return self.estimate(cluster, pool_id, low, high), {}
+            return Estimate(before, "-", "-"), problems
+        return self.estimate(cluster, pool_id, command.min_nodes, command.max_nodes), {}
 
     def check_resize(
         self, cluster: Cluster, pool_id: str | None, low_text: str | None, high_text: str | None

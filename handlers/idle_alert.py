@@ -269,7 +269,7 @@ def _why(entry: IdleEntry, now: float) -> str:
     return entry.reason
 
 
-def _who(entry: IdleEntry, now: float) -> Note | None:
+def _who(entry: IdleEntry) -> Note | None:
     if entry.status == Status.EXEMPT and entry.kept_by:
         when: Line = (" at ", Time(entry.kept_at)) if entry.kept_at else ()
         return Note(f"{entry.cluster_id}: kept by ", UserRef(entry.kept_by), *when, ".")
@@ -322,7 +322,7 @@ def report(
     if snoozed:
         reply.add(Note(f"Snoozed, not counted above: {', '.join(e.cluster_id for e in snoozed)}."))
     for entry in entries:
-        who = _who(entry, now)
+        who = _who(entry)
         if who is not None:
             reply.add(who)
         for parts in entry.notes:

@@ -126,7 +126,7 @@ class Reports:
         return report(
             entries,
             latest.failures,
-            self.clock(),
+            now,
             swept_at=latest.finished,
             sweep_button=True,
         )

@@ -80,3 +80,9 @@ class GoogleCredentialsToken:
             except Exception as error:  # google-auth raises its own types; each is explained
                 raise _explain(error) from error
             return str(credentials.token)
+
+
+def token_source(static: str | None) -> TokenSource:
+    """A fixed token when one is configured (for a simulator), else Application Default
+    Credentials: the one choice every caller of the control plane and Secret Manager makes."""
+    return StaticToken(static) if static else GoogleCredentialsToken()
