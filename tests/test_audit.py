@@ -151,6 +151,12 @@ async def test_only_the_entry_that_ended_a_request_says_how_long_it_took(tmp_pat
         await stack.wait(
             lambda ms: any("Withdrawn" in text_of(m) for m in ms if m["ts"] == card["ts"])
         )
+
+        async def both_written() -> bool:  # the ask is audited after its card is pending
+            actions = {e.action for e in await stack.service.store.audit_log()}
+            return {"requested", "withdrawn"} <= actions
+
+        await stack.wait_for(both_written)
         log = text_of(await stack.reply_to("carol", "/cluster audit train01"))
         [withdrew] = [line for line in log.splitlines() if " withdrew " in line]
         [asked] = [line for line in log.splitlines() if " asked for " in line]
