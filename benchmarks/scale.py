@@ -56,9 +56,9 @@ from benchmarks.process import simulator_process
 from bot.sandbox.slack.delivery import signed_headers
 from bot.store import Store
 from bot.vertex.models import Cluster
+from handlers.changes.resize import plan_resize
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState, TrackedOperation
-from handlers.plans import plan_resize
 from tests.support.ports import free_port
 
 TARGETS = 10

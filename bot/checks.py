@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.cli import say_invalid
-from bot.settings import Settings
+from bot.settings import Settings, say_invalid
 from bot.vertex.auth import TokenSource, token_source
 
 TOKEN_DEADLINE = 20.0  # seconds obtaining a token may take

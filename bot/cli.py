@@ -96,7 +96,7 @@ def _configuration(
 ) -> tuple[Settings, Policy] | None:
     """Settings and policy, or None after printing every problem (of both) to stderr; with
     ``one_line``, a single problem is one line (a refused start is one log entry)."""
-    from bot.settings import ConfigError, load_settings
+    from bot.settings import ConfigError, load_settings, say_invalid
     from handlers.policy import PolicyError, load_policy
 
     problems: list[str] = []
@@ -122,14 +122,6 @@ def _configuration(
         return None
     say_invalid(command, problems)
     return None
-
-
-def say_invalid(command: str, problems: Sequence[str], *, lead: str = "") -> None:
-    """Every problem on stderr, under one line that counts them."""
-    count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
-    print(f"{lead}clusterbot {command}: configuration is invalid ({count}):", file=sys.stderr)
-    for problem in problems:
-        print(f"  - {problem}", file=sys.stderr)
 
 
 def _policy_path_from_environment() -> Path | None:

@@ -7,7 +7,8 @@ with a hint of how to fix it; secrets are ``SecretStr`` and are redacted when pr
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlparse, urlsplit, urlunsplit
@@ -362,3 +363,11 @@ def load_settings(mode: Mode = "serve") -> Settings:
     if problems or settings is None:
         raise ConfigError(problems)
     return settings
+
+
+def say_invalid(command: str, problems: Sequence[str], *, lead: str = "") -> None:
+    """Every problem on stderr, under one line that counts them."""
+    count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+    print(f"{lead}clusterbot {command}: configuration is invalid ({count}):", file=sys.stderr)
+    for problem in problems:
+        print(f"  - {problem}", file=sys.stderr)

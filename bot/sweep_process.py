@@ -14,7 +14,8 @@ the replica's id: the replica's heartbeat keeps the sweep's lease, a restarted r
 it, and the replica's lock keeps its own sweeps one at a time. The child writes one JSON line
 on stdout, the summary the service's metrics keep; its log lines go where the service's go.
 
-``python -m bot.sweep_process`` is the child; it is started only by the service.
+``python -m bot.sweep_child`` is the child (``bot/sweep_child.py``); it is started only by
+the service.
 """
 
 from __future__ import annotations
@@ -23,12 +24,10 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import pickle
 import signal
 import sys
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from bot.settings import Settings
 from handlers.idle import Status
@@ -98,7 +97,7 @@ class SweepProcess:
             child = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "bot.sweep_process",
+                "bot.sweep_child",
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
             )
@@ -134,65 +133,3 @@ class SweepProcess:
                 child.kill()
             await child.wait()
         log.info("the idle sweep was stopped with the service; the next one starts over")
-
-
-def _read_payload(fd: int = 0) -> tuple[Settings, Policy, str, bool]:
-    data = b""
-    while len(data) < LENGTH or len(data) < LENGTH + int.from_bytes(data[:LENGTH], "big"):
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            raise SystemExit("clusterbot sweep process: started without its settings")
-        data += chunk
-    settings, policy, owner, force = pickle.loads(data[LENGTH:])
-    return settings, policy, owner, force
-
-
-async def _sweep_here(settings: Settings, policy: Policy, owner: str, force: bool) -> str:
-    from bot.app import ClusterbotService
-
-    loop = asyncio.get_running_loop()
-    this = asyncio.current_task()
-    assert this is not None
-    # end-of-file on stdin: the service is gone; SIGTERM: the service is stopping
-    stdin = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
-    watch = loop.create_task(stdin.read())
-
-    def gone(_: asyncio.Task[bytes]) -> None:
-        this.cancel()
-
-    watch.add_done_callback(gone)
-    loop.add_signal_handler(signal.SIGTERM, this.cancel)
-    service = ClusterbotService(settings, policy, owner=owner)
-    service.open_http()
-    try:
-        report = await service.core.sweeper.sweep(force=force)
-    finally:
-        watch.remove_done_callback(gone)
-        watch.cancel()
-        await service.close_connections()
-    summary: dict[str, Any] | None = asdict(SweepSummary.of(report)) if report else None
-    return json.dumps({"summary": summary})
-
-
-def main() -> int:
-    from bot.app import secret_values
-    from bot.logs import configure
-    from bot.memory import keep_large_blocks_apart
-
-    keep_large_blocks_apart()
-    # Below the service in the CPU's queue: when both want a core, a Slack request goes first.
-    os.nice(NICENESS)
-    settings, policy, owner, force = _read_payload()
-    configure(settings.log_level, secret_values(settings))
-    try:
-        line = asyncio.run(_sweep_here(settings, policy, owner, force))
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        return 1
-    with contextlib.suppress(BrokenPipeError):
-        print(line, flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,16 +6,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from bot.vertex.errors import VertexError
 from handlers.approvals import Approvals
+from handlers.changes.delete import DELETE, plan_delete
+from handlers.changes.plan import ChangePlan, PlanError
+from handlers.changes.resize import plan_scale_to_zero
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
 from handlers.idle import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.idle_alert import IdleEntry, alert_card, closed_alert
 from handlers.messenger import Messenger, MessengerError
-from handlers.plans import ChangePlan, PlanError, PlanKind, plan_delete, plan_scale_to_zero
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Strong, Time, UserRef
 
@@ -94,10 +97,10 @@ class AlertBoard:
         record, _ = await self.records.get(request.cluster)
         if record.remedy != request.id:
             return  # already handled, or a newer remedy replaced it
-        what = "delete" if request.kind == PlanKind.DELETE else "scale to zero"
+        what = "delete" if request.kind == DELETE.name else "scale to zero"
         if request.state == RequestState.SUCCEEDED:
             record = await self.update(request.cluster, lambda r: replace(r, remedy=None))
-            title = "Deleted" if request.kind == PlanKind.DELETE else "Scaled to zero"
+            title = "Deleted" if request.kind == DELETE.name else "Scaled to zero"
             await self.edit(
                 record, "done", (Strong(title), ": request ", Code(request.id), " finished.")
             )
@@ -144,7 +147,7 @@ class Remedies:
     ) -> ApprovalRequest:
         """Raises ``PlanError``, ``CommandError`` or ``VertexError`` when it cannot be asked."""
         cluster = await self.vertex.get_cluster(record.cluster)
-        plan: ChangePlan = (
+        plan: ChangePlan[Any] = (
             plan_delete(cluster, self.prices)
             if delete
             else plan_scale_to_zero(cluster, self.prices)

@@ -11,36 +11,42 @@ from __future__ import annotations
 
 import logging
 import secrets
+from typing import Any, Protocol
 
 from bot.vertex.errors import NotFoundError, VertexError
+from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName
 from handlers.approval_card import request_card
+from handlers.changes.kinds import kind_of
+from handlers.changes.plan import ChangePlan, PlanError
+from handlers.changes.restore import plan_restore
 from handlers.clusters import ClusterDirectory, error_text
-from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.execution import Executor
 from handlers.grammar import CommandError, Refused
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
-from handlers.plans import (
-    ChangePlan,
-    PlanError,
-    plan_delete,
-    plan_resize,
-    plan_slurm_config,
-    plan_slurm_layout,
-    plan_slurm_scripts,
-)
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
 from handlers.replies import Code, Reply, UserRef, notice
-from handlers.restore import find_kept, plan_restore, restored_name
-from handlers.slurm_commands import SlurmConfig, SlurmLayout, SlurmScripts
-from handlers.slurm_scripts import ScriptAction
+from handlers.restore import find_kept, restored_name
 
 log = logging.getLogger(__name__)
 DRAFT_TIMEOUT = 60.0  # a draft older than this lost its card to a crash: abandon it
+
+
+class Planned(Protocol):
+    """A command that asks for a change: the cluster it names, its subcommand (for errors),
+    and the plan it makes of the cluster as read."""
+
+    @property
+    def cluster(self) -> str: ...
+
+    @property
+    def subcommand(self) -> str: ...
+
+    def plan(self, cluster: Cluster, prices: PriceBook) -> ChangePlan[Any]: ...
 
 
 def new_request_id() -> str:
@@ -80,49 +86,14 @@ class Approvals:
     # -- asking --------------------------------------------------------------------------------
 
     async def request_change(
-        self,
-        actor: str,
-        channel: str,
-        command: Resize | Delete | SlurmConfig | SlurmLayout | SlurmScripts,
-        origin: Origin = Origin.COMMAND,
+        self, actor: str, channel: str, command: Planned, origin: Origin = Origin.COMMAND
     ) -> ApprovalRequest:
         """Plan the change and post its approval card; raise CommandError when it cannot be."""
-        subcommand = {
-            Resize: "resize",
-            Delete: "delete",
-            SlurmConfig: "slurm",
-            SlurmLayout: "slurm",
-            SlurmScripts: "slurm",
-        }[type(command)]
-        cluster = await self.directory.resolve(command.cluster, subcommand)
+        cluster = await self.directory.resolve(command.cluster, command.subcommand)
         try:
-            if isinstance(command, Resize):
-                plan = plan_resize(
-                    cluster, command.pool, command.min_nodes, command.max_nodes, self.prices
-                )
-            elif isinstance(command, SlurmConfig):
-                plan = plan_slurm_config(
-                    cluster, dict(command.sets), list(command.unsets), self.prices
-                )
-            elif isinstance(command, SlurmScripts):
-                action = ScriptAction(command.action)
-                plan = plan_slurm_scripts(
-                    cluster,
-                    command.which,
-                    action,
-                    command.index,
-                    command.to,
-                    self.prices,
-                    command.content,
-                )
-            elif isinstance(command, SlurmLayout):
-                plan = plan_slurm_layout(
-                    cluster, command.action, command.name, command.pools, self.prices
-                )
-            else:
-                plan = plan_delete(cluster, self.prices)
+            plan = command.plan(cluster, self.prices)
         except PlanError as error:
-            raise CommandError(str(error), subcommand) from None
+            raise CommandError(str(error), command.subcommand) from None
         return await self.submit(actor, channel, plan, origin)
 
     async def request_restore(
@@ -163,7 +134,7 @@ class Approvals:
         self,
         actor: str,
         channel: str,
-        plan: ChangePlan,
+        plan: ChangePlan[Any],
         origin: Origin = Origin.COMMAND,
         request_id: str | None = None,
     ) -> ApprovalRequest:
@@ -201,7 +172,7 @@ class Approvals:
         await self.ledger.audit(actor, "requested", request, plan=plan.model_dump(mode="json"))
         return request
 
-    async def _busy(self, plan: ChangePlan) -> Refused:
+    async def _busy(self, plan: ChangePlan[Any]) -> Refused:
         other = next(iter(await self.store.open_requests(plan.cluster)), None)
         what = (
             f"an open {other.kind} request ({other.id}, {other.state})"
@@ -286,7 +257,7 @@ class Approvals:
         if not approve:
             if actor == request.requester:
                 return await self.withdraw(actor, request_id)
-            if not may_approve(self.policy, role, request.kind):
+            if not may_approve(self.policy, role, destructive=kind_of(request.plan).destructive):
                 return notice(
                     "Not allowed",
                     f"Rejecting is for approvers; you are {role.label}. The requester can "
@@ -303,7 +274,10 @@ class Approvals:
             ):
                 return await self._already_now(request_id)
             return None
-        refusal = approval_refusal(self.policy, actor, role, request.requester, request.kind)
+        destructive = kind_of(request.plan).destructive
+        refusal = approval_refusal(
+            self.policy, actor, role, request.requester, request.kind, destructive=destructive
+        )
         if refusal is not None:
             await self.ledger.audit(actor, "approval_refused", request, reason=refusal)
             return notice("Not allowed", f"You cannot approve this: {refusal}.")

@@ -14,11 +14,13 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from handlers.actions import AuditPage
+from handlers.changes.kinds import kind_of
+from handlers.changes.plan import ChangePlan
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState
 from handlers.grammar import CommandError, cluster_word, echo
-from handlers.plans import ChangePlan, PlanKind, wanted
 from handlers.ports import RequestStore
 from handlers.replies import USER_ID, Button, Buttons, Heading, Note, Reply, Text, UserRef
 from handlers.words import duration
@@ -66,15 +68,9 @@ def parse_audit(args: list[str]) -> Audit:
     return Audit(cluster, by, since)
 
 
-def change_words(plan: ChangePlan) -> str:
+def change_words(plan: ChangePlan[Any]) -> str:
     """The change itself, in words."""
-    if plan.kind == PlanKind.RESIZE:
-        return "; ".join(c.words for c in plan.changed_pools) or wanted(plan)
-    if plan.kind == PlanKind.DELETE:
-        return "delete the cluster"
-    if plan.kind == PlanKind.RESTORE:
-        return "create it again from its kept spec"
-    return wanted(plan)
+    return kind_of(plan).words(plan)
 
 
 def _details(entry: AuditEntry) -> dict[str, object]:

@@ -13,9 +13,14 @@ import difflib
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
+from bot.vertex.models import Cluster
 from handlers.audit_view import Audit, parse_audit
+from handlers.changes.delete import plan_delete
+from handlers.changes.plan import ChangePlan
+from handlers.changes.resize import plan_resize
+from handlers.costs import PriceBook
 from handlers.grammar import (
     CLUSTER_HELP,
     MAX_NODES,
@@ -72,11 +77,19 @@ class Resize:
     pool: str
     min_nodes: int
     max_nodes: int
+    subcommand: ClassVar[str] = "resize"
+
+    def plan(self, cluster: Cluster, prices: PriceBook) -> ChangePlan[Any]:
+        return plan_resize(cluster, self.pool, self.min_nodes, self.max_nodes, prices)
 
 
 @dataclass(frozen=True)
 class Delete:
     cluster: str
+    subcommand: ClassVar[str] = "delete"
+
+    def plan(self, cluster: Cluster, prices: PriceBook) -> ChangePlan[Any]:
+        return plan_delete(cluster, prices)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypedDict
+from typing import Any, TypedDict
 
-from handlers.plans import ChangePlan, PlanKind
+from handlers.changes.plan import ChangePlan
 
 
 class RequestState(StrEnum):
@@ -65,7 +65,7 @@ class Origin(StrEnum):
 @dataclass
 class ApprovalRequest:
     id: str
-    plan: ChangePlan
+    plan: ChangePlan[Any]
     requester: str
     channel: str
     created_at: float
@@ -85,7 +85,7 @@ class ApprovalRequest:
     mention_ts: str | None = None  # the thread reply that told the requester how it ended
 
     @property
-    def kind(self) -> PlanKind:
+    def kind(self) -> str:
         return self.plan.kind
 
     @property

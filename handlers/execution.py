@@ -27,7 +27,8 @@ from bot.vertex.errors import (
     VertexError,
 )
 from bot.vertex.models import Cluster
-from handlers.changes.effects import DOING, Next, effect_of
+from handlers.changes.effects import Next
+from handlers.changes.kinds import kind_of
 from handlers.clusters import error_text
 from handlers.entities import (
     ApprovalRequest,
@@ -86,7 +87,8 @@ class Executor:
             "approved; checking the cluster before sending the change",
             ("approved by ", by),
         )
-        effect = effect_of(plan)
+        kind = kind_of(plan)
+        effect = kind.effect
         try:
             current: Cluster | None = await self.vertex.get_cluster(plan.cluster)
         except NotFoundError:
@@ -102,7 +104,7 @@ class Executor:
             )
             return
         self.crash("after-reread")
-        changed = effect.unfit(plan, current)
+        changed = effect.unfit(kind, plan, current)
         if changed is not None:
             await self._end(
                 request, RequestState.REFUSED, f"{changed}; ask again with a fresh request"
@@ -123,13 +125,14 @@ class Executor:
         """Send the change; the request is ``executing``, so a crash from here is recovered
         by a look-up. A delete keeps the cluster's spec first, to restore it from."""
         plan = request.plan
-        effect = effect_of(plan)
+        kind = kind_of(plan)
+        effect = kind.effect
         if effect.keeps_spec and current is not None:
             kept = KeptSpec(plan.cluster, current.spec(), self.clock(), request.id)
             await self.store.keep_spec(kept)
         self.crash("before-patch")
         try:
-            operation = await effect.send(self.vertex, plan, current)
+            operation = await effect.send(self.vertex, kind, plan, current)
         except AppliedWithoutReplyError:
             await self._follow_cluster(request)
             return
@@ -141,7 +144,7 @@ class Executor:
             await self._end(
                 request,
                 RequestState.REFUSED,
-                error_text(error, f"{DOING[plan.kind]} {plan.cluster_id}"),
+                error_text(error, f"{kind.doing} {plan.cluster_id}"),
             )
             return
         self.crash("after-patch")
@@ -253,7 +256,8 @@ class Executor:
                     request.id, owner=None, lease_until=self.clock() + LOOK_RETRY
                 )
             return
-        look = effect_of(plan).look(plan, now)
+        kind = kind_of(plan)
+        look = kind.effect.look(kind, plan, now)
         if look.next == Next.FOLLOW:
             await self._follow_cluster(request)
         elif look.next == Next.SEND:

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 
 from bot.vertex.models import Cluster
 from handlers.approval_card import cost_change
+from handlers.changes.plan import PlanError
+from handlers.changes.resize import plan_resize
 from handlers.clusters import ClusterDirectory
 from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
 from handlers.grammar import MAX_NODES, POOL_ID, CommandError, cluster_word, normal
-from handlers.plans import PlanError, plan_resize
 from handlers.policy import Role
 from handlers.slurm_commands import SlurmConfig, SlurmScripts
 from handlers.slurm_scripts import scripts_of

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from handlers.actions import OpenForm
 from handlers.approval_card import cost_change
+from handlers.changes.kinds import kind_of
 from handlers.costs import money
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.idle_alert import IDLE_PAYING
@@ -84,7 +85,8 @@ class Home:
         waiting = [
             r
             for r in pending
-            if r.requester != user and may_approve(self.policy, role, r.plan.kind)
+            if r.requester != user
+            and may_approve(self.policy, role, destructive=kind_of(r.plan).destructive)
         ]
         header = ("REQUEST", "CLUSTER", "CHANGE", "COST")
         for title, requests, empty in (

@@ -14,10 +14,10 @@ from dataclasses import replace
 from bot.vertex.errors import VertexError
 from handlers.actions import Keep, Remedy, Snooze, Unsnooze
 from handlers.alerts import AlertBoard, Remedies
+from handlers.changes.plan import PlanError
 from handlers.entities import Origin
 from handlers.grammar import CommandError
 from handlers.idle_alert import kept_text
-from handlers.plans import PlanError, PlanKind
 from handlers.policy import Role, may_approve
 from handlers.ports import Clock
 from handlers.replies import Button, Code, Reply, Strong, UserRef, notice
@@ -99,7 +99,6 @@ class IdleClicks:
         return notice("No longer kept", f"{cluster_id} is watched for idleness again.")
 
     async def remedy(self, actor: str, role: Role, action: Remedy) -> Reply | None:
-        kind = PlanKind.DELETE if action.delete else PlanKind.RESIZE
         record, _ = await self.board.records.get(action.cluster)
         if record.remedy:
             return notice(
@@ -118,9 +117,9 @@ class IdleClicks:
         except VertexError as error:
             return notice("Control plane error", error.user_message)
         record, _ = await self.board.records.get(action.cluster)
-        what = "Delete" if kind == PlanKind.DELETE else "Scale to zero"
+        what = "Delete" if action.delete else "Scale to zero"
         # A delete always waits for a second person; scaling to zero is undone by a resize.
-        if kind == PlanKind.RESIZE and may_approve(self.remedies.approvals.policy, role, kind):
+        if not action.delete and may_approve(self.remedies.approvals.policy, role):
             await self.board.edit(
                 record,
                 "answered",

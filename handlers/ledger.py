@@ -98,7 +98,7 @@ class RequestLedger:
         dead: its buttons say the request was abandoned)."""
         if not SLACK_USER.match(request.requester):
             return
-        what = f"{request.plan.kind.value.replace('_', ' ')} request for {request.plan.cluster_id}"
+        what = f"{request.plan.kind.replace('_', ' ')} request for {request.plan.cluster_id}"
         await tell_not_posted(self.messenger, request.channel, request.requester, what)
 
     async def mention(self, request: ApprovalRequest) -> None:

@@ -38,7 +38,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from handlers.idle import IdleRules
-from handlers.plans import PlanKind
 
 
 class Role(IntEnum):
@@ -166,18 +165,19 @@ def load_policy(path: Path | None) -> Policy:
         raise PolicyError(f"policy file {path} is invalid: {problems}") from error
 
 
-def may_approve(policy: Policy, role: Role, kind: PlanKind) -> bool:
-    if kind == PlanKind.DELETE:
+def may_approve(policy: Policy, role: Role, *, destructive: bool = False) -> bool:
+    """A destructive change (a delete) needs an admin or one of the delete approvers."""
+    if destructive:
         return role == Role.ADMIN or role.label in policy.approval.delete_approvers
     return role >= Role.APPROVER
 
 
 def approval_refusal(
-    policy: Policy, approver: str, role: Role, requester: str, kind: PlanKind
+    policy: Policy, approver: str, role: Role, requester: str, kind: str, *, destructive: bool
 ) -> str | None:
     """Why this person may not approve this request, or None when they may."""
-    if not may_approve(policy, role, kind):
-        needed = " or ".join(policy.approval.delete_approvers) if kind == "delete" else "approver"
+    if not may_approve(policy, role, destructive=destructive):
+        needed = " or ".join(policy.approval.delete_approvers) if destructive else "approver"
         return f"approving a {kind} needs the {needed} role; you are {role.label}"
     if approver == requester and not policy.approval.self_approval:
         return "you asked for this change, so someone else must approve it"

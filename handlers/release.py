@@ -20,12 +20,14 @@ from typing import Any, get_args
 
 from bot.vertex.errors import SlurmUnreadableError, VertexError
 from handlers.approvals import Approvals, new_request_id
+from handlers.changes.delete import plan_delete
+from handlers.changes.plan import ChangePlan, PlanError
+from handlers.changes.resize import plan_scale_to_zero
 from handlers.clusters import ClusterDirectory
 from handlers.entities import ApprovalRequest, Origin, Release, ReleaseState, RequestState
 from handlers.grammar import CommandError
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
-from handlers.plans import ChangePlan, PlanError, plan_delete, plan_scale_to_zero
 from handlers.policy import Policy, ReleaseAction
 from handlers.ports import ActivityReader, Clock, CrashPoint, ReleaseStore, no_crash
 from handlers.replies import Code, Line, Reply, Strong, Text
@@ -223,7 +225,7 @@ class Releases:
         self.crash("release-asking")
         await self._ask(release, plan)
 
-    async def _plan(self, release: Release) -> ChangePlan | None:
+    async def _plan(self, release: Release) -> ChangePlan[Any] | None:
         try:
             cluster = await self.directory.vertex.get_cluster(release.cluster)
             return (
@@ -236,7 +238,7 @@ class Releases:
             await self._end(release, ReleaseState.FAILED, f"it could not be planned: {reason}")
             return None
 
-    async def _ask(self, release: Release, plan: ChangePlan) -> None:
+    async def _ask(self, release: Release, plan: ChangePlan[Any]) -> None:
         """Make the request under the id the release kept, then finish."""
         request_id = release.request_id or ""
         actor = f"pipeline:{release.caller}"

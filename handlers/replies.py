@@ -81,6 +81,11 @@ def joined(items: Sequence[Span | Line], separator: str = ", ") -> Line:
     return tuple(out)
 
 
+def bullets(items: Sequence[str]) -> str:
+    """Items one to a line, each after a bullet."""
+    return "\n".join(f"• {item}" for item in items)
+
+
 def plain(spans: Line) -> str:
     """The words of a line without any emphasis, for summaries and logs."""
     words = []

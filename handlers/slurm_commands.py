@@ -17,9 +17,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
+from typing import Any, ClassVar
 
+from bot.vertex.models import Cluster
+from handlers.changes.layout import plan_slurm_layout
+from handlers.changes.plan import ChangePlan
+from handlers.changes.scripts import plan_slurm_scripts
+from handlers.changes.settings import plan_slurm_config
+from handlers.costs import PriceBook
 from handlers.grammar import POOL_ID, CommandError, arity, cluster_word, echo
+from handlers.slurm_layout import LayoutAction
+from handlers.slurm_scripts import ScriptAction
 
 # A Slurm partition name, kept to what the partitions of the docs' samples use (lowercase
 # letters, digits, hyphens): slurm.conf PartitionName allows more, but a name that needs
@@ -40,13 +48,10 @@ class SlurmConfig:
     cluster: str
     sets: tuple[tuple[str, str], ...] = ()
     unsets: tuple[str, ...] = ()
+    subcommand: ClassVar[str] = "slurm"
 
-
-class LayoutAction(StrEnum):
-    PARTITION_ADD = "partition add"
-    PARTITION_REMOVE = "partition remove"
-    PARTITION_DEFAULT = "partition default"
-    LOGIN_POOL = "login-pool"
+    def plan(self, cluster: Cluster, prices: PriceBook) -> ChangePlan[Any]:
+        return plan_slurm_config(cluster, dict(self.sets), list(self.unsets), prices)
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,10 @@ class SlurmLayout:
     action: LayoutAction
     name: str
     pools: tuple[str, ...] = ()
+    subcommand: ClassVar[str] = "slurm"
+
+    def plan(self, cluster: Cluster, prices: PriceBook) -> ChangePlan[Any]:
+        return plan_slurm_layout(cluster, self.action, self.name, self.pools, prices)
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,13 @@ class SlurmScripts:
     index: int
     to: int | None = None
     content: str | None = None  # "add" and "replace": the script whole
+    subcommand: ClassVar[str] = "slurm"
+
+    def plan(self, cluster: Cluster, prices: PriceBook) -> ChangePlan[Any]:
+        action = ScriptAction(self.action)
+        return plan_slurm_scripts(
+            cluster, self.which, action, self.index, self.to, prices, self.content
+        )
 
     @property
     def shows(self) -> bool:

@@ -12,12 +12,21 @@ From the provider schema and the REST reference (``orchestratorSpec.slurmSpec``)
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import BaseModel, ConfigDict
 
 from bot.vertex.models import Cluster, Partition
-from handlers.slurm_commands import LayoutAction
 from handlers.slurm_settings import slurm_copy
 from handlers.words import plural
+
+
+class LayoutAction(StrEnum):
+    PARTITION_ADD = "partition add"
+    PARTITION_REMOVE = "partition remove"
+    PARTITION_DEFAULT = "partition default"
+    LOGIN_POOL = "login-pool"
+
 
 SLURM = "orchestrator_spec.slurm_spec"
 MASKS = {

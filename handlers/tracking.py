@@ -20,6 +20,7 @@ from typing import Unpack
 from bot.vertex.errors import NotFoundError, VertexError, error_from_status
 from bot.vertex.models import ClusterState
 from handlers.approval_card import thread_reply
+from handlers.changes.kinds import kind_of
 from handlers.entities import (
     Final,
     OperationChanges,
@@ -29,7 +30,6 @@ from handlers.entities import (
 )
 from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
-from handlers.plans import PlanKind, applied, wanted
 from handlers.ports import Clock, ControlPlane, CrashPoint, OperationStore, RequestStore, no_crash
 from handlers.replies import Code, Line
 from handlers.words import duration
@@ -201,7 +201,8 @@ class Tracker:
             await self._done(operation, "its request is gone")
             return
         plan = request.plan
-        deleting = plan.kind == PlanKind.DELETE
+        kind = kind_of(plan)
+        deleting = kind.effect.removes
         try:
             cluster = await self.vertex.get_cluster(operation.cluster)
         except NotFoundError:
@@ -223,10 +224,10 @@ class Tracker:
         if cluster.state in (ClusterState.UPDATING, ClusterState.PROVISIONING):
             await self._progress(operation, f"the cluster is {cluster.state}")
             return
-        if cluster.state == ClusterState.RUNNING and applied(plan, cluster):
+        if cluster.state == ClusterState.RUNNING and kind.applied(plan, cluster):
             await self._done(operation, None, settled_at)
             return
-        asked = wanted(plan)
+        asked = kind.wanted(plan)
         await self._done(
             operation,
             f"the cluster settled {cluster.state} without the change (wanted {asked})",

@@ -12,6 +12,7 @@ from bot.store import Store
 from bot.vertex.client import VertexClient
 from bot.vertex.names import Target
 from handlers.approvals import Approvals
+from handlers.changes.resize import plan_resize
 from handlers.clusters import ClusterDirectory
 from handlers.commands import Resize
 from handlers.costs import PriceBook
@@ -19,7 +20,6 @@ from handlers.entities import ApprovalRequest, RequestState
 from handlers.execution import Executor
 from handlers.grammar import CommandError
 from handlers.ledger import RequestLedger
-from handlers.plans import plan_resize
 from handlers.policy import Policy
 from tests.conftest import ManualClock
 from tests.support.fakes import FakeMessenger

@@ -18,17 +18,15 @@ from bot.sandbox.slack.blockkit import problems
 from bot.slack.render import render
 from bot.vertex.models import Cluster
 from handlers.approval_card import request_card, thread_reply
+from handlers.changes.delete import plan_delete
+from handlers.changes.layout import plan_slurm_layout
+from handlers.changes.plan import ChangePlan
+from handlers.changes.resize import plan_resize
+from handlers.changes.settings import plan_slurm_config
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
-from handlers.plans import (
-    ChangePlan,
-    plan_delete,
-    plan_resize,
-    plan_slurm_config,
-    plan_slurm_layout,
-)
 from handlers.replies import Code, Reply
-from handlers.slurm_commands import LayoutAction
+from handlers.slurm_layout import LayoutAction
 from handlers.slurm_view import slurm_reply
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -42,7 +40,7 @@ def demo_cluster(cluster_id: str) -> Cluster:
     return Cluster.model_validate(document)
 
 
-def asked(request_id: str, plan: ChangePlan) -> ApprovalRequest:
+def asked(request_id: str, plan: ChangePlan[Any]) -> ApprovalRequest:
     """A pending request of alice's in #ml-infra, made at ``CREATED``."""
     return ApprovalRequest(
         id=request_id,

@@ -211,3 +211,67 @@ def test_the_core_does_not_know_slack_s_error_codes() -> None:
 
     core = "".join(path.read_text() for path in (ROOT / "handlers").rglob("*.py"))
     assert [code for code in NOT_POSTABLE if code in core] == []
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The project modules ``path`` imports, at its top or in a function (a lazy import is
+    still a dependency); imports only for the type checker are left out."""
+    found: set[str] = set()
+    for statement in ast.parse(path.read_text()).body:
+        if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.dump(statement.test):
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                submodules = {f"{node.module}.{a.name}" for a in node.names} & modules
+                found |= submodules
+                if node.module in modules and len(submodules) < len(node.names):
+                    found.add(node.module)  # a name from the module itself
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names} & modules
+    return found
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every set of modules that import one another in a ring (Tarjan's components)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            ring = []
+            while True:
+                other = stack.pop()
+                ring.append(other)
+                if other == module:
+                    break
+            if len(ring) > 1:
+                found.append(sorted(ring))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_circle() -> None:
+    """Each module can be read, and changed, after the ones it imports."""
+    paths = {}
+    for package in ("bot", "handlers"):
+        for path in (ROOT / package).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            paths[name.removesuffix(".__init__")] = path
+    modules = set(paths)
+    graph = {name: _imports(path, modules) - {name} for name, path in paths.items()}
+    assert "handlers.approvals" in graph["handlers.idle_clicks"] | graph["handlers.alerts"]
+    assert _circles(graph) == []
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

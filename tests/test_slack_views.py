@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from bot.sandbox.slack.errors import SlackError
 from bot.sandbox.slack.views import Views
-from bot.sandbox.slack.workspace import SlackError
 
 
 class Clock:

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from bot.vertex.models import Cluster
+from handlers.changes.kinds import kind_of
+from handlers.changes.plan import PlanError
+from handlers.changes.settings import plan_slurm_config
 from handlers.commands import parse
 from handlers.costs import PriceBook
 from handlers.grammar import CommandError
-from handlers.plans import PlanError, PlanKind, applied, apply_plan, plan_slurm_config
 from handlers.slurm_commands import Slurm, SlurmConfig
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of
 from tests.test_cards_golden import demo_cluster
@@ -83,18 +85,18 @@ def test_the_plan_keeps_every_other_key_and_knows_when_it_is_applied() -> None:
     plan = plan_slurm_config(
         cluster, {"PreemptMode": "REQUEUE"}, ["prioritytype"], PriceBook.with_overrides()
     )
-    assert plan.kind == PlanKind.SLURM_CONFIG and plan.cost_before == plan.cost_after
-    patched = apply_plan(cluster, plan)
+    assert plan.kind == "slurm_config" and plan.cost_before == plan.cost_after
+    patched = kind_of(plan).apply(cluster, plan)
     assert patched.slurm.config == {"PriorityWeightFairshare": "10000", "PreemptMode": "REQUEUE"}
     assert patched.slurm.prolog_bash_scripts == cluster.slurm.prolog_bash_scripts
-    assert not applied(plan, cluster) and applied(plan, patched)
+    assert not kind_of(plan).applied(plan, cluster) and kind_of(plan).applied(plan, patched)
     # the server may keep a key in its own spelling: still applied
     document = patched.to_api()
     document["orchestratorSpec"]["slurmSpec"]["config"] = {
         "priorityweightfairshare": "10000",
         "PREEMPTMODE": "REQUEUE",
     }
-    assert applied(plan, Cluster.model_validate(document))
+    assert kind_of(plan).applied(plan, Cluster.model_validate(document))
     stopped = demo_cluster("train01").model_copy(deep=True)
     assert stopped.cluster_status is not None
     stopped.cluster_status.state = "UPDATING"

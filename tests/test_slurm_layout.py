@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 
 from bot.vertex.models import Cluster
+from handlers.changes.layout import SLURM_LAYOUT as KIND
+from handlers.changes.layout import plan_slurm_layout
+from handlers.changes.plan import PlanError
 from handlers.commands import parse
 from handlers.costs import PriceBook
 from handlers.grammar import CommandError
-from handlers.plans import PlanError, PlanKind, applied, apply_plan, drift, plan_slurm_layout
-from handlers.slurm_commands import LayoutAction, SlurmLayout
+from handlers.slurm_commands import SlurmLayout
+from handlers.slurm_layout import LayoutAction
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of
 from tests.test_cards_golden import demo_cluster
 
@@ -128,16 +131,16 @@ def two_partitions() -> Cluster:
 def test_the_partition_list_is_sent_whole_with_what_the_bot_does_not_model() -> None:
     cluster = two_partitions()
     plan = plan_slurm_layout(cluster, ADD, "both", ("a4", "spare"), PRICES)
-    assert plan.kind == PlanKind.SLURM_LAYOUT and plan.cost_before == plan.cost_after
-    assert plan.layout is not None and plan.layout.after.default == "a4"
-    sent = apply_plan(cluster, plan).to_api()["orchestratorSpec"]["slurmSpec"]["partitions"]
+    assert plan.kind == "slurm_layout" and plan.cost_before == plan.cost_after
+    assert plan.detail.layout.after.default == "a4"
+    sent = KIND.apply(cluster, plan).to_api()["orchestratorSpec"]["slurmSpec"]["partitions"]
     assert sent == [
         {"id": "a4", "nodePoolIds": ["a4"], "config": {"MaxTime": "1-00:00:00"}},
         {"id": "small", "nodePoolIds": ["spare"], "futureField": {"kept": True}},
         {"id": "both", "nodePoolIds": ["a4", "spare"]},
     ]
-    assert not applied(plan, cluster) and applied(plan, apply_plan(cluster, plan))
-    assert drift(plan, cluster) is None
+    assert not KIND.applied(plan, cluster) and KIND.applied(plan, KIND.apply(cluster, plan))
+    assert KIND.drift(plan, cluster) is None
 
 
 def test_no_pool_is_left_without_a_partition_and_the_implicit_default_is_kept() -> None:
@@ -146,9 +149,12 @@ def test_no_pool_is_left_without_a_partition_and_the_implicit_default_is_kept() 
         plan_slurm_layout(cluster, REMOVE, "small", (), PRICES)
     with pytest.raises(PlanError, match="'a4' is the default partition"):  # first: implicit
         plan_slurm_layout(cluster, REMOVE, "a4", (), PRICES)
-    covered = apply_plan(cluster, plan_slurm_layout(cluster, ADD, "both", ("spare",), PRICES))
+    covered = KIND.apply(cluster, plan_slurm_layout(cluster, ADD, "both", ("spare",), PRICES))
     plan = plan_slurm_layout(covered, REMOVE, "small", (), PRICES)
-    assert [p.id for p in apply_plan(covered, plan).slurm.partitions or []] == ["a4", "both"]
+    assert [p.id for p in KIND.apply(covered, plan).slurm.partitions or []] == [
+        "a4",
+        "both",
+    ]
 
 
 def test_a_new_login_pool_must_be_fixed_and_the_old_one_is_warned_about() -> None:
@@ -167,7 +173,7 @@ def test_a_new_login_pool_must_be_fixed_and_the_old_one_is_warned_about() -> Non
     assert plan.update_mask == ("orchestrator_spec.slurm_spec.login_node_pool_id",)
     [warning] = plan.warnings
     assert "login stops being the login pool and is in no partition" in warning
-    assert apply_plan(fixed, plan).slurm.login_node_pool_id == "spare"
+    assert KIND.apply(fixed, plan).slurm.login_node_pool_id == "spare"
 
 
 def test_the_grammar() -> None:

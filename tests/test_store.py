@@ -17,6 +17,8 @@ import sqlalchemy as sa
 
 from bot.store import IdleRecords, OpenRequestExistsError, Store
 from bot.store.migrate import current_revision, differences
+from handlers.changes.plan import ChangePlan
+from handlers.changes.resize import ResizeDetail
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
@@ -25,7 +27,6 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.idle import IdleRecord, Run
-from handlers.plans import ChangePlan
 from tests.conftest import require
 from tests.fixtures import schema_v2, schema_v3
 from tests.support.memory import MemoryIdleRecords, MemoryStore
@@ -98,7 +99,7 @@ def idle_records(store: Rows) -> MemoryIdleRecords | IdleRecords:
 
 def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalRequest:
     plan = ChangePlan(
-        kind="resize",
+        detail=ResizeDetail(),
         cluster="projects/p/locations/r/modelDevelopmentClusters/c1",
         update_mask=("node_pools",),
         fingerprint="abc",

@@ -106,7 +106,7 @@ async def orphan_ends(stack: Stack) -> None:
     service = stack.service
     payload = pickle.dumps((service.settings, service.policy, "vanished", True))
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.sweep_process", stdin=asyncio.subprocess.PIPE
+        sys.executable, "-m", "bot.sweep_child", stdin=asyncio.subprocess.PIPE
     )
     assert child.stdin is not None
     child.stdin.write(len(payload).to_bytes(LENGTH, "big") + payload)

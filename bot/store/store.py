@@ -26,6 +26,7 @@ from bot.store.operations import OperationRows
 from bot.store.releases import ReleaseRows
 from bot.store.slurm_versions import SlurmVersionRows
 from bot.store.submissions import SubmissionRows
+from handlers.changes.kinds import read_plan
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
@@ -34,7 +35,6 @@ from handlers.entities import (
     RequestState,
     TrackedOperation,
 )
-from handlers.plans import ChangePlan
 from handlers.ports import OpenRequestExistsError
 
 _REQUEST_FIELDS = [f.name for f in fields(ApprovalRequest)]
@@ -53,7 +53,7 @@ def _request_row(request: ApprovalRequest) -> dict[str, Any]:
 def _request(row: sa.Row[Any]) -> ApprovalRequest:
     mapping = row._mapping
     data = {name: mapping[name] for name in _REQUEST_FIELDS}
-    data["plan"] = ChangePlan.model_validate_json(data["plan"])
+    data["plan"] = read_plan(data["plan"])
     data["state"] = RequestState(data["state"])
     data["origin"] = Origin(data["origin"])
     data["lease_until"] = float(data["lease_until"] or 0.0)

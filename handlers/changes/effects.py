@@ -2,22 +2,26 @@
 shape of the change: a PATCH of the cluster (resize, Slurm settings, partitions and login
 pool, prolog and epilog scripts), its DELETE, or its CREATE (restore).
 
-The executor and its recovery run every change through its effect without knowing which
-kind it is; a new kind of change names the effect it has (``EFFECTS``) and what it does in
-words (``DOING``), and adds nothing to either.
+The executor and its recovery run every change through its kind's effect without knowing
+which kind it is; the kind answers for what "applied" and "drifted" mean for it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.vertex.models import Cluster, ClusterState
 from bot.vertex.names import ClusterName
 from bot.vertex.operations import Operation
-from handlers.plans import ChangePlan, PlanKind, applied, apply_plan, drift
+from handlers.changes.plan import ChangePlan
 from handlers.ports import ControlPlane
+
+if TYPE_CHECKING:
+    from handlers.changes.kind import ChangeKind
+
+Plan = ChangePlan[Any]
 
 
 class Next(StrEnum):
@@ -37,16 +41,17 @@ class Look:
 class Effect(Protocol):
     wants_absent: bool  # the cluster must not exist when the change is sent
     keeps_spec: bool  # the cluster's spec is kept before sending, to restore it from
+    removes: bool  # the cluster is gone when it is done
 
-    def unfit(self, plan: ChangePlan, current: Cluster | None) -> str | None:
+    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         """Why the change no longer fits the cluster as read just before sending."""
         ...
 
     async def send(
-        self, vertex: ControlPlane, plan: ChangePlan, current: Cluster | None
+        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
     ) -> Operation: ...
 
-    def look(self, plan: ChangePlan, current: Cluster | None) -> Look:
+    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         """After a crash or a lost reply, from the cluster as it is now (None: absent)."""
         ...
 
@@ -56,24 +61,25 @@ class Patch:
 
     wants_absent = False
     keeps_spec = False
+    removes = False
 
-    def unfit(self, plan: ChangePlan, current: Cluster | None) -> str | None:
-        return None if current is None else drift(plan, current)
+    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+        return None if current is None else kind.drift(plan, current)
 
     async def send(
-        self, vertex: ControlPlane, plan: ChangePlan, current: Cluster | None
+        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
     ) -> Operation:
         assert current is not None
-        return await vertex.update_cluster(apply_plan(current, plan), list(plan.update_mask))
+        return await vertex.update_cluster(kind.apply(current, plan), list(plan.update_mask))
 
-    def look(self, plan: ChangePlan, current: Cluster | None) -> Look:
+    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         if current is None:
             return Look(Next.UNKNOWN, f"{plan.cluster_id} no longer exists")
         if current.state == ClusterState.UPDATING or (
-            current.state == ClusterState.RUNNING and applied(plan, current)
+            current.state == ClusterState.RUNNING and kind.applied(plan, current)
         ):
             return Look(Next.FOLLOW)
-        return _resend_or_unknown(plan, current)
+        return _resend_or_unknown(kind, plan, current)
 
 
 class Remove:
@@ -81,19 +87,20 @@ class Remove:
 
     wants_absent = False
     keeps_spec = True
+    removes = True
 
-    def unfit(self, plan: ChangePlan, current: Cluster | None) -> str | None:
-        return None if current is None else drift(plan, current)
+    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+        return None if current is None else kind.drift(plan, current)
 
     async def send(
-        self, vertex: ControlPlane, plan: ChangePlan, current: Cluster | None
+        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
     ) -> Operation:
         return await vertex.delete_cluster(plan.cluster)
 
-    def look(self, plan: ChangePlan, current: Cluster | None) -> Look:
+    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         if current is None or current.state == ClusterState.STOPPING:
             return Look(Next.FOLLOW)  # gone, or going: the tracker reports it done
-        return _resend_or_unknown(plan, current)
+        return _resend_or_unknown(kind, plan, current)
 
 
 class Create:
@@ -101,20 +108,18 @@ class Create:
 
     wants_absent = True
     keeps_spec = False
+    removes = False
 
-    def unfit(self, plan: ChangePlan, current: Cluster | None) -> str | None:
+    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else f"{plan.cluster_id} exists now"
 
     async def send(
-        self, vertex: ControlPlane, plan: ChangePlan, current: Cluster | None
+        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
     ) -> Operation:
-        assert plan.spec is not None
         name = ClusterName.parse(plan.cluster)
-        return await vertex.create_cluster(
-            name.target, name.cluster_id, Cluster.model_validate(plan.spec)
-        )
+        return await vertex.create_cluster(name.target, name.cluster_id, kind.created(plan))
 
-    def look(self, plan: ChangePlan, current: Cluster | None) -> Look:
+    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         if current is None:
             return Look(Next.SEND)  # not created: the look-up came first
         if current.state in (ClusterState.PROVISIONING, ClusterState.RUNNING):
@@ -122,8 +127,8 @@ class Create:
         return Look(Next.UNKNOWN, f"{plan.cluster_id} exists and is {current.state}; check it")
 
 
-def _resend_or_unknown(plan: ChangePlan, current: Cluster) -> Look:
-    if drift(plan, current) is None:
+def _resend_or_unknown(kind: ChangeKind[Any], plan: Plan, current: Cluster) -> Look:
+    if kind.drift(plan, current) is None:
         return Look(Next.SEND)
     return Look(
         Next.UNKNOWN,
@@ -133,23 +138,3 @@ def _resend_or_unknown(plan: ChangePlan, current: Cluster) -> Look:
 
 
 PATCH, REMOVE, CREATE = Patch(), Remove(), Create()
-EFFECTS: dict[PlanKind, Effect] = {
-    PlanKind.RESIZE: PATCH,
-    PlanKind.SLURM_CONFIG: PATCH,
-    PlanKind.SLURM_LAYOUT: PATCH,
-    PlanKind.SLURM_SCRIPTS: PATCH,
-    PlanKind.DELETE: REMOVE,
-    PlanKind.RESTORE: CREATE,
-}
-DOING = {  # what a change does, for "Could not …"
-    PlanKind.RESIZE: "resize",
-    PlanKind.DELETE: "delete",
-    PlanKind.SLURM_CONFIG: "change the Slurm settings of",
-    PlanKind.SLURM_LAYOUT: "change the partitions or login pool of",
-    PlanKind.RESTORE: "restore",
-    PlanKind.SLURM_SCRIPTS: "change the prolog or epilog scripts of",
-}
-
-
-def effect_of(plan: ChangePlan) -> Effect:
-    return EFFECTS[plan.kind]

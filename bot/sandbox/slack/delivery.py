@@ -19,7 +19,8 @@ import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
 from bot.sandbox.slack import blockkit
-from bot.sandbox.slack.workspace import Channel, SlackError, User, Workspace
+from bot.sandbox.slack.errors import SlackError
+from bot.sandbox.slack.workspace import Channel, User, Workspace
 
 
 @dataclass

@@ -8,7 +8,8 @@ import aiohttp
 from aiohttp import web
 
 from bot.sandbox.slack import webapi
-from bot.sandbox.slack.workspace import SlackError, Workspace
+from bot.sandbox.slack.errors import SlackError
+from bot.sandbox.slack.workspace import Workspace
 
 WORKSPACE = web.AppKey("slack_workspace", Workspace)
 LIMITS = web.AppKey("slack_rate_limits", webapi.RateLimits)

@@ -17,11 +17,12 @@ import aiohttp
 from aiohttp import web
 
 from bot.sandbox.slack import delivery, view_routes, webapi
+from bot.sandbox.slack.errors import SlackError
 from bot.sandbox.slack.keys import LIMITS, SESSION, WORKSPACE
 from bot.sandbox.slack.keys import error_response as _error
 from bot.sandbox.slack.keys import json_body as _body
 from bot.sandbox.slack.keys import origin_of as _origin
-from bot.sandbox.slack.workspace import Channel, SlackError, User, Workspace
+from bot.sandbox.slack.workspace import Channel, User, Workspace
 
 STATIC = Path(__file__).with_name("static")
 KEEPALIVE_SECONDS = 15.0

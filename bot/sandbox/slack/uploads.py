@@ -16,8 +16,9 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.sandbox.slack.errors import SlackError
 from bot.sandbox.slack.views import File, _id
-from bot.sandbox.slack.workspace import SlackError, Workspace
+from bot.sandbox.slack.workspace import Workspace
 
 MAX_FILE_BYTES = 1024**3  # Slack takes files up to 1 GB
 

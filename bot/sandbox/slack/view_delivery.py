@@ -24,8 +24,9 @@ from urllib.parse import urlencode
 import aiohttp
 
 from bot.sandbox.slack.delivery import Delivery, send
+from bot.sandbox.slack.errors import SlackError
 from bot.sandbox.slack.views import View
-from bot.sandbox.slack.workspace import SlackError, User, Workspace
+from bot.sandbox.slack.workspace import User, Workspace
 
 MAX_OPTIONS = 100
 TROUBLE = "We had some trouble connecting. Try again?"

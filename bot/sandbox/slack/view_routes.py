@@ -22,8 +22,9 @@ from typing import Any
 from aiohttp import web
 
 from bot.sandbox.slack import uploads, view_delivery
+from bot.sandbox.slack.errors import SlackError
 from bot.sandbox.slack.keys import SESSION, WORKSPACE, error_response, json_body, origin_of
-from bot.sandbox.slack.workspace import SlackError, User, Workspace
+from bot.sandbox.slack.workspace import User, Workspace
 
 STATIC = Path(__file__).with_name("static")
 

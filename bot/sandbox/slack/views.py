@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.sandbox.slack import blockkit
-from bot.sandbox.slack.workspace import SlackError
+from bot.sandbox.slack.errors import SlackError
 
 TRIGGER_LIFETIME = 3.0
 MAX_STACK = 3

@@ -17,7 +17,8 @@ from typing import Any
 from aiohttp import web
 
 from bot.sandbox.slack import blockkit, uploads
-from bot.sandbox.slack.workspace import Message, SlackError, Workspace
+from bot.sandbox.slack.errors import SlackError
+from bot.sandbox.slack.workspace import Message, Workspace
 
 Args = dict[str, Any]
 Method = Callable[[Workspace, Args, str], Awaitable[dict[str, Any]]]

@@ -7,23 +7,10 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from bot.sandbox.slack.views import Views
-
-
-class SlackError(Exception):
-    """A Web API error: ``{"ok": false, "error": code}``, with details where Slack gives them."""
-
-    def __init__(self, code: str, *, status: int = 200, **extra: Any) -> None:
-        super().__init__(code)
-        self.code = code
-        self.status = status
-        self.extra = extra
-
-    def body(self) -> dict[str, Any]:
-        return {"ok": False, "error": self.code, **self.extra}
+from bot.sandbox.slack.errors import SlackError
+from bot.sandbox.slack.views import Views
 
 
 @dataclass(frozen=True)
@@ -191,8 +178,6 @@ class Workspace:
     _deliveries: int = 0
 
     def __post_init__(self) -> None:
-        from bot.sandbox.slack.views import Views
-
         self.views = Views(self.generate_block_ids, self.clock, self.publish_views)
         if not self.users:
             self.users = {u.id: u for u in DEMO_USERS}

@@ -1,0 +1,18 @@
+"""The stand-in's Web API error, shared by the workspace and its views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SlackError(Exception):
+    """A Web API error: ``{"ok": false, "error": code}``, with details where Slack gives them."""
+
+    def __init__(self, code: str, *, status: int = 200, **extra: Any) -> None:
+        super().__init__(code)
+        self.code = code
+        self.status = status
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return {"ok": False, "error": self.code, **self.extra}

@@ -1,0 +1,80 @@
+"""The idle sweep's child process: reads its settings from stdin, builds the service's core
+on its own event loop, sweeps once as the replica, and writes the summary as one JSON line.
+It is started only by ``bot/sweep_process.py``'s ``SweepProcess``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import pickle
+import signal
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from bot.app import ClusterbotService
+from bot.settings import Settings
+from bot.sweep_process import LENGTH, NICENESS, SweepSummary
+from handlers.policy import Policy
+
+
+def _read_payload(fd: int = 0) -> tuple[Settings, Policy, str, bool]:
+    data = b""
+    while len(data) < LENGTH or len(data) < LENGTH + int.from_bytes(data[:LENGTH], "big"):
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            raise SystemExit("clusterbot sweep process: started without its settings")
+        data += chunk
+    settings, policy, owner, force = pickle.loads(data[LENGTH:])
+    return settings, policy, owner, force
+
+
+async def _sweep_here(settings: Settings, policy: Policy, owner: str, force: bool) -> str:
+    loop = asyncio.get_running_loop()
+    this = asyncio.current_task()
+    assert this is not None
+    # end-of-file on stdin: the service is gone; SIGTERM: the service is stopping
+    stdin = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+    watch = loop.create_task(stdin.read())
+
+    def gone(_: asyncio.Task[bytes]) -> None:
+        this.cancel()
+
+    watch.add_done_callback(gone)
+    loop.add_signal_handler(signal.SIGTERM, this.cancel)
+    service = ClusterbotService(settings, policy, owner=owner)
+    service.open_http()
+    try:
+        report = await service.core.sweeper.sweep(force=force)
+    finally:
+        watch.remove_done_callback(gone)
+        watch.cancel()
+        await service.close_connections()
+    summary: dict[str, Any] | None = asdict(SweepSummary.of(report)) if report else None
+    return json.dumps({"summary": summary})
+
+
+def main() -> int:
+    from bot.logs import configure
+    from bot.memory import keep_large_blocks_apart
+
+    keep_large_blocks_apart()
+    # Below the service in the CPU's queue: when both want a core, a Slack request goes first.
+    os.nice(NICENESS)
+    settings, policy, owner, force = _read_payload()
+    configure(settings.log_level, settings.secret_values())
+    try:
+        line = asyncio.run(_sweep_here(settings, policy, owner, force))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        return 1
+    with contextlib.suppress(BrokenPipeError):
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
