@@ -29,6 +29,7 @@ from bot.slack.home_tab import REFRESH_SECONDS, HomeTab
 from bot.slack.listeners import Background, Responder, Roles, SlackEdge
 from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
 from bot.slack.modals import Modals
+from bot.slack.people import SLACK_PEOPLE
 from bot.store import IdleRecords, Store
 from bot.sweep_process import SweepProcess, SweepSummary, shareable
 from bot.vertex.auth import token_source
@@ -113,6 +114,7 @@ class ClusterbotService:
             ),
             messenger=self.messenger,
             roles=self.roles,
+            people=SLACK_PEOPLE,
             clock=clock,
             releases=self.store,
             submissions=self.store,

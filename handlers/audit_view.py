@@ -22,11 +22,10 @@ from handlers.changes.plan import ChangePlan
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState
 from handlers.grammar import CommandError, cluster_word, echo
 from handlers.ports import RequestStore
-from handlers.replies import USER_ID, Button, Buttons, Heading, Note, Reply, Text, UserRef
+from handlers.replies import Button, Buttons, Heading, Note, Reply, Text, UserRef
 from handlers.words import duration
 
 PAGE = 15
-USER = re.compile(f"^<@({USER_ID})(\\|[^>]*)?>$|^({USER_ID})$")  # a mention or a user id
 SINCE = re.compile(r"^(\d{1,4})([mhdw])$")
 UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 LINE = 300  # characters of one entry at most
@@ -36,7 +35,7 @@ CSV_ROWS = 10_000  # entries in a CSV export at most
 @dataclass(frozen=True)
 class Audit:
     cluster: str | None = None
-    by: str | None = None  # a user id
+    by: str | None = None  # a person: as typed when parsed, their id once read
     since: int | None = None  # seconds back from now
     before: float | None = None  # a page: entries older than this
 
@@ -53,13 +52,7 @@ def parse_audit(args: list[str]) -> Audit:
             raise CommandError(f"audit takes {echo(key)}: use by USER or since 7d", "audit")
         value = words.pop(0)
         if key == "by":
-            found = USER.match(value)
-            if found is None:
-                raise CommandError(
-                    f"{echo(value)} is not a person: mention them (@name) or give their user id",
-                    "audit",
-                )
-            by = found.group(1) or found.group(3)
+            by = value  # a person as typed: who it names is the platform's to say
         else:
             found = SINCE.match(value.lower())
             if found is None:

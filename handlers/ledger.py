@@ -20,8 +20,8 @@ from handlers.approval_card import (
 )
 from handlers.entities import ApprovalRequest, AuditEntry, Decision, RequestState
 from handlers.messenger import Messenger, MessengerError, tell_not_posted
-from handlers.ports import Clock, RequestStore
-from handlers.replies import SLACK_USER, Line
+from handlers.ports import Clock, People, RequestStore
+from handlers.replies import Line
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +41,17 @@ def details(**values: Any) -> str:
 class RequestLedger:
     def __init__(
         self,
+        *,
         store: RequestStore,
         messenger: Messenger,
         clock: Clock,
+        people: People,
         on_ended: Sequence[RequestEnded] = (),
     ) -> None:
         self.store = store
         self.messenger = messenger
         self.clock = clock
+        self.people = people
         self.on_ended = tuple(on_ended)
 
     async def audit(
@@ -96,7 +99,7 @@ class RequestLedger:
         """The requester of a draft that a stop or crash cut off before its card was
         confirmed: told privately that nothing was requested (a card that did appear is
         dead: its buttons say the request was abandoned)."""
-        if not SLACK_USER.match(request.requester):
+        if not self.people.is_person(request.requester):
             return
         what = f"{request.plan.kind.replace('_', ' ')} request for {request.plan.cluster_id}"
         await tell_not_posted(self.messenger, request.channel, request.requester, what)
@@ -105,12 +108,12 @@ class RequestLedger:
         """Tell the requester how it ended, in a thread reply that mentions them, once: the
         reply's ts is kept, so a repeat of these steps does not post it again (a crash
         between the post and the write can post it twice, never lose it). A requester that
-        is not a Slack user (a pipeline's service account) is not mentioned."""
+        is not a person (a pipeline's service account) is not mentioned."""
         if (
             request.mention_ts
             or not request.card_ts
             or request.state not in ENDED_WORDS
-            or not SLACK_USER.match(request.requester)
+            or not self.people.is_person(request.requester)
         ):
             return
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from handlers.replies import Reply, Text
+from handlers.replies import Line, Reply, Text
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class Messenger(Protocol):
         """A message only this user sees."""
         ...
 
-    async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
+    async def upload(self, channel: str, filename: str, content: str, comment: Line) -> None:
         """Share a text file in the channel, with a comment."""
         ...
 

@@ -1,4 +1,4 @@
-"""Who may do what: roles from Slack user ids and user groups, channels, approval rules.
+"""Who may do what: roles from people and groups of people, channels, approval rules.
 
 Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
 
@@ -6,7 +6,7 @@ Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
     channels = ["C0MLINFRA"]             # where the bot answers; empty means everywhere
     [roles]
     admin = ["U0ADMIN"]
-    approver = ["U0BOB", "S0PLATFORM"]   # S... is a Slack user group
+    approver = ["U0BOB", "S0PLATFORM"]   # a person's or a group's id, as the platform gives it
     operator = ["U0ALICE"]
     [approval]
     self_approval = false
@@ -138,8 +138,9 @@ class Policy(BaseModel):
                 best = max(best, Role[name.upper()])
         return best
 
-    def group_ids(self) -> set[str]:
-        return {m for members in self.roles.values() for m in members if m.startswith("S")}
+    def members(self) -> set[str]:
+        """Everyone the roles name: people and groups alike (the platform tells them apart)."""
+        return {m for members in self.roles.values() for m in members}
 
     def channel_allowed(self, channel_id: str) -> bool:
         return not self.channels or channel_id in self.channels

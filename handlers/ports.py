@@ -105,6 +105,23 @@ class ControlPlane(Protocol):
     async def get_operation(self, name: str) -> Operation: ...
 
 
+class People(Protocol):
+    """Who is a person on the chat platform, and how one is named in typed words. The
+    platform's adapter knows its ids and its mention syntax; the core knows neither."""
+
+    def is_person(self, principal: str) -> bool:
+        """One person, who can be mentioned and told privately (not a pipeline's identity)."""
+        ...
+
+    def named(self, word: str) -> str | None:
+        """The person a typed word names (a mention, or their id), or None."""
+        ...
+
+    def is_group(self, member: str) -> bool:
+        """A policy member that names a group of people rather than one person."""
+        ...
+
+
 class RoleSource(Protocol):
     async def of(self, user: str) -> Role:
         """The user's role from the policy, with the groups they belong to resolved."""

@@ -9,7 +9,6 @@ it: the Slack renderer (``bot/slack/render.py``) turns it into Block Kit and mrk
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,14 +30,11 @@ class Code:
     text: str
 
 
-# A Slack user id (W: Enterprise Grid), which a mention can name; anything else (the policy,
-# a pipeline's service account) is shown as a name.
-USER_ID = r"[UW][A-Z0-9]{2,}"
-SLACK_USER = re.compile(f"^{USER_ID}$")
-
-
 @dataclass(frozen=True)
 class UserRef:
+    """Someone who acted: a person, mentioned where the platform can, or another principal
+    (the policy, a pipeline's service account), shown as a name."""
+
     user_id: str
 
 
@@ -148,6 +144,9 @@ class Rule:
     pass
 
 
+COLUMN_GAP = "  "  # between a table's columns
+
+
 @dataclass(frozen=True)
 class Column:
     title: str
@@ -171,6 +170,25 @@ class Table:
     ) -> Table:
         columns = tuple(Column(t, i in right) for i, t in enumerate(titles))
         return cls(columns, tuple(tuple(str(cell) for cell in row) for row in rows))
+
+    def lines(self) -> list[str]:
+        """The rows in monospace, each column padded to its widest cell, numbers aligned
+        right (a last column of words is left ragged); the header only when the columns have
+        titles."""
+        titled = any(c.title for c in self.columns)
+        rows = [tuple(c.title for c in self.columns), *self.rows] if titled else list(self.rows)
+        count = len(self.columns)
+        widths = [max((len(r[i]) for r in rows if i < len(r)), default=0) for i in range(count)]
+        lines = []
+        for row in rows:
+            cells = []
+            for i, cell in enumerate(row):
+                if self.columns[i].right:
+                    cells.append(cell.rjust(widths[i]))
+                else:
+                    cells.append(cell if i == count - 1 else cell.ljust(widths[i]))
+            lines.append(COLUMN_GAP.join(cells).rstrip())
+        return lines
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ the idle report."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.operations import Share
@@ -11,12 +12,13 @@ from handlers.actions import SweepNow
 from handlers.audit_view import Audit, AuditLog
 from handlers.clusters import ClusterDirectory, ListRow, list_reply, show_reply
 from handlers.costs import PriceBook
+from handlers.grammar import CommandError, echo
 from handlers.idle_alert import report
 from handlers.idle_since import as_now
 from handlers.jobs_view import fairshare_reply, jobs_reply
 from handlers.messenger import Messenger, MessengerError
-from handlers.ports import ActivityReader, Clock, OperationStore, RequestStore
-from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text, notice
+from handlers.ports import ActivityReader, Clock, OperationStore, People, RequestStore
+from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text, UserRef, notice
 from handlers.restore import deleted_reply
 from handlers.slurm_scripts import script_reply
 from handlers.slurm_view import slurm_reply
@@ -43,9 +45,11 @@ class Reports:
         prices: PriceBook,
         clock: Clock,
         activity: ActivityReader,
+        people: People,
         sweeper: Sweeper | None = None,
         messenger: Messenger | None = None,
     ) -> None:
+        self.people = people
         self.messenger = messenger
         self.activity = activity
         self.directory = directory
@@ -164,17 +168,29 @@ class Reports:
             Table.of(("CLUSTER", "AGE", "REQUEST", "PROGRESS"), rows, right=frozenset({1}))
         )
 
+    def _person(self, query: Audit) -> Audit:
+        """The query with its ``by`` as the person's id; a word that names nobody is refused."""
+        if query.by is None:
+            return query
+        person = self.people.named(query.by)
+        if person is None:
+            raise CommandError(
+                f"{echo(query.by)} is not a person: mention them (@name) or give their user id",
+                "audit",
+            )
+        return replace(query, by=person)
+
     async def audit(self, query: Audit) -> Reply:
-        return await AuditLog(self.requests).page(query, self.clock())
+        return await AuditLog(self.requests).page(self._person(query), self.clock())
 
     async def audit_csv(self, query: Audit, channel: str, user: str) -> Reply:
         """The log as a CSV file shared in the channel it was asked in."""
         if self.messenger is None or not channel:
             return notice("No file", "clusterbot cannot share files here.")
-        name, text, rows = await AuditLog(self.requests).csv(query, self.clock())
+        name, text, rows = await AuditLog(self.requests).csv(self._person(query), self.clock())
         try:
             await self.messenger.upload(
-                channel, name, text, f"Audit log, {rows} entries, asked by <@{user}>"
+                channel, name, text, (f"Audit log, {rows} entries, asked by ", UserRef(user))
             )
         except MessengerError as error:
             return notice("No file", f"The file could not be shared ({error.code}).")

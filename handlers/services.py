@@ -26,6 +26,7 @@ from handlers.ports import (
     IdleRecordStore,
     LeaseStore,
     OperationStore,
+    People,
     ReleaseStore,
     ReportStore,
     RequestStore,
@@ -52,6 +53,7 @@ class Ports:
     activity: ActivityReader
     messenger: Messenger
     roles: RoleSource
+    people: People  # who is a person on the platform, and how one is named
     clock: Clock
     releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
     submissions: SubmissionStore | None = None  # form submissions; None: no forms
@@ -99,7 +101,13 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         rules=policy.idle,
         clock=clock,
     )
-    ledger = RequestLedger(ports.requests, ports.messenger, clock, on_ended=[board.remedy_ended])
+    ledger = RequestLedger(
+        store=ports.requests,
+        messenger=ports.messenger,
+        clock=clock,
+        people=ports.people,
+        on_ended=[board.remedy_ended],
+    )
     executor = Executor(
         store=ports.requests,
         vertex=ports.control_plane,
@@ -161,6 +169,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         activity=ports.activity,
         sweeper=sweeper,
         messenger=ports.messenger,
+        people=ports.people,
     )
     releases = None
     if ports.releases is not None:

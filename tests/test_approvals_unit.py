@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.slack.people import SLACK_PEOPLE
 from bot.store import Store
 from bot.vertex.client import VertexClient
 from bot.vertex.names import Target
@@ -36,7 +37,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 def service(
     store: Store, client: VertexClient, clock: ManualClock, messenger: FakeMessenger
 ) -> Approvals:
-    ledger = RequestLedger(store, messenger, clock)
+    ledger = RequestLedger(store=store, messenger=messenger, clock=clock, people=SLACK_PEOPLE)
     executor = Executor(store=store, vertex=client, ledger=ledger, clock=clock, owner="me")
     directory = ClusterDirectory(client, [Target("demo-project", "us-central1")])
     return Approvals(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.slack.people import SLACK_PEOPLE
 from handlers.actions import AuditPage
 from handlers.audit_view import Audit, AuditLog, parse_audit
 from handlers.entities import AuditEntry
@@ -87,7 +88,10 @@ async def test_a_page_ends_where_the_next_begins() -> None:
         ([], Audit()),
         (["TRAIN01"], Audit("train01")),
         (["by", "U0BOB"], Audit(by="U0BOB")),
-        (["train01", "by", "<@U0BOB|bob>", "since", "7d"], Audit("train01", "U0BOB", 7 * 86400)),
+        (
+            ["train01", "by", "<@U0BOB|bob>", "since", "7d"],
+            Audit("train01", "<@U0BOB|bob>", 604800),
+        ),
         (["since", "12h"], Audit(since=12 * 3600)),
     ],
 )
@@ -99,7 +103,6 @@ def test_the_words_of_audit(words: list[str], query: Audit) -> None:
     ("words", "reason"),
     [
         (["by"], "use by USER or since 7d"),
-        (["by", "@bob"], "mention them (@name) or give their user id"),
         (["since", "forever"], "is not a time back such as 7d"),
         (["train01", "lately"], "audit takes 'lately'"),
     ],
@@ -107,6 +110,22 @@ def test_the_words_of_audit(words: list[str], query: Audit) -> None:
 def test_bad_audit_words(words: list[str], reason: str) -> None:
     with pytest.raises(CommandError, match=re.escape(reason)):
         parse_audit(words)
+
+
+def test_who_a_word_names_is_slack_s_to_say() -> None:
+    """Slack escapes a mention in a command's text as <@U…|name>; an id may be typed bare."""
+    assert SLACK_PEOPLE.named("<@U0BOB|bob>") == "U0BOB" == SLACK_PEOPLE.named("U0BOB")
+    assert SLACK_PEOPLE.named("<@W0ENTERPRISE>") == "W0ENTERPRISE"
+    assert SLACK_PEOPLE.named("@bob") is None and SLACK_PEOPLE.named("S0GROUP") is None
+    assert SLACK_PEOPLE.is_group("S0APPROVERS") and not SLACK_PEOPLE.is_group("U0BOB")
+    assert not SLACK_PEOPLE.is_person("ci@p.iam.gserviceaccount.com")
+
+
+async def test_a_word_that_names_nobody_is_refused_with_the_usage(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path) as stack:
+        said = text_of(await stack.reply_to("alice", "/cluster audit by nobody"))
+    assert "'nobody' is not a person: mention them (@name) or give their user id" in said
+    assert "/cluster audit" in said  # the usage line
 
 
 async def test_the_log_is_shared_as_a_csv_file(tmp_path: Path) -> None:

@@ -275,3 +275,45 @@ def test_no_import_circle() -> None:
     assert "handlers.approvals" in graph["handlers.idle_clicks"] | graph["handlers.alerts"]
     assert _circles(graph) == []
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# Slack's own syntax and names: mentions, dates and channel links in mrkdwn, its id patterns,
+# its Web API methods. The core says "a person", "a message", "not postable here".
+SLACK_MARKS = ("<@", "<!", "<#", "[UW][A-Z0-9]", "S[A-Z0-9]", "chat.", "views.", "files.")
+SLACK_METHODS = ("postMessage", "postEphemeral", "uploadV2", "usergroups", "conversations")
+
+
+def test_no_slack_word_or_id_pattern_in_the_core() -> None:
+    found = []
+    for path in (ROOT / "handlers").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        where = str(path.relative_to(ROOT))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Name):
+                names.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.append(node.attr)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.append(node.name)
+            elif isinstance(node, ast.arg):
+                names.append(node.arg)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.append(node.module)
+            found += [f"{where}: {n}" for n in names if "slack" in n.lower()]
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+            ):
+                marks = [m for m in (*SLACK_MARKS, *SLACK_METHODS) if m in node.value]
+                found += [f"{where}:{node.lineno}: {m!r}" for m in marks]
+    assert found == []

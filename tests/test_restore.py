@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from bot.slack.render import render
 from bot.vertex.models import Cluster
 from handlers.idle import AutoAction, Recommendation, Status
 from handlers.idle_alert import IdleEntry, alert_card
 from tests.support.demo_stack import CPU01, Stack, demo_stack, is_card, text_of, thread_of
+from tests.support.text_adapter import text
 
 CPU02 = CPU01.replace("/cpu01", "/cpu02")
 
@@ -104,10 +104,9 @@ def test_an_alert_that_recommends_delete_says_it_can_be_undone() -> None:
         recommendation=Recommendation.DELETE,
         recommendation_reason="used on 0 of the last 7 days",
     )
-    blocks = json.dumps(render(alert_card(entry, 0.0, AutoAction.OFF))[1])
-    assert "/cluster restore cpu01" in blocks
+    assert "/cluster restore cpu01" in text(alert_card(entry, 0.0, AutoAction.OFF))
     scale = dataclasses.replace(entry, recommendation=Recommendation.SCALE_TO_ZERO)
-    assert "/cluster restore" not in json.dumps(render(alert_card(scale, 0.0, AutoAction.OFF))[1])
+    assert "/cluster restore" not in text(alert_card(scale, 0.0, AutoAction.OFF))
 
 
 async def test_restore_clicked_while_the_control_plane_fails_says_so(stack: Stack) -> None:

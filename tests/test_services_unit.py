@@ -1,6 +1,6 @@
 """The core's services (approvals, execution and tracking, idle sweeps and alerts) built by
-``handlers.services.build`` on in-memory ports with a manual clock: each test runs in
-milliseconds, with no HTTP, database or Slack."""
+``handlers.services.build`` on in-memory ports with a manual clock, read through the
+plain-text adapter: each test runs in milliseconds, with no HTTP, database or Slack."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from bot.slack.render import render
 from bot.vertex.names import Target
 from handlers.entities import RequestState
 from handlers.idle import Status
@@ -29,24 +28,12 @@ from tests.support.memory import (
     MemoryStore,
     PolicyRoles,
 )
+from tests.support.text_adapter import TextPeople, text
 
 TARGET = "demo-project/us-central1"
 C1 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/c1"
 ALERTS = "C0ALERTS"
 INFRA = "C0INFRA"
-
-
-def text(reply: Reply) -> str:
-    _, blocks = render(reply)
-    out = []
-    for block in blocks:
-        if "text" in block and isinstance(block["text"], dict):
-            out.append(block["text"]["text"])
-        for element in block.get("elements", []) + block.get("fields", []):
-            if isinstance(element, dict) and "text" in element:
-                inner = element["text"]
-                out.append(inner["text"] if isinstance(inner, dict) else inner)
-    return "\n".join(out)
 
 
 def running(doc: dict[str, Any], nodes: int) -> dict[str, Any]:
@@ -129,6 +116,7 @@ def make_bot(
         activity=activity,
         messenger=messenger,
         roles=PolicyRoles(policy),
+        people=TextPeople(),
         clock=clock,
     )
     options = Options(
@@ -151,7 +139,7 @@ def _target() -> Target:
 async def test_a_request_gets_its_card_and_twenty_approvals_send_one_patch(bot: Bot) -> None:
     assert await bot.ask("U0ALICE", "resize c1 gpu 3") is None  # the card is the answer
     [(card_ts, card)] = bot.cards()
-    assert "Resize request: c1 / gpu" in text(card) and "2 -&gt; 3" in text(card)
+    assert "Resize request: c1 / gpu" in text(card) and "2 -> 3" in text(card)
     request = await bot.only_request()
     assert request.state == RequestState.PENDING and request.card_ts == card_ts
     answers = await asyncio.gather(*(bot.click("U0BOB", "approve", request.id) for _ in range(20)))
@@ -261,7 +249,7 @@ async def test_an_idle_paying_cluster_is_alerted_once(bot: Bot) -> None:
     bot.clock.advance(11 * 60)
     assert await sweep(bot) == {"c1": Status.IDLE}
     [(_, alert)] = alerts(bot)
-    assert "Idle cluster: c1" in text(alert) and "Scale to zero" in str(render(alert)[1])
+    assert "Idle cluster: c1" in text(alert) and "Scale to zero" in text(alert)
     bot.clock.advance(60)
     await sweep(bot)
     assert len(alerts(bot)) == 1  # once per idle period
@@ -304,7 +292,7 @@ async def test_an_operators_remedy_waits_and_a_rejection_gives_the_buttons_back(
     assert await bot.click("U0BOB", "reject", request.id) is None
     restored = bot.edits_of(alert_ts)[-1]
     assert "The remedies are back" in text(restored)
-    assert "idle_scale_to_zero" in str(render(restored)[1])
+    assert "idle_scale_to_zero" in text(restored)
 
 
 async def test_a_snoozed_cluster_is_alerted_again_only_after_the_snooze(bot: Bot) -> None:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.slack.render import render
 from bot.vertex.models import Cluster
 from handlers.slurm_view import SCRIPT_LINES, script_digest, slurm_reply
 from tests.support.demo_stack import Stack, demo_stack, text_of
 from tests.support.factories import cluster_doc
+from tests.support.text_adapter import text as plain
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
 
 
 def shown(cluster: Cluster) -> str:
-    return text_of({"blocks": render(slurm_reply(cluster))[1]})
+    return plain(slurm_reply(cluster))
 
 
 async def test_slurm_shows_the_spec_of_a_demo_cluster(stack: Stack) -> None:

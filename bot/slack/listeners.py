@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.redact import Redactor
+from bot.slack.people import SLACK_PEOPLE
 from bot.slack.render import render
 from handlers.actions import ActionId
 from handlers.dispatch import Answer, Dispatcher, Outcome
@@ -85,7 +86,7 @@ class Roles:
         self._fetched: float | None = None
 
     async def _groups_of(self, user: str) -> frozenset[str]:
-        groups = self.policy.group_ids()
+        groups = self._groups()
         if not groups:
             return frozenset()
         if self._fetched is None or self.clock() - self._fetched > GROUP_CACHE_SECONDS:
@@ -106,6 +107,10 @@ class Roles:
             self._members, self._fetched = members, self.clock()
         return self._member_of(user)
 
+    def _groups(self) -> set[str]:
+        """The user groups the policy names."""
+        return {m for m in self.policy.members() if SLACK_PEOPLE.is_group(m)}
+
     def _member_of(self, user: str) -> frozenset[str]:
         return frozenset(g for g, users in self._members.items() if user in users)
 
@@ -113,7 +118,7 @@ class Roles:
         return self.policy.role_of(user, await self._groups_of(user))
 
     def known(self, user: str) -> Role | None:
-        if not self.policy.group_ids():
+        if not self._groups():
             return self.policy.role_of(user, frozenset())
         if self._fetched is None or self.clock() - self._fetched > GROUP_CACHE_SECONDS:
             return None

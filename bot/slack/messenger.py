@@ -26,9 +26,9 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.redact import Redactor
 from bot.slack.budget import Budget, Pacer
-from bot.slack.render import render
+from bot.slack.render import mrkdwn, render
 from handlers.messenger import MessengerError
-from handlers.replies import Reply
+from handlers.replies import Line, Reply, plain
 
 
 class PausingRateLimitHandler(AsyncRateLimitErrorRetryHandler):
@@ -156,7 +156,7 @@ class SlackMessenger:
 
         await self.pacer.must("chat.postEphemeral", send)
 
-    async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
+    async def upload(self, channel: str, filename: str, content: str, comment: Line) -> None:
         """files.uploadV2: an upload URL, the bytes, then the share in the channel."""
 
         async def send() -> None:
@@ -166,7 +166,7 @@ class SlackMessenger:
                     filename=filename,
                     title=filename,
                     content=self.redactor.clean_text(content),
-                    initial_comment=self.redactor.clean_text(comment),
+                    initial_comment=self.redactor.clean_text(mrkdwn(comment)),
                 )
             )
 
@@ -198,5 +198,6 @@ class LogMessenger:
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         self.log.info("to %s in %s: %s", user, channel, reply.summary)
 
-    async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
-        self.log.info("file %s (%d bytes) to %s: %s", filename, len(content), channel, comment)
+    async def upload(self, channel: str, filename: str, content: str, comment: Line) -> None:
+        said = plain(comment)
+        self.log.info("file %s (%d bytes) to %s: %s", filename, len(content), channel, said)

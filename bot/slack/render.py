@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.redact import Redactor
+from bot.slack.people import SLACK_USER
 from handlers.replies import (
-    SLACK_USER,
     Button,
     Buttons,
     Caution,
@@ -48,7 +48,6 @@ TABLE_WIDTH = 100
 SECTION_LIMIT = 3000
 FIELD_LIMIT = 2000
 FIELDS_PER_SECTION = 10
-COLUMN_GAP = "  "
 
 
 def escape(text: object) -> str:
@@ -112,39 +111,14 @@ def mrkdwn(spans: Line) -> str:
     return "".join(span(s) for s in spans)
 
 
-def _layout(table: Table) -> tuple[list[tuple[str, ...]], list[int]]:
-    """The rows to draw (the header first when the columns have titles) and the width of
-    each column: its widest cell."""
-    titled = any(c.title for c in table.columns)
-    rows = [tuple(c.title for c in table.columns), *table.rows] if titled else list(table.rows)
-    count = len(table.columns)
-    widths = [max((len(r[i]) for r in rows if i < len(r)), default=0) for i in range(count)]
-    return rows, widths
-
-
 def table_width(table: Table) -> int:
     """How many monospace characters the table's widest line takes, as a person sees it."""
-    _rows, widths = _layout(table)
-    return sum(widths) + len(COLUMN_GAP) * max(0, len(widths) - 1)
+    return max((len(line) for line in table.lines()), default=0)
 
 
 def lines_of(table: Table) -> list[str]:
-    """The table's rows with each column padded to its widest cell, numbers aligned right
-    (a last column of words is left ragged); the header only when the columns have titles."""
-    rows, widths = _layout(table)
-    if not rows:
-        return []
-    count = len(table.columns)
-    lines = []
-    for row in rows:
-        cells = []
-        for i, cell in enumerate(row):
-            if table.columns[i].right:
-                cells.append(cell.rjust(widths[i]))
-            else:
-                cells.append(cell if i == count - 1 else cell.ljust(widths[i]))
-        lines.append(escape(COLUMN_GAP.join(cells).rstrip()))
-    return lines
+    """The table's aligned lines, escaped for mrkdwn."""
+    return [escape(line) for line in table.lines()]
 
 
 def wrapped(table: Table) -> list[str]:

@@ -1,34 +1,38 @@
 """Every kind of change, registered once.
 
-A kind is one module that plans its change and subclasses ``ChangeKind``; it is known to
-every flow (approval, execution, tracking, recovery, audit) by being listed here, once in
-``KINDS`` and once in ``AnyDetail``, the union a stored plan is read back with.
+A kind is one module that plans its change and subclasses ``ChangeKind``; listed in
+``KINDS`` it is known to every flow (approval, execution, tracking, recovery, audit), and a
+stored plan of it is read back with its own detail model.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import functools
+from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter
 
-from handlers.changes.delete import DELETE, DeleteDetail
+from handlers.changes.delete import DELETE
 from handlers.changes.kind import ChangeKind
-from handlers.changes.layout import SLURM_LAYOUT, LayoutDetail
-from handlers.changes.plan import ChangePlan
-from handlers.changes.resize import RESIZE, ResizeDetail
-from handlers.changes.restore import RESTORE, RestoreDetail
-from handlers.changes.scripts import SLURM_SCRIPTS, ScriptsDetail
-from handlers.changes.settings import SLURM_SETTINGS, SettingsDetail
+from handlers.changes.layout import SLURM_LAYOUT
+from handlers.changes.plan import ChangePlan, Detail
+from handlers.changes.resize import RESIZE
+from handlers.changes.restore import RESTORE
+from handlers.changes.scripts import SLURM_SCRIPTS
+from handlers.changes.settings import SLURM_SETTINGS
 
 KINDS: dict[str, ChangeKind[Any]] = {
     kind.name: kind
     for kind in (RESIZE, DELETE, RESTORE, SLURM_SETTINGS, SLURM_LAYOUT, SLURM_SCRIPTS)
 }
-AnyDetail = Annotated[
-    ResizeDetail | DeleteDetail | RestoreDetail | SettingsDetail | LayoutDetail | ScriptsDetail,
-    Field(discriminator="kind"),
-]
-_STORED: TypeAdapter[ChangePlan[AnyDetail]] = TypeAdapter(ChangePlan[AnyDetail])
+
+
+@functools.cache
+def _reader(models: tuple[type[Detail], ...]) -> TypeAdapter[ChangePlan[Any]]:
+    """How a stored plan is read: its detail chosen by ``kind`` among these models."""
+    details: Any = Union[models]  # noqa: UP007
+    generic: Any = ChangePlan
+    return TypeAdapter(generic[Annotated[details, Field(discriminator="kind")]])
 
 
 def kind_of(plan: ChangePlan[Any]) -> ChangeKind[Any]:
@@ -37,4 +41,4 @@ def kind_of(plan: ChangePlan[Any]) -> ChangeKind[Any]:
 
 def read_plan(text: str | bytes) -> ChangePlan[Any]:
     """A plan as stored (JSON), its detail read as the model of its kind."""
-    return _STORED.validate_json(text)
+    return _reader(tuple(kind.detail for kind in KINDS.values())).validate_json(text)

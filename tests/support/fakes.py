@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from bot.slack.messenger import NOT_POSTABLE
 from handlers.messenger import MessengerError
-from handlers.replies import Reply
+from handlers.replies import Line, Reply, plain
 
 
 @dataclass
@@ -34,7 +34,7 @@ class FakeMessenger:
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         self.whispers.append((channel, user, reply))
 
-    async def upload(self, channel: str, filename: str, content: str, comment: str) -> None:
+    async def upload(self, channel: str, filename: str, content: str, comment: Line) -> None:
         if self.refuse:
             raise MessengerError(self.refuse, not_postable=self.refuse in NOT_POSTABLE)
-        self.files.append((channel, filename, content, comment))
+        self.files.append((channel, filename, content, plain(comment)))

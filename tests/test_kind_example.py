@@ -1,0 +1,92 @@
+"""The worked example of docs/ARCHITECTURE.md is true: its kind of change, taken from the
+page and registered with one entry, is asked for, approved, sent and recovered by the same
+approval service and executor as every other kind, against the simulator."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from bot.store import Store
+from bot.vertex.client import VertexClient
+from handlers.approval_card import request_card
+from handlers.audit_view import change_words
+from handlers.changes.effects import Next
+from handlers.changes.kinds import KINDS, kind_of
+from handlers.costs import PriceBook
+from handlers.entities import RequestState
+from handlers.policy import Role
+from tests.conftest import ManualClock, Simulator
+from tests.support.fakes import FakeMessenger
+from tests.support.text_adapter import text
+from tests.test_approvals_unit import service
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "ARCHITECTURE.md"
+TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
+
+
+def example_module(tmp_path: Path) -> ModuleType:
+    """The module the page shows, written where its first line says and imported."""
+    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
+    [source] = [b for b in blocks if b.startswith("# handlers/changes/labels.py\n")]
+    path = tmp_path / "labels.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("labels_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["labels_example"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_page_counts_the_files_it_touches() -> None:
+    text = PAGE.read_text()
+    assert "one entry in\n`handlers/changes/kinds.py`: **2 files**" in text
+    registry = (ROOT / "handlers" / "changes" / "kinds.py").read_text()
+    [line] = [x for x in registry.splitlines() if x.strip().startswith("for kind in (")]
+    assert line.replace(")", ", LABELS)") in text  # the entry is that one line, lengthened
+
+
+@pytest.fixture
+async def labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+    module = example_module(tmp_path)
+    monkeypatch.setitem(KINDS, module.NAME, module.LABELS)  # the registry's one entry
+    yield module
+    sys.modules.pop("labels_example", None)
+
+
+async def test_the_example_kind_runs_through_the_same_flows(
+    labels: Any, tmp_path: Path, client: VertexClient, simulator: Simulator, clock: ManualClock
+) -> None:
+    store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    await store.migrate()
+    approvals = service(store, client, clock, FakeMessenger())  # as the unit tests build it
+    try:
+        cluster = await client.get_cluster(TRAIN01)
+        plan = labels.plan_label(cluster, "team", "ml", PriceBook.with_overrides())
+        request = await approvals.submit("U0ALICE", "C0X", plan)
+        card = text(request_card(request))
+        assert "Label request: train01" in card and "team   research  ml" in card
+        assert "updateMask `labels`" in card
+        stored = await store.get_request(request.id)  # read back as its own kind
+        assert stored is not None and isinstance(stored.plan.detail, labels.LabelsDetail)
+        assert change_words(stored.plan) == "team=ml"
+        assert await approvals.decide("U0BOB", Role.APPROVER, request.id, True) is None
+        [patch] = [r for r in simulator.state.requests if r["method"] == "PATCH"]
+        assert patch["query"] == {"updateMask": "labels"}
+        assert patch["body"]["labels"] == {**(cluster.labels or {}), "team": "ml"}
+        done = await store.get_request(request.id)
+        assert done is not None and done.state == RequestState.RUNNING
+        now = await client.get_cluster(TRAIN01)
+        kind = kind_of(done.plan)
+        assert kind.effect.look(kind, done.plan, now).next == Next.FOLLOW  # recovery: applied
+    finally:
+        await store.close()
