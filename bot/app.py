@@ -25,6 +25,7 @@ from bot.redact import Redactor
 from bot.routes import Routes
 from bot.settings import Settings
 from bot.slack.budget import Budget, Pacer
+from bot.slack.failures import Failures
 from bot.slack.home_tab import REFRESH_SECONDS, HomeTab
 from bot.slack.listeners import Background, Responder, Roles, SlackEdge
 from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
@@ -166,6 +167,8 @@ class ClusterbotService:
             logger=bolt_log,
         )
         extra = {} if working_after is None else {"working_after": working_after}
+        failures = Failures(self.responder, self.metrics.command)
+        app.error(failures.bolt)  # what a listener raises before its ack
         forms = Forms(self.core.directory, self.core.approvals.prices)
         modals = Modals(
             app=app,
@@ -175,6 +178,7 @@ class ClusterbotService:
             background=self.background,
             responder=self.responder,
             intake=self.intake,
+            failures=failures,
             home_channel=self.settings.alert_channel,
         )
         # Bolt tries listeners in the order they were added, each matcher at the cost of
@@ -184,6 +188,7 @@ class ClusterbotService:
             self.core.dispatcher,
             self.background,
             self.responder,
+            failures=failures,
             on_command=self.metrics.command,
             open_form=modals.open,
             open_form_clicked=modals.open_clicked,

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
@@ -26,11 +25,13 @@ from bot.redact import Redactor
 from bot.slack.people import SLACK_PEOPLE
 from bot.slack.render import render
 from handlers.actions import ActionId
-from handlers.dispatch import Answer, Dispatcher, Outcome
+from handlers.dispatch import Answer, Dispatcher
 from handlers.forms import FormAsk, form_for
-from handlers.grammar import USAGE
 from handlers.policy import Policy, Role
-from handlers.replies import Code, FixedReply, Reply, Text
+from handlers.replies import FixedReply, Reply, Text
+
+if TYPE_CHECKING:
+    from bot.slack.failures import Failures
 
 COMMAND = "/cluster"
 WORKING = Reply("Working on it…").add(Text("Working on it…"))
@@ -226,7 +227,7 @@ def _action_value(action: dict[str, Any]) -> str:
 
 class SlackEdge:
     """Acks at once, decodes what Slack sent, hands it to the dispatcher and delivers its one
-    answer; anything unexpected is caught here, once, and shown as a reference."""
+    answer; anything unexpected goes to ``Failures`` (bot/slack/failures.py)."""
 
     def __init__(
         self,
@@ -235,6 +236,7 @@ class SlackEdge:
         background: Background,
         responder: Responder,
         *,
+        failures: Failures,
         on_command: Callable[[str, str], None] | None = None,
         working_after: float = WORKING_AFTER,
         open_form: Callable[[Any, dict[str, Any], FormAsk], Awaitable[None]] | None = None,
@@ -246,6 +248,7 @@ class SlackEdge:
         self.dispatcher = dispatcher
         self.background = background
         self.responder = responder
+        self.failures = failures
         self.on_command = on_command or (lambda name, outcome: None)
         self.working_after = working_after
 
@@ -268,7 +271,15 @@ class SlackEdge:
         answer = await self._answer(body, instant=True)
         if answer is None or answer.reply is None:
             await ack()
-            self.background.spawn(self._command(body))
+            text = str(body.get("text", ""))
+            self.background.spawn(
+                self.failures.guard(
+                    self._command(body),
+                    f"/cluster {text[:200]!r} from {body.get('user_id')}",
+                    tell=self.failures.by_url(str(body.get("response_url") or "")),
+                    command=text,
+                )
+            )
             return
         self.on_command(answer.name, str(answer.outcome))
         await ack(**self.responder.message(answer.reply, public=answer.public))
@@ -280,7 +291,13 @@ class SlackEdge:
             await self.open_form_clicked(ack, body)  # a form opens on this click's trigger
             return
         await ack()
-        self.background.spawn(self._click(body))
+        self.background.spawn(
+            self.failures.guard(
+                self._click(body),
+                f"{action_id} by {(body.get('user') or {}).get('id')}",
+                tell=self.failures.by_url(str(body.get("response_url") or "")),
+            )
+        )
 
     async def _command(self, body: dict[str, Any]) -> None:
         url = str(body.get("response_url") or "")
@@ -310,37 +327,19 @@ class SlackEdge:
     async def _answer(self, body: dict[str, Any], *, instant: bool) -> Answer | None:
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
         text = str(body.get("text", ""))
-        try:
-            if instant:
-                return await self.dispatcher.instant(user, channel, text)
-            return await self.dispatcher.command(user, channel, text)
-        except Exception:
-            name = (text.split() or ["help"])[0].lower()
-            reply = internal_error(f"/cluster {text[:200]!r} from {user}")
-            return Answer(reply, name if name in USAGE else "unknown", Outcome.INTERNAL_ERROR)
+        if instant:
+            return await self.dispatcher.instant(user, channel, text)
+        return await self.dispatcher.command(user, channel, text)
 
     async def _click(self, body: dict[str, Any]) -> None:
         user = str(body["user"]["id"])
         action = body["actions"][0]
         url = str(body.get("response_url") or "")
         card_ts = (body.get("container") or {}).get("message_ts")
-        try:
-            channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
-                "channel_id"
-            )
-            answer = await self.dispatcher.click(
-                user, str(action["action_id"]), _action_value(action), card_ts, channel
-            )
-        except Exception:
-            answer = Answer(internal_error(f"{action.get('action_id')} by {user}"))
+        container = body.get("container") or {}
+        channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
+        answer = await self.dispatcher.click(
+            user, str(action["action_id"]), _action_value(action), card_ts, channel
+        )
         if answer.reply is not None:
             await self.responder.send(url, answer.reply, replace_original=answer.replace_original)
-
-
-def internal_error(what: str) -> Reply:
-    """Log the failure with a reference; the person sees only the reference."""
-    reference = secrets.token_hex(4)
-    log.exception("internal error [ref %s] handling %s", reference, what)
-    return Reply("An internal error occurred").add(
-        Text("An internal error occurred (reference ", Code(reference), "). It has been logged.")
-    )

@@ -22,8 +22,9 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.failures import Failures, Tell
 from bot.slack.files import FileRefused, SlackFiles
-from bot.slack.listeners import Background, Responder, internal_error
+from bot.slack.listeners import Background, Responder
 from bot.slack.modal_views import (
     CALLBACK,
     CLUSTER_ACTION,
@@ -54,7 +55,7 @@ from handlers.forms import (
 )
 from handlers.grammar import CommandError
 from handlers.intake import Intake, submission_key
-from handlers.replies import error_reply
+from handlers.replies import Reply, Text, error_reply, plain
 from handlers.slurm_scripts import scripts_of
 
 SUBMIT_WAIT = 2.0  # seconds a submission's ack waits for the request (Slack allows 3)
@@ -79,8 +80,10 @@ class Modals:
         background: Background,
         responder: Responder,
         intake: Intake,
+        failures: Failures,
         home_channel: str | None = None,
     ) -> None:
+        self.failures = failures
         self.app = app
         self.client = client
         self.dispatcher = dispatcher
@@ -270,7 +273,9 @@ class Modals:
             return
         await ack()
         if task not in done:
-            self.background.spawn(self._late(task, user, meta.channel))
+            told = self._not_made(user, meta.channel)
+            late = self._late(task, told)
+            self.background.spawn(self.failures.guard(late, f"form {meta.kind}", tell=told))
 
     async def _owned(
         self, submission: Submission, meta: Meta, values: dict[str, dict[str, Any]]
@@ -280,20 +285,31 @@ class Modals:
         except asyncio.CancelledError:  # cut off by a stop: told now, not left to guess
             await self.intake.settle(submission)
             raise
+        except Exception:  # nothing was made: said so, and the error goes on to Failures
+            await self.intake.refused(submission)
+            raise
         if errors:
             await self.intake.refused(submission)
         else:
             await self.intake.made(submission)
         return errors
 
-    async def _late(self, task: asyncio.Task[dict[str, str]], user: str, channel: str) -> None:
-        errors = await task
-        if errors:
-            text = "Your form's request was not made: " + "; ".join(errors.values())
+    def _not_made(self, user: str, channel: str) -> Tell:
+        """Tell the sender, privately, that their form's request was not made, and why."""
+
+        async def tell(reply: Reply) -> None:
+            said = " ".join(plain(p.spans) for p in reply.parts if isinstance(p, Text))
+            text = "Your form's request was not made: " + said
             try:
                 await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
             except SlackApiError as error:
                 log.warning("could not tell %s: %s", user, error.response.get("error"))
+
+        return tell
+
+    async def _late(self, task: asyncio.Task[dict[str, str]], tell: Tell) -> None:
+        if errors := await task:
+            await tell(Reply("not made").add(Text("; ".join(errors.values()))))
 
     async def _submit(
         self, user: str, meta: Meta, values: dict[str, dict[str, Any]]
@@ -329,9 +345,6 @@ class Modals:
             return {"cluster": error.reason}
         except VertexError as error:
             return {last: error.user_message[:150]}
-        except Exception:
-            internal_error(f"form {meta.kind} from {user}")
-            return {last: "An internal error occurred; it has been logged."}
         if answer.outcome == Outcome.OK:
             return {}
         return {last: (answer.reason or "the request was not made")[:300]}
