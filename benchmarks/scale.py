@@ -74,12 +74,12 @@ BLOCKS = 5
 SWEEPING = 0.8  # share of a serve block's samples that must find a sweep running
 CHANNEL = "C0MLINFRA"
 TIERS = {"chat.update": 50, "chat.postMessage": 60, "chat.postEphemeral": 100}
-BACKOFF = (1.0, 1.5, 20.0)  # first interval, growth, longest (handlers/tracking.py)
+BACKOFF = (1.0, 1.5, 20.0)  # first interval, growth, longest (handlers/changes/tracking.py)
 
 
 def polls_allowed(seconds: float) -> int:
     """Polls one operation may take in ``seconds``, one per backoff step (each step may be
-    shortened by up to a fifth, handlers/tracking.py ``spread``)."""
+    shortened by up to a fifth, handlers/changes/tracking.py ``spread``)."""
     first, growth, longest = BACKOFF
     steps, waited, interval = 1, 0.0, first
     while waited + 0.8 * interval <= seconds:

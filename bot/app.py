@@ -37,13 +37,13 @@ from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SlurmReader
-from handlers.execution import LEASE
+from handlers.changes.execution import LEASE
 from handlers.forms import Forms
 from handlers.home import Home
+from handlers.idle.report import SweepReport
 from handlers.intake import Intake
 from handlers.policy import Policy
 from handlers.services import Options, Ports, build
-from handlers.sweep import SweepReport
 
 log = logging.getLogger(__name__)
 EXPIRY_SECONDS = 15.0

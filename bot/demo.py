@@ -25,7 +25,7 @@ from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, m
 from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings
 from bot.vertex.names import Target
-from handlers.execution import LEASE
+from handlers.changes.execution import LEASE
 from handlers.policy import Policy
 
 DEMO_TOKEN = "xoxb-clusterbot-demo"

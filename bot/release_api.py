@@ -19,8 +19,8 @@ from aiohttp import web
 
 from bot.oidc import IdTokenVerifier, TokenRefused
 from bot.vertex.errors import VertexError
+from handlers.changes.release import CallerRefused, TooManyReleases, describe
 from handlers.grammar import CommandError
-from handlers.release import CallerRefused, TooManyReleases, describe
 
 if TYPE_CHECKING:
     from bot.app import ClusterbotService

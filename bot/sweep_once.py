@@ -17,9 +17,9 @@ from bot.settings import Settings
 from bot.store import shown
 from bot.vertex.errors import CredentialsError
 from handlers.costs import money
+from handlers.idle.reach import Reach
+from handlers.idle.report import SweepReport
 from handlers.policy import Policy
-from handlers.reach import Reach
-from handlers.sweep import SweepReport
 from handlers.words import duration
 
 

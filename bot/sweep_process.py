@@ -30,9 +30,9 @@ import sys
 from dataclasses import dataclass, field
 
 from bot.settings import Settings
-from handlers.idle import Status
+from handlers.idle.report import SweepReport
+from handlers.idle.rules import Status
 from handlers.policy import Policy
-from handlers.sweep import SweepReport
 
 log = logging.getLogger(__name__)
 LENGTH = 8  # bytes of the payload's length, before the payload

@@ -31,14 +31,14 @@ from handlers.actions import (
     needs,
     snooze,
 )
-from handlers.audit_view import Audit
 from handlers.policy import Role
+from handlers.reading.audit import Audit
+from handlers.reading.reports import NO_IDLE, Reports
 from handlers.replies import Reply, notice
-from handlers.reports import NO_IDLE, Reports
 
 if TYPE_CHECKING:
-    from handlers.approvals import Approvals
-    from handlers.idle_clicks import IdleClicks
+    from handlers.changes.approvals import Approvals
+    from handlers.idle.clicks import IdleClicks
 
 A = TypeVar("A")
 

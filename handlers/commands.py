@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from bot.vertex.models import Cluster
-from handlers.audit_view import Audit, parse_audit
 from handlers.changes.delete import plan_delete
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_resize
@@ -34,8 +33,9 @@ from handlers.grammar import (
     normal,
 )
 from handlers.policy import Role
+from handlers.reading.audit import Audit, parse_audit
 from handlers.replies import Code, FixedReply, Heading, Note, Reply, Table, Text
-from handlers.slurm_commands import (
+from handlers.slurm.commands import (
     Fairshare,
     Jobs,
     Slurm,
@@ -47,8 +47,8 @@ from handlers.slurm_commands import (
 )
 
 if TYPE_CHECKING:
-    from handlers.approvals import Approvals
-    from handlers.reports import Reports
+    from handlers.changes.approvals import Approvals
+    from handlers.reading.reports import Reports
 
 C = TypeVar("C")  # a typed command
 

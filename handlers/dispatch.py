@@ -11,16 +11,16 @@ from typing import Any
 
 from bot.vertex.errors import VertexError
 from handlers.actions import ActionError
-from handlers.approvals import Approvals
+from handlers.changes.approvals import Approvals
 from handlers.clicks import Clicked, ClickServices, ClickTable
-from handlers.clusters import error_text
 from handlers.commands import BY_NAME, Caller, Subcommand, lookup
 from handlers.grammar import USAGE, CommandError
-from handlers.idle_clicks import IdleClicks
+from handlers.idle.clicks import IdleClicks
 from handlers.policy import Policy, Role
 from handlers.ports import RoleSource
+from handlers.reading.clusters import error_text
+from handlers.reading.reports import Reports
 from handlers.replies import ChannelRef, Line, Reply, error_reply, joined, notice
-from handlers.reports import Reports
 
 
 class Outcome(StrEnum):

@@ -15,18 +15,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bot.vertex.models import Cluster
-from handlers.approval_card import cost_change
+from handlers.changes.approval_card import cost_change
 from handlers.changes.plan import PlanError
 from handlers.changes.resize import plan_resize
-from handlers.clusters import ClusterDirectory
 from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
 from handlers.grammar import MAX_NODES, POOL_ID, CommandError, cluster_word, normal
 from handlers.policy import Role
-from handlers.slurm_commands import SlurmConfig, SlurmScripts
-from handlers.slurm_scripts import scripts_of
-from handlers.slurm_settings import KNOWN
-from handlers.slurm_settings import normal as normal_key
+from handlers.reading.clusters import ClusterDirectory
+from handlers.slurm.commands import SlurmConfig, SlurmScripts
+from handlers.slurm.scripts import scripts_of
+from handlers.slurm.settings import KNOWN
+from handlers.slurm.settings import normal as normal_key
 
 OPTIONS = 100  # an external select shows at most 100 options
 LISTING_SECONDS = 30.0  # how long the cluster list behind a select is reused while typing

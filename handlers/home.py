@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from handlers.actions import OpenForm
-from handlers.approval_card import cost_change
+from handlers.changes.approval_card import cost_change
 from handlers.changes.kinds import kind_of
 from handlers.costs import money
 from handlers.entities import ApprovalRequest, RequestState
-from handlers.idle_alert import IDLE_PAYING
+from handlers.idle.alert import IDLE_PAYING
 from handlers.policy import Policy, Role, may_approve
+from handlers.reading.reports import Reports
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Rule, Table, Text, Time
-from handlers.reports import Reports
 from handlers.words import duration
 
 ROWS = 15  # rows of each table; more are counted

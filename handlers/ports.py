@@ -27,7 +27,7 @@ from handlers.entities import (
     Submission,
     TrackedOperation,
 )
-from handlers.idle import IdleRecord
+from handlers.idle.rules import IdleRecord
 from handlers.policy import Role
 
 Clock = Callable[[], float]

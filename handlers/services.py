@@ -7,15 +7,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.vertex.names import Target
-from handlers.alerts import AlertBoard, IdleAlerts, Remedies
-from handlers.approvals import Approvals
-from handlers.clusters import READ_DEADLINE, ClusterDirectory
+from handlers.changes.approvals import Approvals
+from handlers.changes.execution import LEASE, Executor
+from handlers.changes.ledger import RequestLedger
+from handlers.changes.release import Releases
+from handlers.changes.tracking import Tracker
 from handlers.costs import PriceBook
 from handlers.dispatch import Core, Dispatcher
-from handlers.execution import LEASE, Executor
-from handlers.idle_clicks import IdleClicks
+from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
+from handlers.idle.clicks import IdleClicks
+from handlers.idle.sweep import ActivityObserver, Sweeper
 from handlers.intake import Intake
-from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger
 from handlers.policy import Policy
 from handlers.ports import (
@@ -34,10 +36,8 @@ from handlers.ports import (
     SubmissionStore,
     no_crash,
 )
-from handlers.release import Releases
-from handlers.reports import Reports
-from handlers.sweep import ActivityObserver, Sweeper
-from handlers.tracking import Tracker
+from handlers.reading.clusters import READ_DEADLINE, ClusterDirectory
+from handlers.reading.reports import Reports
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,16 @@ from bot.slack.people import SLACK_PEOPLE
 from bot.store import Store
 from bot.vertex.client import VertexClient
 from bot.vertex.names import Target
-from handlers.approvals import Approvals
+from handlers.changes.approvals import Approvals
+from handlers.changes.execution import Executor
+from handlers.changes.ledger import RequestLedger
 from handlers.changes.resize import plan_resize
-from handlers.clusters import ClusterDirectory
 from handlers.commands import Resize
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
-from handlers.execution import Executor
 from handlers.grammar import CommandError
-from handlers.ledger import RequestLedger
 from handlers.policy import Policy
+from handlers.reading.clusters import ClusterDirectory
 from tests.conftest import ManualClock
 from tests.support.fakes import FakeMessenger
 

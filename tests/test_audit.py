@@ -10,9 +10,9 @@ import pytest
 
 from bot.slack.people import SLACK_PEOPLE
 from handlers.actions import AuditPage
-from handlers.audit_view import Audit, AuditLog, parse_audit
 from handlers.entities import AuditEntry
 from handlers.grammar import CommandError
+from handlers.reading.audit import Audit, AuditLog, parse_audit
 from handlers.replies import Button, Buttons, Text, plain
 from tests.support.demo_stack import demo_stack, text_of, thread_of
 from tests.support.memory import MemoryStore
@@ -152,8 +152,8 @@ async def test_the_log_is_shared_as_a_csv_file(tmp_path: Path) -> None:
 
 
 def test_every_action_the_log_stores_reads_as_words() -> None:
-    from handlers.audit_view import ACTION_WORDS, action_words
     from handlers.entities import RequestState
+    from handlers.reading.audit import ACTION_WORDS, action_words
 
     stored = {"requested", "approved", "approval_refused", "operation_started"}
     stored |= {str(s) for s in RequestState if not s.open}

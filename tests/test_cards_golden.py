@@ -17,7 +17,7 @@ from bot.sandbox.controlplane import DEMO_FIXTURES
 from bot.sandbox.slack.blockkit import problems
 from bot.slack.render import render
 from bot.vertex.models import Cluster
-from handlers.approval_card import request_card, thread_reply
+from handlers.changes.approval_card import request_card, thread_reply
 from handlers.changes.delete import plan_delete
 from handlers.changes.layout import plan_slurm_layout
 from handlers.changes.plan import ChangePlan
@@ -26,8 +26,8 @@ from handlers.changes.settings import plan_slurm_config
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.replies import Code, Reply
-from handlers.slurm_layout import LayoutAction
-from handlers.slurm_view import slurm_reply
+from handlers.slurm.layout import LayoutAction
+from handlers.slurm.view import slurm_reply
 
 GOLDEN = Path(__file__).with_name("golden")
 CREATED = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC

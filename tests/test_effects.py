@@ -18,7 +18,10 @@ from handlers.changes.restore import RestoreDetail
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "projects/p/locations/r/modelDevelopmentClusters/c01"
 # The flows that run any change: none may name a kind, its detail or its module.
-FLOWS = ("approvals", "approval_card", "execution", "tracking", "audit_view", "ledger")
+FLOWS = (
+    *("changes/approvals", "changes/approval_card", "changes/execution", "changes/tracking"),
+    *("changes/ledger", "reading/audit"),
+)
 
 
 def test_every_kind_is_registered_once_with_its_detail_and_effect() -> None:

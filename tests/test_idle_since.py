@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from handlers.idle_alert import IdleEntry
-from handlers.idle_since import AGAIN, as_now
-from handlers.idle_state import IdleRecord, Status
+from handlers.idle.alert import IdleEntry
+from handlers.idle.since import AGAIN, as_now
+from handlers.idle.state import IdleRecord, Status
 
 NAME = "projects/p/locations/r/modelDevelopmentClusters/cpu01"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.vertex.operations import SlurmJob, SlurmNode
-from handlers.idle import Status
-from handlers.idle_alert import IdleEntry
+from handlers.idle.alert import IdleEntry
+from handlers.idle.rules import Status
 from handlers.policy import Policy
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc

@@ -16,13 +16,13 @@ import pytest
 
 from bot.store import Store
 from bot.vertex.client import VertexClient
-from handlers.approval_card import request_card
-from handlers.audit_view import change_words
+from handlers.changes.approval_card import request_card
 from handlers.changes.effects import Next
 from handlers.changes.kinds import KINDS, kind_of
 from handlers.costs import PriceBook
 from handlers.entities import RequestState
 from handlers.policy import Role
+from handlers.reading.audit import change_words
 from tests.conftest import ManualClock, Simulator
 from tests.support.fakes import FakeMessenger
 from tests.support.text_adapter import text

@@ -38,9 +38,12 @@ def loaded_after(code: str, cwd: Path = ROOT) -> list[str]:
 
 
 def test_the_core_loads_no_adapter_library() -> None:
-    modules = sorted(p.stem for p in (ROOT / "handlers").glob("*.py") if p.stem != "__init__")
-    assert len(modules) > 20
-    loaded = loaded_after("\n".join(f"import handlers.{m}" for m in modules))
+    modules = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for p in (ROOT / "handlers").rglob("*.py")
+    )
+    assert len(modules) > 40 and "handlers.idle.sweep" in modules
+    loaded = loaded_after("\n".join(f"import {m}" for m in modules))
     assert [m for m in loaded if m.split(".")[0] in ADAPTERS] == []
     # from bot/ only the resource models (names, facts, operations) and typed errors
     assert {m for m in loaded if m.startswith("bot.")} <= {
@@ -272,7 +275,10 @@ def test_no_import_circle() -> None:
             paths[name.removesuffix(".__init__")] = path
     modules = set(paths)
     graph = {name: _imports(path, modules) - {name} for name, path in paths.items()}
-    assert "handlers.approvals" in graph["handlers.idle_clicks"] | graph["handlers.alerts"]
+    assert (
+        "handlers.changes.approvals"
+        in graph["handlers.idle.clicks"] | graph["handlers.idle.alerts"]
+    )
     assert _circles(graph) == []
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -317,3 +323,44 @@ def test_no_slack_word_or_id_pattern_in_the_core() -> None:
                 marks = [m for m in (*SLACK_MARKS, *SLACK_METHODS) if m in node.value]
                 found += [f"{where}:{node.lineno}: {m!r}" for m in marks]
     assert found == []
+
+
+# The flows that change something: a request's approval, execution and end, a release, the
+# sweep that alerts, and what the alerts' clicks do.
+WRITE_SIDE = {
+    *(f"handlers.changes.{m}" for m in ("approvals", "execution", "tracking", "ledger")),
+    *(f"handlers.changes.{m}" for m in ("release", "approval_card")),
+    *(f"handlers.idle.{m}" for m in ("sweep", "alerts", "clicks")),
+}
+
+
+def _module_graph() -> dict[str, set[str]]:
+    paths = {}
+    for package in ("bot", "handlers"):
+        for path in (ROOT / package).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            paths[name.removesuffix(".__init__")] = path
+    return {name: _imports(path, set(paths)) - {name} for name, path in paths.items()}
+
+
+def test_the_read_side_does_not_depend_on_the_write_side() -> None:
+    graph = _module_graph()
+    assert set(graph) >= WRITE_SIDE
+    reading = sorted(m for m in graph if m.startswith("handlers.reading"))
+    assert "handlers.reading.reports" in reading
+    seen: set[str] = set()
+    todo = list(reading)
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph[module])
+    assert seen & WRITE_SIDE == set()
+    assert graph["handlers.services"] & WRITE_SIDE  # the composition root does see it
+
+
+def test_handlers_is_laid_out_by_capability() -> None:
+    packages = {p.name for p in (ROOT / "handlers").iterdir() if (p / "__init__.py").exists()}
+    assert {"changes", "idle", "slurm", "reading"} <= packages
+    top = {p.stem for p in (ROOT / "handlers").glob("*.py")} - {"__init__"}
+    assert not {m for m in top if m.startswith(("idle", "slurm", "approval"))}, top

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.slack.render import render
 from bot.vertex.client import KeptListing
 from bot.vertex.names import Target
-from handlers.clusters import ListRow, list_reply
+from handlers.reading.clusters import ListRow, list_reply
 
 
 def rows(target: Target, *names: str) -> KeptListing[ListRow]:

@@ -26,7 +26,7 @@ from bot.vertex.names import Target
 from bot.vertex.operations import Operation
 from bot.vertex.summary import ClusterSummary
 from handlers.costs import PriceBook
-from handlers.idle import Status
+from handlers.idle.rules import Status
 from handlers.policy import Policy
 from tests.conftest import RecordedSleeps, Simulator
 

@@ -291,7 +291,7 @@ async def test_a_caller_looping_on_the_hook_is_told_to_wait(
     tmp_path: Path, issuer: tuple[Issuer, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     keys, certs_url = issuer
-    monkeypatch.setattr("handlers.release.RATE_LIMIT", 3)
+    monkeypatch.setattr("handlers.changes.release.RATE_LIMIT", 3)
     async with pipeline_stack(tmp_path, certs_url) as stack:
         body = {"cluster": "train01", "then": "scale-to-zero", "timeout": "1h"}
         answers = [await release(stack, keys.token(), **body) for _ in range(5)]

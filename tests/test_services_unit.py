@@ -12,7 +12,7 @@ import pytest
 
 from bot.vertex.names import Target
 from handlers.entities import RequestState
-from handlers.idle import Status
+from handlers.idle.rules import Status
 from handlers.policy import Policy, Role
 from handlers.ports import ActivityReader, CrashPoint, no_crash
 from handlers.replies import Reply

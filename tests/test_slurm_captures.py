@@ -17,7 +17,7 @@ from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.operations import SlurmJob, SlurmNode, SlurmResponse
 from bot.vertex.paced import Keep, SlurmAnswer, answer_of, read_slurm_bytes
 from bot.vertex.slurm import listed, read_job, read_node, read_reply
-from handlers.idle import (
+from handlers.idle.rules import (
     NodeCensus,
     Observation,
     QueueDemand,

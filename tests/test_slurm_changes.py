@@ -15,7 +15,7 @@ from handlers.changes.settings import plan_slurm_config
 from handlers.commands import parse
 from handlers.costs import PriceBook
 from handlers.grammar import CommandError
-from handlers.slurm_commands import Slurm, SlurmConfig
+from handlers.slurm.commands import Slurm, SlurmConfig
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of
 from tests.test_cards_golden import demo_cluster
 

@@ -18,8 +18,8 @@ from handlers.changes.plan import PlanError
 from handlers.commands import parse
 from handlers.costs import PriceBook
 from handlers.grammar import CommandError
-from handlers.slurm_commands import SlurmLayout
-from handlers.slurm_layout import LayoutAction
+from handlers.slurm.commands import SlurmLayout
+from handlers.slurm.layout import LayoutAction
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of
 from tests.test_cards_golden import demo_cluster
 

@@ -10,8 +10,8 @@ import pytest
 
 from handlers.commands import parse
 from handlers.grammar import CommandError
-from handlers.slurm_commands import SlurmScripts
-from handlers.slurm_view import script_digest
+from handlers.slurm.commands import SlurmScripts
+from handlers.slurm.view import script_digest
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of
 
 SCRIPTS = [

@@ -26,7 +26,7 @@ from handlers.entities import (
     Submission,
     TrackedOperation,
 )
-from handlers.idle import IdleRecord, Run
+from handlers.idle.rules import IdleRecord, Run
 from tests.conftest import require
 from tests.fixtures import schema_v2, schema_v3
 from tests.support.memory import MemoryIdleRecords, MemoryStore

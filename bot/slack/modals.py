@@ -56,7 +56,7 @@ from handlers.forms import (
 from handlers.grammar import CommandError
 from handlers.intake import Intake, submission_key
 from handlers.replies import Reply, Text, error_reply, plain
-from handlers.slurm_scripts import scripts_of
+from handlers.slurm.scripts import scripts_of
 
 SUBMIT_WAIT = 2.0  # seconds a submission's ack waits for the request (Slack allows 3)
 LAST_FIELD = {

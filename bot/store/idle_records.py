@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.store import schema
 from bot.store.store import Store
-from handlers.idle import IdleRecord, Run
+from handlers.idle.rules import IdleRecord, Run
 
 _RECORD_FIELDS = {f.name for f in fields(IdleRecord)}
 

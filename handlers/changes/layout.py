@@ -1,6 +1,6 @@
 """Slurm layout: a partition added or removed, the default partition chosen, or the login
 pool moved. The rules (what the API refuses, pools left running no jobs) live in
-``handlers/slurm_layout.py``.
+``handlers/slurm/layout.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, costless, require_running
 from handlers.costs import PriceBook
 from handlers.replies import Note, Part, Table, Text, bullets
-from handlers.slurm_layout import (
+from handlers.slurm.layout import (
     LayoutAction,
     LayoutChange,
     LayoutError,

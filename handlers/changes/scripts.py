@@ -1,5 +1,5 @@
 """Prolog and epilog scripts: one added, replaced, removed or moved. The whole list is sent
-under its mask; the rules live in ``handlers/slurm_scripts.py``.
+under its mask; the rules live in ``handlers/slurm/scripts.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, costless, require_running
 from handlers.costs import PriceBook
 from handlers.replies import Note, Part, Table, Text, bullets
-from handlers.slurm_scripts import (
+from handlers.slurm.scripts import (
     ScriptAction,
     ScriptChange,
     ScriptError,

@@ -1,7 +1,7 @@
 """Slurm settings: slurm.conf keys set and unset in the cluster's ``config`` map.
 
 The map is replaced whole by its mask, so the PATCH sends every key, changed or not; the
-rules for which keys and values are refused live in ``handlers/slurm_settings.py``.
+rules for which keys and values are refused live in ``handlers/slurm/settings.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, costless, require_running
 from handlers.costs import PriceBook
 from handlers.replies import Code, Note, Part, Table, Text, bullets
-from handlers.slurm_settings import (
+from handlers.slurm.settings import (
     SettingChange,
     SettingError,
     config_after,

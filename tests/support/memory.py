@@ -30,7 +30,7 @@ from handlers.entities import (
     Submission,
     TrackedOperation,
 )
-from handlers.idle import IdleRecord
+from handlers.idle.rules import IdleRecord
 from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
 

@@ -32,7 +32,7 @@ from bot.sandbox.controlplane.slurm_parts import (
     slurm_int,
     states_of,
 )
-from handlers.idle import HELD_FLAGS, HELD_REASONS, NEVER_REASONS
+from handlers.idle.rules import HELD_FLAGS, HELD_REASONS, NEVER_REASONS
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
 RESOURCES = re.compile(r"^(jobs|nodes|ping|shares)/?$")
@@ -94,7 +94,7 @@ def runnable(job: dict[str, Any], now: float) -> bool:
     never to start, nor waiting for a begin time. power_save.html: a powered-down node is
     resumed when a job is allocated to it, and a pending job that cannot start is allocated
     nothing. The held and never-starting reasons are the ones job_reason_codes.html gives,
-    kept once in ``handlers.idle``."""
+    kept once in ``handlers.idle.rules``."""
     states = set(states_of(job))
     if BUSY_JOB_STATES & states:
         return True

@@ -9,15 +9,15 @@ from dataclasses import replace
 from typing import Any
 
 from bot.vertex.errors import VertexError
-from handlers.approvals import Approvals
+from handlers.changes.approvals import Approvals
 from handlers.changes.delete import DELETE, plan_delete
 from handlers.changes.plan import ChangePlan, PlanError
 from handlers.changes.resize import plan_scale_to_zero
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
-from handlers.idle import AutoAction, IdleRecord, IdleRules, Status, Verdict
-from handlers.idle_alert import IdleEntry, alert_card, closed_alert
+from handlers.idle.alert import IdleEntry, alert_card, closed_alert
+from handlers.idle.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Strong, Time, UserRef

@@ -5,24 +5,32 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import Protocol
 
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.operations import Share
 from handlers.actions import SweepNow
-from handlers.audit_view import Audit, AuditLog
-from handlers.clusters import ClusterDirectory, ListRow, list_reply, show_reply
 from handlers.costs import PriceBook
 from handlers.grammar import CommandError, echo
-from handlers.idle_alert import report
-from handlers.idle_since import as_now
-from handlers.jobs_view import fairshare_reply, jobs_reply
+from handlers.idle.alert import report
+from handlers.idle.report import SweepReport
+from handlers.idle.since import as_now
 from handlers.messenger import Messenger, MessengerError
-from handlers.ports import ActivityReader, Clock, OperationStore, People, RequestStore
+from handlers.ports import (
+    ActivityReader,
+    Clock,
+    IdleRecordStore,
+    OperationStore,
+    People,
+    RequestStore,
+)
+from handlers.reading.audit import Audit, AuditLog
+from handlers.reading.clusters import ClusterDirectory, ListRow, list_reply, show_reply
+from handlers.reading.deleted import deleted_reply
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text, UserRef, notice
-from handlers.restore import deleted_reply
-from handlers.slurm_scripts import script_reply
-from handlers.slurm_view import slurm_reply
-from handlers.sweep import Sweeper
+from handlers.slurm.jobs_view import fairshare_reply, jobs_reply
+from handlers.slurm.scripts import script_reply
+from handlers.slurm.view import slurm_reply
 from handlers.words import duration
 
 
@@ -33,6 +41,18 @@ def _unreadable(cluster_id: str, error: SlurmUnreadableError) -> Reply:
 
 
 NO_IDLE = "Idle detection is not configured."
+
+
+class Sweeps(Protocol):
+    """What the read side asks of the sweeper: its last report, the records it keeps, and
+    a sweep now ("Sweep now"); the sweep itself, its alerts and their remedies are not here."""
+
+    @property
+    def records(self) -> IdleRecordStore: ...
+
+    async def latest(self) -> SweepReport | None: ...
+
+    async def sweep(self, *, alerts: bool = True, force: bool = False) -> SweepReport | None: ...
 
 
 class Reports:
@@ -46,7 +66,7 @@ class Reports:
         clock: Clock,
         activity: ActivityReader,
         people: People,
-        sweeper: Sweeper | None = None,
+        sweeper: Sweeps | None = None,
         messenger: Messenger | None = None,
     ) -> None:
         self.people = people

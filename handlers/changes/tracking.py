@@ -19,8 +19,9 @@ from typing import Unpack
 
 from bot.vertex.errors import NotFoundError, VertexError, error_from_status
 from bot.vertex.models import ClusterState
-from handlers.approval_card import thread_reply
+from handlers.changes.approval_card import thread_reply
 from handlers.changes.kinds import kind_of
+from handlers.changes.ledger import RequestLedger
 from handlers.entities import (
     Final,
     OperationChanges,
@@ -28,7 +29,6 @@ from handlers.entities import (
     RequestState,
     TrackedOperation,
 )
-from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, ControlPlane, CrashPoint, OperationStore, RequestStore, no_crash
 from handlers.replies import Code, Line

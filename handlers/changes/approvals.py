@@ -16,21 +16,21 @@ from typing import Any, Protocol
 from bot.vertex.errors import NotFoundError, VertexError
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName
-from handlers.approval_card import request_card
+from handlers.changes.approval_card import request_card
+from handlers.changes.execution import Executor
 from handlers.changes.kinds import kind_of
+from handlers.changes.ledger import RequestLedger
 from handlers.changes.plan import ChangePlan, PlanError
 from handlers.changes.restore import plan_restore
-from handlers.clusters import ClusterDirectory, error_text
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
-from handlers.execution import Executor
 from handlers.grammar import CommandError, Refused
-from handlers.ledger import RequestLedger
 from handlers.messenger import Messenger, MessengerError
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
+from handlers.reading.clusters import ClusterDirectory, error_text
+from handlers.reading.deleted import find_kept, restored_name
 from handlers.replies import Code, Reply, UserRef, notice
-from handlers.restore import find_kept, restored_name
 
 log = logging.getLogger(__name__)
 DRAFT_TIMEOUT = 60.0  # a draft older than this lost its card to a crash: abandon it

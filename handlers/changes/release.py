@@ -19,19 +19,19 @@ import secrets
 from typing import Any, get_args
 
 from bot.vertex.errors import SlurmUnreadableError, VertexError
-from handlers.approvals import Approvals, new_request_id
+from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.delete import plan_delete
+from handlers.changes.ledger import RequestLedger
 from handlers.changes.plan import ChangePlan, PlanError
 from handlers.changes.resize import plan_scale_to_zero
-from handlers.clusters import ClusterDirectory
 from handlers.entities import ApprovalRequest, Origin, Release, ReleaseState, RequestState
 from handlers.grammar import CommandError
-from handlers.ledger import RequestLedger
+from handlers.idle.sweep import slurm_demand
 from handlers.messenger import Messenger, MessengerError
 from handlers.policy import Policy, ReleaseAction
 from handlers.ports import ActivityReader, Clock, CrashPoint, ReleaseStore, no_crash
+from handlers.reading.clusters import ClusterDirectory
 from handlers.replies import Code, Line, Reply, Strong, Text
-from handlers.sweep import slurm_demand
 from handlers.words import duration
 
 log = logging.getLogger(__name__)

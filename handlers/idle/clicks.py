@@ -13,11 +13,11 @@ from dataclasses import replace
 
 from bot.vertex.errors import VertexError
 from handlers.actions import Keep, Remedy, Snooze, Unsnooze
-from handlers.alerts import AlertBoard, Remedies
 from handlers.changes.plan import PlanError
 from handlers.entities import Origin
 from handlers.grammar import CommandError
-from handlers.idle_alert import kept_text
+from handlers.idle.alert import kept_text
+from handlers.idle.alerts import AlertBoard, Remedies
 from handlers.policy import Role, may_approve
 from handlers.ports import Clock
 from handlers.replies import Button, Code, Reply, Strong, UserRef, notice

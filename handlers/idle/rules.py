@@ -69,14 +69,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from bot.vertex.operations import SlurmJob, SlurmNode
-from handlers.idle_history import Recommendation as Recommendation
-from handlers.idle_history import Run as Run
-from handlers.idle_history import recommend, record_history
-from handlers.idle_state import AutoAction as AutoAction
-from handlers.idle_state import IdleRecord as IdleRecord
-from handlers.idle_state import IdleRules as IdleRules
-from handlers.idle_state import Status as Status
-from handlers.idle_state import Verdict as Verdict
+from handlers.idle.history import Recommendation as Recommendation
+from handlers.idle.history import Run as Run
+from handlers.idle.history import recommend, record_history
+from handlers.idle.state import AutoAction as AutoAction
+from handlers.idle.state import IdleRecord as IdleRecord
+from handlers.idle.state import IdleRules as IdleRules
+from handlers.idle.state import Status as Status
+from handlers.idle.state import Verdict as Verdict
 from handlers.words import duration, plural
 
 EXEMPT_LABEL = ("clusterbot-idle", "exempt")

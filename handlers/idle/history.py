@@ -1,4 +1,4 @@
-"""Rule 9 of the idle policy (``handlers/idle.py``): seven days of busy and quiet time per
+"""Rule 9 of the idle policy (``handlers/idle/rules.py``): seven days of busy and quiet time per
 cluster, merged into runs, and the recommendation made from them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from handlers.words import duration, plural
 
 if TYPE_CHECKING:
-    from handlers.idle import IdleRules
+    from handlers.idle.rules import IdleRules
 
 DAY = 86_400.0
 WEEK = 7 * DAY

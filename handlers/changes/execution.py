@@ -29,7 +29,7 @@ from bot.vertex.errors import (
 from bot.vertex.models import Cluster
 from handlers.changes.effects import Next
 from handlers.changes.kinds import kind_of
-from handlers.clusters import error_text
+from handlers.changes.ledger import RequestLedger
 from handlers.entities import (
     ApprovalRequest,
     KeptSpec,
@@ -37,8 +37,8 @@ from handlers.entities import (
     RequestState,
     TrackedOperation,
 )
-from handlers.ledger import RequestLedger
 from handlers.ports import Clock, ControlPlane, CrashPoint, RequestStore, no_crash
+from handlers.reading.clusters import error_text
 from handlers.replies import UserRef
 
 log = logging.getLogger(__name__)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from handlers.actions import Keep, Remedy, Snooze, SweepNow
-from handlers.clusters import console_link
 from handlers.costs import PRICES_AS_OF, money
-from handlers.idle import AutoAction, IdleRecord, Recommendation, Status, Verdict
+from handlers.idle.rules import AutoAction, IdleRecord, Recommendation, Status, Verdict
+from handlers.reading.clusters import console_link
 from handlers.replies import (
     Button,
     Buttons,

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from bot.vertex.models import Cluster, Partition
-from handlers.slurm_settings import slurm_copy
+from handlers.slurm.settings import slurm_copy
 from handlers.words import plural
 
 

@@ -13,17 +13,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
 
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.facts import ClusterFacts
-from handlers.alerts import IdleAlerts
-from handlers.clusters import ClusterDirectory, pools_summary
 from handlers.costs import PriceBook
-from handlers.idle import (
+from handlers.idle.alert import IdleEntry
+from handlers.idle.alerts import IdleAlerts
+from handlers.idle.reach import REACH, Reach
+from handlers.idle.report import SweepReport, paced
+from handlers.idle.rules import (
     EXEMPT_LABEL,
     IdleRecord,
     IdleRules,
@@ -36,7 +35,6 @@ from handlers.idle import (
     node_census,
     queue_demand,
 )
-from handlers.idle_alert import IdleEntry
 from handlers.ports import (
     ActivityReader,
     Clock,
@@ -45,75 +43,11 @@ from handlers.ports import (
     OperationStore,
     ReportStore,
 )
-from handlers.reach import REACH, Reach
+from handlers.reading.clusters import ClusterDirectory, pools_summary
 from handlers.replies import Strong
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
-
-
-@dataclass
-class SweepReport:
-    started: float
-    finished: float
-    entries: list[IdleEntry]
-    failures: list[str]
-    alerts: int = 0
-    targets: int = 0
-    unreadable_targets: dict[str, str] = field(default_factory=dict)  # target -> why
-
-    def head(self) -> dict[str, Any]:
-        return {
-            "started": self.started,
-            "finished": self.finished,
-            "alerts": self.alerts,
-            "failures": list(self.failures),
-            "targets": self.targets,
-            "unreadable_targets": dict(self.unreadable_targets),
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.head(), "entries": [e.to_dict() for e in self.entries]}
-
-    async def to_json(self) -> str:
-        """The report as JSON text, its entries written a few hundred at a time with the
-        event loop given back in between (a sweep of 10,000 makes megabytes)."""
-        head = json.dumps(self.head(), separators=(",", ":"))
-        parts = []
-        async for start in paced(range(0, len(self.entries), CHUNK)):
-            chunk = [e.to_dict() for e in self.entries[start : start + CHUNK]]
-            parts.append(json.dumps(chunk, separators=(",", ":"))[1:-1])
-        return head[:-1] + ',"entries":[' + ",".join(p for p in parts if p) + "]}"
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SweepReport:
-        return cls(
-            started=float(data["started"]),
-            finished=float(data["finished"]),
-            entries=[IdleEntry.from_dict(e) for e in data.get("entries", [])],
-            failures=[str(f) for f in data.get("failures", [])],
-            alerts=int(data.get("alerts", 0)),
-            targets=int(data.get("targets", 0)),
-            unreadable_targets={
-                str(k): str(v) for k, v in dict(data.get("unreadable_targets", {})).items()
-            },
-        )
-
-
-TURN = 0.002  # seconds of work on clusters between two turns of the event loop
-CHUNK = 25  # report entries written at once (well under TURN)
-T = TypeVar("T")
-
-
-async def paced(items: Iterable[T]) -> AsyncIterator[T]:
-    """``items`` one by one, giving the event loop back once ``TURN`` of work was done: a loop
-    over thousands of clusters never holds up an ack by more than that."""
-    since = time.perf_counter()
-    for item in items:
-        yield item
-        if time.perf_counter() - since >= TURN:
-            await asyncio.sleep(0)
-            since = time.perf_counter()
 
 
 @dataclass(frozen=True)

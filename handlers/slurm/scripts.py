@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.vertex.models import Cluster
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
-from handlers.slurm_settings import slurm_copy
-from handlers.slurm_view import script_digest
+from handlers.slurm.settings import slurm_copy
+from handlers.slurm.view import script_digest
 
 SLURM = "orchestrator_spec.slurm_spec"
 

@@ -7,9 +7,9 @@ from typing import Any
 from handlers.actions import Decide, Withdraw
 from handlers.changes.kinds import kind_of
 from handlers.changes.plan import ChangePlan
-from handlers.clusters import console_link
 from handlers.costs import PRICES_AS_OF, money, money_range
 from handlers.entities import ApprovalRequest, RequestState
+from handlers.reading.clusters import console_link
 from handlers.replies import (
     Button,
     Buttons,

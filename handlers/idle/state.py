@@ -1,4 +1,4 @@
-"""What the idle policy (``handlers/idle.py``) reads and writes: its rules from the policy
+"""What the idle policy (``handlers/idle/rules.py``) reads and writes: its rules from the policy
 file, what it remembers of a cluster between sweeps, and what it decides."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from handlers.idle_history import Recommendation, Run
+from handlers.idle.history import Recommendation, Run
 
 
 class AutoAction(StrEnum):

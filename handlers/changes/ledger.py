@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Unpack
 
-from handlers.approval_card import (
+from handlers.changes.approval_card import (
     ENDED_WORDS,
     ending_mention,
     ending_text,

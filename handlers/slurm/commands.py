@@ -26,8 +26,8 @@ from handlers.changes.scripts import plan_slurm_scripts
 from handlers.changes.settings import plan_slurm_config
 from handlers.costs import PriceBook
 from handlers.grammar import POOL_ID, CommandError, arity, cluster_word, echo
-from handlers.slurm_layout import LayoutAction
-from handlers.slurm_scripts import ScriptAction
+from handlers.slurm.layout import LayoutAction
+from handlers.slurm.scripts import ScriptAction
 
 # A Slurm partition name, kept to what the partitions of the docs' samples use (lowercase
 # letters, digits, hyphens): slurm.conf PartitionName allows more, but a name that needs
