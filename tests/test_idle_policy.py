@@ -132,6 +132,19 @@ def test_busy_again_ends_a_posted_alert() -> None:
     assert verdict.ended_alert == "busy again: 1 running and 0 pending Slurm jobs"
 
 
+def test_a_cluster_being_changed_keeps_its_alert_for_what_the_change_leaves() -> None:
+    """A sweep that lists the cluster UPDATING before the bot has recorded its own change's
+    operation must not close the alert: the remedy's end, or the next sweep, says how."""
+    record, _ = run([quiet(T0), quiet(T0 + 2 * H)])
+    record = replace(record, alert_ts="111.222")
+    for state in ("UPDATING", "PROVISIONING"):
+        seen = Observation(at=T0 + 3 * H, state=state, paying_nodes=4)
+        _, verdict = assess(record, seen, RULES)
+        assert verdict.status == Status.BUSY and verdict.ended_alert is None
+    stopped = Observation(at=T0 + 3 * H, state="ERROR", paying_nodes=4)
+    assert assess(record, stopped, RULES)[1].ended_alert == "busy again: state is ERROR"
+
+
 def test_unknown_never_alerts_and_restarts_the_clock() -> None:
     unknown = Observation(
         at=T0 + 1.5 * H, state="RUNNING", running_jobs=None, unknown_reason="proxy failed"

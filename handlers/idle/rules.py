@@ -353,10 +353,10 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
             verdict(Status.UNKNOWN, seen.unknown_reason or "unknown", ended_alert=ended),
         )
     if busy_reason is not None:
-        # The bot's own change keeps the alert open, to be closed with its outcome.
-        ended = (
-            f"busy again: {busy_reason}" if record.alert_ts and not seen.tracked_operation else None
-        )
+        # A change under way (the bot's own, one not yet recorded, another's: the cluster is
+        # UPDATING or PROVISIONING) keeps the alert open: what the change leaves decides.
+        changing = seen.tracked_operation or seen.state in ("UPDATING", "PROVISIONING")
+        ended = f"busy again: {busy_reason}" if record.alert_ts and not changing else None
         return (
             replace(base, idle_since=None, alerted_at=None, auto_action_at=None),
             verdict(Status.BUSY, busy_reason, ended_alert=ended),
