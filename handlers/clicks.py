@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from handlers.actions import (
     Action,
@@ -31,14 +31,11 @@ from handlers.actions import (
     needs,
     snooze,
 )
+from handlers.desk import Desk
 from handlers.policy import Role
 from handlers.reading.audit import Audit
-from handlers.reading.reports import NO_IDLE, Reports
+from handlers.reading.reports import NO_IDLE
 from handlers.replies import Reply, notice
-
-if TYPE_CHECKING:
-    from handlers.changes.approvals import Approvals
-    from handlers.idle.clicks import IdleClicks
 
 A = TypeVar("A")
 
@@ -54,16 +51,7 @@ class Clicked(Generic[A]):
     channel: str | None
 
 
-@dataclass(frozen=True)
-class ClickServices:
-    """What clicks act through."""
-
-    approvals: Approvals
-    reports: Reports
-    idle: IdleClicks | None
-
-
-Run = Callable[[ClickServices, Clicked[Any]], Awaitable[Reply | None]]
+Run = Callable[[Desk, Clicked[Any]], Awaitable[Reply | None]]
 
 
 @dataclass(frozen=True)
@@ -82,7 +70,7 @@ def click(
     read: Callable[[ActionId, str], A],
     role: Role,
     doing: str,
-    run: Callable[[ClickServices, Clicked[A]], Awaitable[Reply | None]],
+    run: Callable[[Desk, Clicked[A]], Awaitable[Reply | None]],
     *,
     names_cluster: bool = False,
     in_place: Callable[[A], bool] = lambda _action: False,
@@ -182,7 +170,7 @@ async def _typed(text: str) -> Reply:
     return notice("Form", text)
 
 
-async def _audit(services: ClickServices, clicked: Clicked[AuditPage]) -> Reply | None:
+async def _audit(services: Desk, clicked: Clicked[AuditPage]) -> Reply | None:
     page = clicked.action
     query = Audit(page.cluster, page.by, page.since, page.before)
     if page.csv:

@@ -13,13 +13,15 @@ import difflib
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from bot.vertex.models import Cluster
 from handlers.changes.delete import plan_delete
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_resize
 from handlers.costs import PriceBook
+from handlers.desk import Desk
+from handlers.form_ask import FormAsk, delete_form, resize_form, slurm_form
 from handlers.grammar import (
     CLUSTER_HELP,
     MAX_NODES,
@@ -30,7 +32,6 @@ from handlers.grammar import (
     cluster_word,
     echo,
     new_cluster_id,
-    normal,
 )
 from handlers.policy import Role
 from handlers.reading.audit import Audit, parse_audit
@@ -45,10 +46,6 @@ from handlers.slurm.commands import (
     parse_jobs,
     parse_slurm,
 )
-
-if TYPE_CHECKING:
-    from handlers.changes.approvals import Approvals
-    from handlers.reading.reports import Reports
 
 C = TypeVar("C")  # a typed command
 
@@ -190,28 +187,21 @@ class Caller:
     role: Role
 
 
-class CommandServices(Protocol):
-    """What the subcommands run on, built once in the composition root."""
-
-    @property
-    def reports(self) -> Reports: ...
-    @property
-    def approvals(self) -> Approvals: ...
-
-
 @dataclass(frozen=True)
 class Subcommand(Generic[C]):
     name: str
     summary: str
     role: Role
     parse: Callable[[list[str]], C]
-    run: Callable[[CommandServices, C, Caller], Awaitable[Reply | None]]
+    run: Callable[[Desk, C, Caller], Awaitable[Reply | None]]
     # the role a parsed command needs, when it depends on the command (reading the Slurm
     # settings is a viewer's, changing them an operator's)
     role_for: Callable[[C], Role] | None = None
     # answered from what is at hand (no control plane, no store, no Slack): the answer can
     # go back in the command's own HTTP response
     instant: bool = False
+    # the form its words open when some are missing (where the platform has forms)
+    form: Callable[[list[str]], FormAsk | None] | None = None
 
     @property
     def usage(self) -> str:
@@ -221,7 +211,7 @@ class Subcommand(Generic[C]):
         return self.role if self.role_for is None else self.role_for(command)
 
 
-async def _run_help(services: CommandServices, command: Help, caller: Caller) -> Reply:
+async def _run_help(services: Desk, command: Help, caller: Caller) -> Reply:
     return help_reply(command.topic)
 
 
@@ -232,7 +222,7 @@ def _slurm_role(command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts) -> Ro
 
 
 async def _run_slurm(
-    services: CommandServices,
+    services: Desk,
     command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts,
     caller: Caller,
 ) -> Reply | None:
@@ -244,14 +234,14 @@ async def _run_slurm(
     return None  # the approval card is the answer
 
 
-async def _run_restore(services: CommandServices, command: Restore, caller: Caller) -> None:
+async def _run_restore(services: Desk, command: Restore, caller: Caller) -> None:
     """The approval card is the answer."""
     await services.approvals.request_restore(
         caller.user, caller.channel, command.cluster, command.new_id
     )
 
 
-async def _run_change(services: CommandServices, command: Resize | Delete, caller: Caller) -> None:
+async def _run_change(services: Desk, command: Resize | Delete, caller: Caller) -> None:
     """The approval card is the answer, posted in the channel for everyone."""
     await services.approvals.request_change(caller.user, caller.channel, command)
 
@@ -287,6 +277,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         parse_slurm,
         _run_slurm,
         role_for=_slurm_role,
+        form=slurm_form,
     ),
     Subcommand(
         "jobs",
@@ -308,6 +299,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.OPERATOR,
         _resize,
         _run_change,
+        form=resize_form,
     ),
     Subcommand(
         "delete",
@@ -315,6 +307,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.OPERATOR,
         _one_cluster("delete", Delete),
         _run_change,
+        form=delete_form,
     ),
     Subcommand(
         "restore",
@@ -357,26 +350,15 @@ ALIASES = {"-h": "help", "--help": "help", "?": "help"}
 SUMMARY = {entry.name: entry.summary for entry in REGISTRY}
 
 
-def lookup(text: str) -> tuple[Subcommand[Any], Any]:
-    """The registry entry and the typed command for the text after ``/cluster``; raise
-    ``CommandError`` on bad input, with the nearest subcommand for a typo."""
-    words = normal(text).split()
-    if not words:
-        return BY_NAME["help"], Help()
-    name = ALIASES.get(words[0].lower(), words[0].lower())
-    entry = BY_NAME.get(name)
+def entry_for(word: str) -> Subcommand[Any]:
+    """The registry entry a subcommand's word names; raise ``CommandError``, with the
+    nearest subcommand for a typo, when none."""
+    entry = BY_NAME.get(ALIASES.get(word.lower(), word.lower()))
     if entry is None:
-        close = difflib.get_close_matches(name, list(BY_NAME), n=1, cutoff=0.5)
+        close = difflib.get_close_matches(word.lower(), list(BY_NAME), n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise CommandError(f"there is no subcommand {echo(words[0])}{hint}")
-    return entry, entry.parse(words[1:])
-
-
-def parse(text: str) -> Command:
-    """The typed command for the text after ``/cluster``; raise ``CommandError`` on bad
-    input."""
-    command: Command = lookup(text)[1]
-    return command
+        raise CommandError(f"there is no subcommand {echo(word)}{hint}")
+    return entry
 
 
 @functools.cache

@@ -11,15 +11,14 @@ from typing import Any
 
 from bot.vertex.errors import VertexError
 from handlers.actions import ActionError
-from handlers.changes.approvals import Approvals
-from handlers.clicks import Clicked, ClickServices, ClickTable
-from handlers.commands import BY_NAME, Caller, Subcommand, lookup
-from handlers.grammar import USAGE, CommandError
-from handlers.idle.clicks import IdleClicks
+from handlers.clicks import Clicked, ClickTable
+from handlers.commands import BY_NAME, Caller, Help, Subcommand, entry_for
+from handlers.desk import Desk
+from handlers.form_ask import FormAsk
+from handlers.grammar import CommandError, normal
 from handlers.policy import Policy, Role
 from handlers.ports import RoleSource
 from handlers.reading.clusters import error_text
-from handlers.reading.reports import Reports
 from handlers.replies import ChannelRef, Line, Reply, error_reply, joined, notice
 
 
@@ -45,49 +44,66 @@ class Answer:
     reason: str | None = None  # why it was refused or failed, in one line (for a form's field)
 
 
-@dataclass
-class Core:
-    """The services the commands run on (``handlers.commands.CommandServices``)."""
+@dataclass(frozen=True)
+class Read:
+    """A command's text, read once: its subcommand, the typed command or why the words are
+    wrong, and the form they open where the platform has forms."""
 
-    reports: Reports
-    approvals: Approvals
+    name: str  # the subcommand, for the metrics ("unknown" when the words name none)
+    entry: Subcommand[Any] | None
+    command: Any = None
+    error: CommandError | None = None
+    form: FormAsk | None = None
+
+
+def read(text: str) -> Read:
+    words = normal(text).split()
+    if not words:
+        return Read("help", BY_NAME["help"], Help())
+    try:
+        entry = entry_for(words[0])
+    except CommandError as error:
+        return Read("unknown", None, error=error)
+    form = entry.form(words[1:]) if entry.form is not None else None
+    try:
+        return Read(entry.name, entry, entry.parse(words[1:]), form=form)
+    except CommandError as error:
+        return Read(error.subcommand or entry.name, entry, error=error, form=form)
 
 
 class Dispatcher:
     def __init__(
         self,
-        core: Core,
+        desk: Desk,
         policy: Policy,
         roles: RoleSource,
-        clicks: IdleClicks | None = None,
     ) -> None:
-        self.core = core
+        self.desk = desk
         self.policy = policy
         self.roles = roles
-        self.clicks = clicks
         self.clicks_table = ClickTable()  # refuses a collision, or an id left unanswered
 
-    async def command(self, user: str, channel: str, text: str) -> Answer:
-        """The one answer to ``/cluster TEXT``."""
+    async def command(self, user: str, channel: str, text: str | Read) -> Answer:
+        """The one answer to ``/cluster TEXT`` (its words read, or to be read)."""
         answer = await self._command(user, channel, text, instant=False)
         assert answer is not None
         return answer
 
-    async def instant(self, user: str, channel: str, text: str) -> Answer | None:
+    async def instant(self, user: str, channel: str, text: str | Read) -> Answer | None:
         """The answer when it needs nothing but what is at hand (help, a usage error, a
         refusal by channel or role), so it can go back with the ack; None when it needs
-        the control plane, the store or Slack, and ``command`` must give it."""
+        the control plane, the store or the platform, and ``command`` must give it."""
         return await self._command(user, channel, text, instant=True)
 
-    async def _command(self, user: str, channel: str, text: str, *, instant: bool) -> Answer | None:
-        name = (text.split() or ["help"])[0].lower()
-        name = name if name in USAGE else "unknown"
-        try:
-            entry, command = lookup(text)
-        except CommandError as error:
-            name = error.subcommand or name
-            return Answer(error_reply(error.reason, error.usage), name, Outcome.BAD_INPUT)
-        return await self._run(entry, command, user, channel, instant=instant)
+    async def _command(
+        self, user: str, channel: str, text: str | Read, *, instant: bool
+    ) -> Answer | None:
+        words = read(text) if isinstance(text, str) else text
+        if words.entry is None or words.error is not None:
+            error = words.error or CommandError("unreadable")
+            reply = error_reply(error.reason, error.usage)
+            return Answer(reply, words.name, Outcome.BAD_INPUT)
+        return await self._run(words.entry, words.command, user, channel, instant=instant)
 
     async def submit(self, user: str, channel: str, name: str, command: Any) -> Answer:
         """The answer to a filled-in form: the same checks and the same run as the typed
@@ -137,7 +153,7 @@ class Dispatcher:
                 return refusal
             if role is None or (instant and not entry.instant):
                 return None
-            reply = await entry.run(self.core, command, Caller(user, channel, role))
+            reply = await entry.run(self.desk, command, Caller(user, channel, role))
             return Answer(reply, name, public=reply.public if reply else False)
         except CommandError as error:
             name = error.subcommand or name
@@ -168,7 +184,7 @@ class Dispatcher:
             )
         if found.names_cluster:
             try:  # a button names its cluster in its value: the boundary holds for it too
-                self.core.approvals.directory.confine(getattr(action, "cluster", ""))
+                self.desk.approvals.directory.confine(getattr(action, "cluster", ""))
             except CommandError as error:
                 return Answer(
                     notice("Not allowed", error.reason),
@@ -176,6 +192,5 @@ class Dispatcher:
                     Outcome.DENIED,
                     replace_original=False,
                 )
-        services = ClickServices(self.core.approvals, self.core.reports, self.clicks)
-        reply = await found.run(services, Clicked(action, user, role, card_ts, channel))
+        reply = await found.run(self.desk, Clicked(action, user, role, card_ts, channel))
         return Answer(reply, action_id, replace_original=found.in_place(action))

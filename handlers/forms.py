@@ -20,8 +20,7 @@ from handlers.changes.plan import PlanError
 from handlers.changes.resize import plan_resize
 from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
-from handlers.grammar import MAX_NODES, POOL_ID, CommandError, cluster_word, normal
-from handlers.policy import Role
+from handlers.grammar import MAX_NODES
 from handlers.reading.clusters import ClusterDirectory
 from handlers.slurm.commands import SlurmConfig, SlurmScripts
 from handlers.slurm.scripts import scripts_of
@@ -31,69 +30,6 @@ from handlers.slurm.settings import normal as normal_key
 OPTIONS = 100  # an external select shows at most 100 options
 LISTING_SECONDS = 30.0  # how long the cluster list behind a select is reused while typing
 MAX_SCRIPT_BYTES = 64 * 1024  # clusterbot's own bound on one script (the API states none)
-
-
-class FormKind:
-    RESIZE = "resize"
-    DELETE = "delete"
-    SCRIPT = "script"
-    SETTING = "setting"  # one slurm.conf key
-
-
-@dataclass(frozen=True)
-class FormAsk:
-    """A command that asks for a form, with what its words already gave."""
-
-    kind: str
-    cluster: str | None = None
-    pool: str | None = None
-    which: str | None = None  # SCRIPT: "prolog" or "epilog"
-    replace: int | None = None  # SCRIPT: the place of the script to replace
-    place: int | None = None  # SCRIPT: where to add (None: at the end)
-
-    @property
-    def role(self) -> Role:
-        """Every form asks for a change: an operator's (reading needs no form)."""
-        return Role.OPERATOR
-
-    @property
-    def subcommand(self) -> str:
-        return "slurm" if self.kind in (FormKind.SCRIPT, FormKind.SETTING) else self.kind
-
-
-def form_for(text: str) -> FormAsk | None:
-    """The form a command's text asks for, or None when the words are a command of their own
-    (or plainly wrong, which the command's own parser says)."""
-    words = normal(text).split()
-    if not words:
-        return None
-    name, args = words[0].lower(), words[1:]
-    try:
-        if name == "resize" and len(args) < 3:
-            cluster = cluster_word(args[0], "resize") if args else None
-            pool = args[1] if len(args) > 1 and POOL_ID.match(args[1]) else None
-            if len(args) > 1 and pool is None:
-                return None
-            return FormAsk(FormKind.RESIZE, cluster, pool)
-        if name == "delete" and not args:
-            return FormAsk(FormKind.DELETE)
-        if name == "slurm" and len(args) == 2 and args[1].lower() == "set":
-            return FormAsk(FormKind.SETTING, cluster_word(args[0], "slurm"))
-        if name == "slurm" and len(args) in (3, 4) and args[1].lower() in ("prolog", "epilog"):
-            verb, rest = args[2].lower(), args[3:]
-            if verb not in ("add", "replace") or (rest and not rest[0].isdigit()):
-                return None
-            number = int(rest[0]) if rest else None
-            if verb == "replace" and number is None:
-                return None
-            cluster = cluster_word(args[0], "slurm")
-            which = args[1].lower()
-            if verb == "replace":
-                return FormAsk(FormKind.SCRIPT, cluster, which=which, replace=number)
-            return FormAsk(FormKind.SCRIPT, cluster, which=which, place=number)
-    except CommandError:
-        return None
-    return None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from handlers.changes.ledger import RequestLedger
 from handlers.changes.release import Releases
 from handlers.changes.tracking import Tracker
 from handlers.costs import PriceBook
-from handlers.dispatch import Core, Dispatcher
+from handlers.desk import Desk
+from handlers.dispatch import Dispatcher
 from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
 from handlers.idle.sweep import ActivityObserver, Sweeper
@@ -209,5 +210,5 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         clicks=clicks,
         sweeper=sweeper,
         reports=reports,
-        dispatcher=Dispatcher(Core(reports, approvals), policy, ports.roles, clicks),
+        dispatcher=Dispatcher(Desk(reports, approvals, clicks), policy, ports.roles),
     )

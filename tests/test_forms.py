@@ -13,7 +13,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from handlers.forms import FormAsk, FormKind, form_for
+from handlers.dispatch import read
+from handlers.form_ask import FormAsk, FormKind
 from handlers.slurm.view import script_digest
 from tests.support.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, text_of
 
@@ -295,17 +296,20 @@ async def test_an_uploaded_file_is_served_only_with_the_bot_token(stack: Stack) 
     ],
 )
 def test_which_commands_ask_for_a_form(text: str, ask: FormAsk | None) -> None:
-    assert form_for(text) == ask
+    words = read(text)  # read once: the form it opens, and the command or why it is wrong
+    assert words.form == ask
+    assert words.command is not None or words.error is not None
 
 
 def test_full_width_digits_and_letters_are_read_as_ascii() -> None:
-    from handlers.commands import Resize, help_reply, parse
+    from handlers.commands import Resize, help_reply
+    from tests.support.words import parse
 
     assert parse("resize ｔｒａｉｎ０１ a4 ３") == Resize("train01", "a4", 3, 3)
     assert parse("resize train01\u3000a4 ２:５") == Resize(
         "train01", "a4", 2, 5
     )  # ideographic space
-    assert form_for("ｒｅｓｉｚｅ") == FormAsk(FormKind.RESIZE)
+    assert read("ｒｅｓｉｚｅ").form == FormAsk(FormKind.RESIZE)
     shown = " ".join(str(part) for part in help_reply(None).parts)
     assert "Full-width digits and letters" in shown
 
@@ -331,8 +335,8 @@ async def test_a_slurm_setting_is_changed_from_a_form(stack: Stack) -> None:
 def test_without_a_form_the_words_are_still_needed() -> None:
     """Where no form can open (no trigger: the dispatcher alone), the command's own parser
     still says what is missing."""
-    from handlers.commands import parse
     from handlers.grammar import CommandError
+    from tests.support.words import parse
 
     for text, reason in (
         ("slurm train01 set", "slurm set needs KEY=VALUE"),

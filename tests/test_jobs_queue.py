@@ -13,11 +13,11 @@ import pytest
 from bot.slack.render import render
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.slurm import listed, read_job, read_shares
-from handlers.commands import parse
 from handlers.grammar import CommandError
 from handlers.slurm.commands import Fairshare, Jobs
 from handlers.slurm.jobs_view import SHOWN, jobs_reply
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of
+from tests.support.words import parse
 from tests.test_render import problems
 
 

@@ -364,3 +364,19 @@ def test_handlers_is_laid_out_by_capability() -> None:
     assert {"changes", "idle", "slurm", "reading"} <= packages
     top = {p.stem for p in (ROOT / "handlers").glob("*.py")} - {"__init__"}
     assert not {m for m in top if m.startswith(("idle", "slurm", "approval"))}, top
+
+
+def test_what_a_person_can_do_is_declared_once() -> None:
+    """A subcommand, the form its missing words open and its usage are one entry; a click is
+    one declaration; nothing else reads a command's words (no second grammar)."""
+    from handlers.clicks import CLICKS
+    from handlers.commands import REGISTRY
+    from handlers.grammar import USAGE
+
+    assert [e.name for e in REGISTRY] == list(USAGE)
+    assert {e.name for e in REGISTRY if e.form is not None} == {"resize", "delete", "slurm"}
+    ids = [i for click in CLICKS for i in click.ids]
+    assert len(ids) == len(set(ids))
+    core = (ROOT / "handlers").rglob("*.py")
+    readers = [p.name for p in core if "normal(text).split()" in p.read_text()]
+    assert readers == ["dispatch.py"]  # the one place a command's text becomes words

@@ -15,12 +15,12 @@ from bot.vertex.models import Cluster
 from handlers.changes.layout import SLURM_LAYOUT as KIND
 from handlers.changes.layout import plan_slurm_layout
 from handlers.changes.plan import PlanError
-from handlers.commands import parse
 from handlers.costs import PriceBook
 from handlers.grammar import CommandError
 from handlers.slurm.commands import SlurmLayout
 from handlers.slurm.layout import LayoutAction
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of
+from tests.support.words import parse
 from tests.test_cards_golden import demo_cluster
 
 PRICES = PriceBook.with_overrides()

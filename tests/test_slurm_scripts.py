@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from handlers.commands import parse
 from handlers.grammar import CommandError
 from handlers.slurm.commands import SlurmScripts
 from handlers.slurm.view import script_digest
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of
+from tests.support.words import parse
 
 SCRIPTS = [
     "#!/bin/bash\nnvidia-smi -L > /dev/null\n",

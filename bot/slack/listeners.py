@@ -25,8 +25,8 @@ from bot.redact import Redactor
 from bot.slack.people import SLACK_PEOPLE
 from bot.slack.render import render
 from handlers.actions import ActionId
-from handlers.dispatch import Answer, Dispatcher
-from handlers.forms import FormAsk, form_for
+from handlers.dispatch import Answer, Dispatcher, Read, read
+from handlers.form_ask import FormAsk
 from handlers.policy import Policy, Role
 from handlers.replies import FixedReply, Reply, Text
 
@@ -263,18 +263,19 @@ class SlackEdge:
         command's reply: https://api.slack.com/interactivity/slash-commands#responding_to_commands);
         any other is worked out after the ack and sent to the response_url. A command with
         words missing that a form can ask for opens the form instead."""
-        ask = form_for(str(body.get("text", ""))) if body.get("trigger_id") else None
+        words = read(str(body.get("text", "")))  # read once, for the form and the answer
+        ask = words.form if body.get("trigger_id") else None
         if ask is not None and self.open_form is not None:
             self.on_command(ask.subcommand, "form")
             await self.open_form(ack, body, ask)
             return
-        answer = await self._answer(body, instant=True)
+        answer = await self._answer(body, words, instant=True)
         if answer is None or answer.reply is None:
             await ack()
             text = str(body.get("text", ""))
             self.background.spawn(
                 self.failures.guard(
-                    self._command(body),
+                    self._command(body, words),
                     f"/cluster {text[:200]!r} from {body.get('user_id')}",
                     tell=self.failures.by_url(str(body.get("response_url") or "")),
                     command=text,
@@ -299,7 +300,7 @@ class SlackEdge:
             )
         )
 
-    async def _command(self, body: dict[str, Any]) -> None:
+    async def _command(self, body: dict[str, Any], words: Read) -> None:
         url = str(body.get("response_url") or "")
         loop = asyncio.get_running_loop()
         working: list[asyncio.Task[None]] = []
@@ -309,7 +310,7 @@ class SlackEdge:
 
         timer = loop.call_later(self.working_after, announce)
         try:
-            answer = await self._answer(body, instant=False)
+            answer = await self._answer(body, words, instant=False)
         finally:
             timer.cancel()
         assert answer is not None  # only the instant path declines
@@ -324,12 +325,11 @@ class SlackEdge:
                 replace_original=True if working else None,
             )
 
-    async def _answer(self, body: dict[str, Any], *, instant: bool) -> Answer | None:
+    async def _answer(self, body: dict[str, Any], words: Read, *, instant: bool) -> Answer | None:
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
-        text = str(body.get("text", ""))
         if instant:
-            return await self.dispatcher.instant(user, channel, text)
-        return await self.dispatcher.command(user, channel, text)
+            return await self.dispatcher.instant(user, channel, words)
+        return await self.dispatcher.command(user, channel, words)
 
     async def _click(self, body: dict[str, Any]) -> None:
         user = str(body["user"]["id"])

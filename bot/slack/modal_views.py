@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from handlers.forms import Choice, Estimate, FormKind
+from handlers.form_ask import FormKind
+from handlers.forms import Choice, Estimate
 
 CALLBACK = "clusterbot_form"
 CLUSTER_ACTION = "form_cluster"

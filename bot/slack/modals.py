@@ -46,13 +46,8 @@ from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
 from handlers.dispatch import Dispatcher, Outcome
 from handlers.entities import Submission
-from handlers.forms import (
-    FormAsk,
-    FormKind,
-    Forms,
-    check_setting,
-    setting_choices,
-)
+from handlers.form_ask import FormAsk, FormKind
+from handlers.forms import Forms, check_setting, setting_choices
 from handlers.grammar import CommandError
 from handlers.intake import Intake, submission_key
 from handlers.replies import Reply, Text, error_reply, plain
