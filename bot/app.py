@@ -27,10 +27,12 @@ from bot.settings import Settings
 from bot.slack.budget import Budget, Pacer
 from bot.slack.failures import Failures
 from bot.slack.home_tab import REFRESH_SECONDS, HomeTab
-from bot.slack.listeners import Background, Responder, Roles, SlackEdge
+from bot.slack.listeners import Background, SlackEdge
 from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
 from bot.slack.modals import Modals
 from bot.slack.people import SLACK_PEOPLE
+from bot.slack.responder import Responder
+from bot.slack.roles import Roles
 from bot.store import IdleRecords, Store
 from bot.sweep_process import SweepProcess, SweepSummary, shareable
 from bot.vertex.auth import token_source

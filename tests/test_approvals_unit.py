@@ -104,8 +104,8 @@ async def test_a_draft_left_by_a_crash_is_abandoned_and_frees_the_cluster(
 
 async def test_user_groups_are_read_on_a_freshly_booted_machine() -> None:
     """time.monotonic() counts from boot: at 0 the group cache must still count as stale."""
-    from bot.slack.listeners import Roles
     from bot.slack.messenger import web_client
+    from bot.slack.roles import Roles
     from handlers.policy import Role
     from tests.support.slack_stack import TOKEN, slack_stack
 

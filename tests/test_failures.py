@@ -17,7 +17,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.redact import Redactor
 from bot.slack.failures import Failures
-from bot.slack.listeners import Responder
+from bot.slack.responder import Responder
 from handlers.replies import Reply
 from tests.support.text_adapter import text
 

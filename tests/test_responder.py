@@ -7,7 +7,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bot.redact import Redactor
-from bot.slack.listeners import Responder
+from bot.slack.responder import Responder
 from handlers.replies import Reply, Text
 from tests.conftest import ManualClock
 

@@ -24,7 +24,7 @@ from handlers.grammar import USAGE
 from handlers.replies import Code, Reply, Text
 
 if TYPE_CHECKING:
-    from bot.slack.listeners import Responder
+    from bot.slack.responder import Responder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

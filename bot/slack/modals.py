@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.failures import Failures, Tell
 from bot.slack.files import FileRefused, SlackFiles
-from bot.slack.listeners import Background, Responder
+from bot.slack.listeners import Background
 from bot.slack.modal_views import (
     CALLBACK,
     CLUSTER_ACTION,
@@ -42,6 +42,7 @@ from bot.slack.modal_views import (
     state_values,
     unreadable_form,
 )
+from bot.slack.responder import Responder
 from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
 from handlers.dispatch import Dispatcher, Outcome
