@@ -17,6 +17,8 @@ from handlers.replies import Button, Buttons, Text, plain
 from tests.support.demo_stack import demo_stack, text_of, thread_of
 from tests.support.memory import MemoryStore
 
+TRAIN01_NAME = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
+
 
 async def test_the_log_says_who_changed_what_and_how_it_ended(tmp_path: Path) -> None:
     async with demo_stack(tmp_path) as stack:
@@ -180,3 +182,29 @@ async def test_only_the_entry_that_ended_a_request_says_how_long_it_took(tmp_pat
         [withdrew] = [line for line in log.splitlines() if " withdrew " in line]
         [asked] = [line for line in log.splitlines() if " asked for " in line]
         assert "· took " in withdrew and "took" not in asked
+
+
+async def test_an_ask_is_dated_when_it_was_made_even_when_written_after_a_click() -> None:
+    """The card exists before its ask is written: a reject clicked at once can be audited
+    first, and the log still shows the ask before it."""
+    from handlers.changes.ledger import RequestLedger
+    from handlers.changes.plan import ChangePlan
+    from handlers.changes.resize import ResizeDetail
+    from handlers.entities import ApprovalRequest
+    from tests.support.fakes import FakeMessenger
+    from tests.support.text_adapter import TextPeople
+
+    now = [1000.0]
+    store = MemoryStore()
+    ledger = RequestLedger(
+        store=store, messenger=FakeMessenger(), clock=lambda: now[0], people=TextPeople()
+    )
+    plan = ChangePlan(cluster=TRAIN01_NAME, detail=ResizeDetail(), fingerprint="f")
+    request = ApprovalRequest(
+        id="r-1", plan=plan, requester="U0ALICE", channel="C1", created_at=1000.0, expires_at=2e3
+    )
+    now[0] = 1000.4  # bob's reject lands, and is audited, before the ask's line runs
+    await ledger.audit("U0BOB", "rejected", request)
+    await ledger.asked(request)
+    entries = await store.audit_log(TRAIN01_NAME)
+    assert [(e.action, e.at) for e in entries] == [("rejected", 1000.4), ("requested", 1000.0)]

@@ -27,7 +27,7 @@ from tests.support.memory import (
     MemoryStore,
     PolicyRoles,
 )
-from tests.support.text_adapter import TextPeople, text
+from tests.support.text_adapter import TextChat, TextPeople, text
 
 TARGET = "demo-project/us-central1"
 C1 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/c1"
@@ -340,6 +340,20 @@ async def test_answers_at_hand_are_given_at_once_and_others_are_left_to_the_comm
     assert await dispatcher.instant("U0ALICE", INFRA, "resize c1 gpu 3") is None  # needs a card
     assert await dispatcher.instant("U0CAROL", INFRA, "list") is None  # needs the control plane
     assert not bot.cards() and not bot.plane.patches
+
+
+async def test_a_plain_text_chat_drives_the_core_without_any_platform(bot: Bot) -> None:
+    """Words in, text out, as a second platform's adapter would see it: with no forms, the
+    words a form would complete get the usage; a card's buttons name their actions."""
+    chat = TextChat(bot.services.dispatcher)
+    said = await chat.say("U0ALICE", "resize c1")
+    assert said == "resize needs POOL\nUsage: /cluster resize CLUSTER POOL N   (or MIN:MAX)"
+    assert await chat.say("U0ALICE", "resize c1 gpu 3") == ""  # the card is the answer
+    [(_, card)] = bot.cards()
+    assert "[Approve](approve) [Reject](reject) [Withdraw](withdraw)" in text(card)
+    request = await bot.only_request()
+    assert await chat.click("U0BOB", "approve", request.id) == ""
+    assert len(bot.plane.patches) == 1
 
 
 async def test_help_waits_for_the_role_when_only_slack_can_tell_it(clock: ManualClock) -> None:

@@ -169,7 +169,7 @@ class Approvals:
         await self.store.update_request(request.id, card_ts=card_ts)
         await self.store.transition(request.id, [RequestState.DRAFT], RequestState.PENDING)
         request.state, request.card_ts = RequestState.PENDING, card_ts
-        await self.ledger.audit(actor, "requested", request, plan=plan.model_dump(mode="json"))
+        await self.ledger.asked(request)
         return request
 
     async def _busy(self, plan: ChangePlan[Any]) -> Refused:

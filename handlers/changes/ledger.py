@@ -61,20 +61,41 @@ class RequestLedger:
             actor, action, request.cluster, request.id, kind=str(request.kind), **extra
         )
 
+    async def asked(self, request: ApprovalRequest) -> None:
+        """The ask, dated when it was made: it is written once the card exists, and a click
+        on the card may be audited before this runs."""
+        extra: dict[str, object] = {
+            "kind": str(request.kind),
+            "plan": request.plan.model_dump(mode="json"),
+        }
+        await self._write(
+            request.created_at, request.requester, "requested", request.cluster, request.id, extra
+        )
+
     async def record(
         self, actor: str, action: str, cluster: str, request_id: str | None, **extra: object
     ) -> None:
         """One audit entry, for a request or for what no request stands behind yet."""
-        await self.store.audit(
-            AuditEntry(
-                at=self.clock(),
-                actor=actor,
-                action=action,
-                cluster=cluster,
-                request_id=request_id,
-                details=details(**extra),
-            )
+        await self._write(self.clock(), actor, action, cluster, request_id, extra)
+
+    async def _write(
+        self,
+        at: float,
+        actor: str,
+        action: str,
+        cluster: str,
+        request_id: str | None,
+        extra: dict[str, object],
+    ) -> None:
+        entry = AuditEntry(
+            at=at,
+            actor=actor,
+            action=action,
+            cluster=cluster,
+            request_id=request_id,
+            details=details(**extra),
         )
+        await self.store.audit(entry)
 
     async def redraw(self, request: ApprovalRequest) -> None:
         """Edit the card to show the request as it is now."""
