@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from slack_bolt.response import BoltResponse
 
-from handlers.dispatch import Outcome
-from handlers.grammar import USAGE
+from handlers.dispatch import Outcome, read
 from handlers.replies import Code, Reply, Text
 
 if TYPE_CHECKING:
@@ -57,12 +56,6 @@ def _last_input(view: dict[str, Any]) -> str | None:
     return inputs[-1] if inputs else None
 
 
-def command_name(text: str) -> str:
-    """The subcommand a command's text names, for its metric ("unknown" when none)."""
-    name = (text.split() or ["help"])[0].lower()
-    return name if name in USAGE else "unknown"
-
-
 class Failures:
     def __init__(self, responder: Responder, on_command: Callable[[str, str], None]) -> None:
         self.responder = responder
@@ -73,7 +66,7 @@ class Failures:
         request's own response."""
         reply = internal_error(error, _what(body))
         if body.get("command"):  # a slash command's reply is the response's body
-            self.on_command(command_name(str(body.get("text", ""))), str(Outcome.INTERNAL_ERROR))
+            self.on_command(read(str(body.get("text", ""))).name, str(Outcome.INTERNAL_ERROR))
             return _json(self.responder.message(reply))
         view = body.get("view") or {}
         block = _last_input(view) if body.get("type") == "view_submission" else None
@@ -87,16 +80,22 @@ class Failures:
     async def guard(
         self, work: Awaitable[T], what: str, *, tell: Tell | None = None, command: str = ""
     ) -> T | None:
-        """Run work started after an ack; what it raises is logged and told like Bolt's."""
+        """Run work started after an ack; what it raises is logged and told like Bolt's
+        (``command``: the subcommand, counted as an internal error)."""
         try:
             return await work
         except Exception as error:  # the one catch-all for work after an ack
             reply = internal_error(error, what)
             if command:
-                self.on_command(command_name(command), str(Outcome.INTERNAL_ERROR))
+                self.on_command(command, str(Outcome.INTERNAL_ERROR))
             if tell is not None:
                 await tell(reply)
             return None
+
+    async def after_ack(self, work: Awaitable[T], body: dict[str, Any], command: str = "") -> None:
+        """Work a listener started after acking ``body``, told through its response_url."""
+        tell = self.by_url(str(body.get("response_url") or ""))
+        await self.guard(work, _what(body), tell=tell, command=command)
 
     def by_url(self, url: str) -> Tell | None:
         """How to tell the person through a response_url, when there is one."""

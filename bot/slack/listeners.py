@@ -118,15 +118,8 @@ class SlackEdge:
         answer = await self._answer(body, words, instant=True)
         if answer is None or answer.reply is None:
             await ack()
-            text = str(body.get("text", ""))
-            self.background.spawn(
-                self.failures.guard(
-                    self._command(body, words),
-                    f"/cluster {text[:200]!r} from {body.get('user_id')}",
-                    tell=self.failures.by_url(str(body.get("response_url") or "")),
-                    command=text,
-                )
-            )
+            work = self._command(body, words)
+            self.background.spawn(self.failures.after_ack(work, body, command=words.name))
             return
         self.on_command(answer.name, str(answer.outcome))
         await ack(**self.responder.message(answer.reply, public=answer.public))
@@ -138,13 +131,7 @@ class SlackEdge:
             await self.open_form_clicked(ack, body)  # a form opens on this click's trigger
             return
         await ack()
-        self.background.spawn(
-            self.failures.guard(
-                self._click(body),
-                f"{action_id} by {(body.get('user') or {}).get('id')}",
-                tell=self.failures.by_url(str(body.get("response_url") or "")),
-            )
-        )
+        self.background.spawn(self.failures.after_ack(self._click(body), body))
 
     async def _command(self, body: dict[str, Any], words: Read) -> None:
         url = str(body.get("response_url") or "")

@@ -6,7 +6,7 @@ Restore on its card.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from bot.vertex.models import Cluster
 from handlers.actions import RestoreClicked
@@ -14,10 +14,8 @@ from handlers.changes.effects import REMOVE
 from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, fingerprint
 from handlers.costs import PriceBook
+from handlers.entities import ApprovalRequest, RequestState
 from handlers.replies import Button, Buttons, Code, Confirm, Line, Note, Part, Strong, Text, bullets
-
-if TYPE_CHECKING:
-    from handlers.entities import ApprovalRequest
 
 NAME: Final = "delete"
 
@@ -116,8 +114,6 @@ class DeleteKind(ChangeKind[DeleteDetail]):
         return "Approve delete", "danger", confirm
 
     def finished(self, request: ApprovalRequest) -> list[Part]:
-        from handlers.entities import RequestState
-
         if request.state != RequestState.SUCCEEDED:
             return []
         return [
