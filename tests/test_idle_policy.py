@@ -134,10 +134,11 @@ def test_busy_again_ends_a_posted_alert() -> None:
 
 def test_a_cluster_being_changed_keeps_its_alert_for_what_the_change_leaves() -> None:
     """A sweep that lists the cluster UPDATING before the bot has recorded its own change's
-    operation must not close the alert: the remedy's end, or the next sweep, says how."""
+    operation, or STOPPING after a delete's operation ended but before the cluster is gone,
+    must not close the alert: the remedy's end, or the next sweep, says how."""
     record, _ = run([quiet(T0), quiet(T0 + 2 * H)])
     record = replace(record, alert_ts="111.222")
-    for state in ("UPDATING", "PROVISIONING"):
+    for state in ("UPDATING", "PROVISIONING", "STOPPING"):
         seen = Observation(at=T0 + 3 * H, state=state, paying_nodes=4)
         _, verdict = assess(record, seen, RULES)
         assert verdict.status == Status.BUSY and verdict.ended_alert is None

@@ -22,7 +22,8 @@ The rules, all of them:
    nodes than the control plane lists VMs, the report says so and the VMs are priced.
 5. *One alert per idle period*: an idle, paying cluster gets one alert; it is repeated only
    when the cluster is still idle ``cooldown`` (24 h by default) after the last alert. A busy
-   observation ends the period; the next idle period gets its own alert.
+   observation ends the period; the next idle period gets its own alert. A change under way
+   (UPDATING, PROVISIONING, STOPPING) leaves a posted alert open for what the change leaves.
 6. *Snooze* silences alerts until a time; after it, a cluster still idle is alerted again.
 7. *Keep* exempts a cluster until someone undoes it (from `/cluster idle`); so does the
    cluster label ``clusterbot-idle: exempt``. Exempt clusters are reported, never alerted on.
@@ -80,6 +81,8 @@ from handlers.idle.state import Verdict as Verdict
 from handlers.words import duration, plural
 
 EXEMPT_LABEL = ("clusterbot-idle", "exempt")
+# clusterStatus.state while a change runs on the cluster (vertex-api.md: STOPPING is a delete)
+CHANGING_STATES = frozenset({"UPDATING", "PROVISIONING", "STOPPING"})
 
 
 # squeue(1) JOB STATE CODES: a job in any of these holds nodes
@@ -354,8 +357,9 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
         )
     if busy_reason is not None:
         # A change under way (the bot's own, one not yet recorded, another's: the cluster is
-        # UPDATING or PROVISIONING) keeps the alert open: what the change leaves decides.
-        changing = seen.tracked_operation or seen.state in ("UPDATING", "PROVISIONING")
+        # UPDATING, PROVISIONING, or STOPPING while it is deleted) keeps the alert open: what
+        # the change leaves decides (the remedy's end, or the cluster gone).
+        changing = seen.tracked_operation or seen.state in CHANGING_STATES
         ended = f"busy again: {busy_reason}" if record.alert_ts and not changing else None
         return (
             replace(base, idle_since=None, alerted_at=None, auto_action_at=None),
