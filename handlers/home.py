@@ -77,7 +77,6 @@ class Home:
                         Button(OpenForm("resize"), "Resize a pool…", style="primary"),
                         Button(OpenForm("delete"), "Delete a cluster…"),
                     ),
-                    block_id="home-forms",
                 )
             )
         pending = snapshot.pending

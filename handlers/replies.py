@@ -218,8 +218,7 @@ class Select:
 
 @dataclass(frozen=True)
 class Buttons:
-    buttons: tuple[Button | Select, ...]
-    block_id: str | None = None
+    buttons: tuple[Button | Select, ...]  # routing data is the renderer's to choose
 
 
 Part = Heading | Text | Fields | Note | Rule | Table | Buttons

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.sandbox.slack.blockkit import problems
 from bot.slack.render import clip, render
-from handlers.actions import Decide
+from handlers.actions import Decide, Withdraw
 from handlers.replies import Button, Buttons, Field, Fields, Heading, Reply, Table, Text
 
 
@@ -26,6 +26,17 @@ def test_more_than_fifty_parts_keeps_the_buttons() -> None:
     assert len(blocks) == 50 and problems(blocks) == []
     assert blocks[-1]["type"] == "actions"
     assert blocks[-2]["elements"][0]["text"] == "32 more parts not shown"
+
+
+def test_actions_blocks_are_named_after_their_first_action_and_unique_in_the_message() -> None:
+    """The core says nothing of block ids: the renderer names each actions block so a click
+    whose value Slack left out still says what it is about, and never twice in a message
+    (Slack refuses a repeated block_id: invalid_blocks)."""
+    decide = (Button(Decide("r-1", approve=True), "Approve"), Button(Withdraw("r-1"), "Withdraw"))
+    reply = Reply("two").add(Buttons(decide), Text("between"), Buttons(decide))
+    _, blocks = render(reply)
+    named = [b["block_id"] for b in blocks if b["type"] == "actions"]
+    assert named == ["approve:r-1", "approve:r-1#2"] and problems(blocks) == []
 
 
 def test_long_texts_and_many_fields_are_trimmed_and_split() -> None:

@@ -62,7 +62,8 @@ class Background:
 
 def _action_value(action: dict[str, Any]) -> str:
     """What a button or menu carries. Slack leaves ``value`` out of a button that has none;
-    our buttons name their subject in ``block_id`` too (``decide:r-123``), so fall back on it."""
+    the renderer names each actions block after its first action (``approve:r-123``), so fall
+    back on that."""
     selected = action.get("selected_option") or {}
     value = selected.get("value") or action.get("value")
     if value:

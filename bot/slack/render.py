@@ -236,16 +236,35 @@ def _blocks(part: Part) -> list[dict[str, Any]]:
             for chunk in _chunks(lines_of(part), SECTION_LIMIT - 6)
         ]
     assert isinstance(part, Buttons)
-    block: dict[str, Any] = {"type": "actions", "elements": [_button(b) for b in part.buttons[:25]]}
-    if part.block_id:
-        block["block_id"] = part.block_id[:255]
-    return [block]
+    elements = [_button(b) for b in part.buttons[:25]]
+    return [{"type": "actions", "elements": elements, "block_id": _block_id(part.buttons[0])}]
+
+
+def _block_id(first: Button | Select) -> str:
+    """An actions block is named after its first action (``approve:r-123``): a click whose
+    ``value`` Slack left out still says what it is about. The name is ours to choose; Slack
+    only wants it at most 255 characters and unique in the message (see ``_unique``)."""
+    action = first.options[0][1] if isinstance(first, Select) else first.action
+    return f"{action.action_id}:{action.value}"[:250]
+
+
+def _unique(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Block ids made unique within one message: a repeated one gets ``#2``, ``#3``, …"""
+    seen: dict[str, int] = {}
+    for block in blocks:
+        name = block.get("block_id")
+        if name is None:
+            continue
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            block["block_id"] = f"{name}#{seen[name]}"
+    return blocks
 
 
 def render(reply: Reply, redactor: Redactor | None = None) -> tuple[str, list[dict[str, Any]]]:
     """The fallback text and the blocks for a reply; with a redactor, no configured secret
     survives in any of it."""
-    blocks = [block for part in reply.parts for block in _blocks(part)]
+    blocks = _unique([block for part in reply.parts for block in _blocks(part)])
     if len(blocks) > MAX_BLOCKS:
         hidden = len(blocks) - (MAX_BLOCKS - 1)
         actions = [b for b in blocks if b["type"] == "actions"][-1:]

@@ -124,7 +124,6 @@ def request_card(request: ApprovalRequest) -> Reply:
                 Button(Decide(request.id, approve=False), "Reject"),
                 Button(Withdraw(request.id), "Withdraw"),
             ),
-            block_id=f"decide:{request.id}",
         ),
         Note("Approve and Reject are for approvers; Withdraw is for the requester."),
     )

@@ -117,9 +117,7 @@ class DeleteKind(ChangeKind[DeleteDetail]):
         if request.state != RequestState.SUCCEEDED:
             return []
         return [
-            Buttons(
-                (Button(RestoreClicked(request.id), "Restore"),), block_id=f"restore:{request.id}"
-            ),
+            Buttons((Button(RestoreClicked(request.id), "Restore"),)),
             Note(
                 "Its spec was kept before the delete: Restore (or ",
                 Code(f"/cluster restore {request.plan.cluster_id}"),

@@ -227,7 +227,6 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
                 ),
                 Button(Keep(entry.cluster), "Keep"),
             ),
-            block_id=f"idle:{cluster}",
         ),
         Buttons(
             (
@@ -236,7 +235,6 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
                     tuple((label, Snooze(entry.cluster, s)) for s, label in SNOOZE_CHOICES),
                 ),
             ),
-            block_id=f"snooze:{cluster}",
         ),
         Note(
             "Scale to zero: an approver's click scales it down now (undo it with /cluster "
@@ -255,7 +253,7 @@ def closed_alert(cluster: str, title: str, text: Line, undo: Button | None = Non
         Text(*text),
     )
     if undo is not None:
-        reply.add(Buttons((undo,), block_id=f"undo:{cluster_id}"))
+        reply.add(Buttons((undo,)))
     return reply.add(Note(Code(cluster)))
 
 
@@ -344,7 +342,7 @@ def report(
     if sweep_button:
         buttons.append(Button(SweepNow(), "Sweep now", style="primary"))
     if buttons:
-        reply.add(Buttons(tuple(buttons[:25]), block_id="idle-report"))
+        reply.add(Buttons(tuple(buttons[:25])))
     reply.add(
         Note(
             "busy: jobs that run or can start, working nodes, an operation or not RUNNING · "

@@ -84,7 +84,6 @@ EXEMPT_LABEL = ("clusterbot-idle", "exempt")
 # clusterStatus.state while a change runs on the cluster (vertex-api.md: STOPPING is a delete)
 CHANGING_STATES = frozenset({"UPDATING", "PROVISIONING", "STOPPING"})
 
-
 # squeue(1) JOB STATE CODES: a job in any of these holds nodes
 RUNNING_STATES = frozenset(
     {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT", "RESIZING"}
@@ -356,9 +355,8 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
             verdict(Status.UNKNOWN, seen.unknown_reason or "unknown", ended_alert=ended),
         )
     if busy_reason is not None:
-        # A change under way (the bot's own, one not yet recorded, another's: the cluster is
-        # UPDATING, PROVISIONING, or STOPPING while it is deleted) keeps the alert open: what
-        # the change leaves decides (the remedy's end, or the cluster gone).
+        # A change under way (the bot's own, one not yet recorded, another's) keeps the alert
+        # open: what the change leaves decides (the remedy's end, or the cluster gone).
         changing = seen.tracked_operation or seen.state in CHANGING_STATES
         ended = f"busy again: {busy_reason}" if record.alert_ts and not changing else None
         return (

@@ -158,7 +158,7 @@ class AuditLog:
         if more:
             next_page = AuditPage(entries[-1].at, query.cluster, query.by, query.since)
             buttons.insert(0, Button(next_page, "Older"))
-        return reply.add(Buttons(tuple(buttons), block_id="audit-page"))
+        return reply.add(Buttons(tuple(buttons)))
 
     async def csv(self, query: Audit, now: float) -> tuple[str, str, int]:
         """The log so filtered, up to ``CSV_ROWS`` entries, newest first: (file name, text,
