@@ -19,7 +19,8 @@ from aiohttp import web
 
 from bot.oidc import IdTokenVerifier, TokenRefused
 from bot.vertex.errors import VertexError
-from handlers.changes.release import CallerRefused, TooManyReleases, describe
+from handlers.changes.release import CallerRefused, TooManyReleases
+from handlers.entities import Release
 from handlers.grammar import CommandError
 
 if TYPE_CHECKING:
@@ -87,3 +88,17 @@ class ReleaseApi:
             return _error(502, "the control plane could not be read now; try again later")
         log.info("release %s of %s asked by %s", release.id, release.cluster, caller.email)
         return web.json_response(describe(release), status=202)
+
+
+def describe(release: Release) -> dict[str, Any]:
+    """The release as the HTTP API answers it; ``thread_ts`` is the Slack message its thread
+    hangs from, where the rest is told."""
+    return {
+        "release": release.id,
+        "cluster": release.cluster,
+        "then": release.action,
+        "state": str(release.state),
+        "deadline": release.deadline,
+        "caller": release.caller,
+        "thread_ts": release.thread,
+    }

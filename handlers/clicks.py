@@ -47,7 +47,7 @@ class Clicked(Generic[A]):
     action: A
     user: str
     role: Role
-    card_ts: str | None
+    card_message: str | None
     channel: str | None
 
 
@@ -90,7 +90,7 @@ CLICKS: tuple[Click, ...] = (
         Role.VIEWER,  # approvers only: the approval flow's rule
         "Deciding requests",
         lambda s, c: s.approvals.decide(
-            c.user, c.role, c.action.request_id, c.action.approve, c.card_ts
+            c.user, c.role, c.action.request_id, c.action.approve, c.card_message
         ),
     ),
     click(
@@ -98,7 +98,7 @@ CLICKS: tuple[Click, ...] = (
         lambda i, v: Withdraw(needs(v)),
         Role.VIEWER,  # the requester only: the approval flow's rule
         "Withdrawing a request",
-        lambda s, c: s.approvals.withdraw(c.user, c.action.request_id, c.card_ts),
+        lambda s, c: s.approvals.withdraw(c.user, c.action.request_id, c.card_message),
     ),
     click(
         (ActionId.SCALE_TO_ZERO, ActionId.DELETE),

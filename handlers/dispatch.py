@@ -168,7 +168,7 @@ class Dispatcher:
         user: str,
         action_id: str,
         value: str,
-        card_ts: str | None,
+        card_message: str | None,
         channel: str | None = None,
     ) -> Answer:
         """The answer to a button or menu click, shown to the clicker alone."""
@@ -192,5 +192,5 @@ class Dispatcher:
                     Outcome.DENIED,
                     replace_original=False,
                 )
-        reply = await found.run(self.desk, Clicked(action, user, role, card_ts, channel))
+        reply = await found.run(self.desk, Clicked(action, user, role, card_message, channel))
         return Answer(reply, action_id, replace_original=found.in_place(action))

@@ -71,7 +71,7 @@ class ApprovalRequest:
     created_at: float
     expires_at: float
     state: RequestState = RequestState.PENDING
-    card_ts: str | None = None
+    card_message: str | None = None
     decided_by: str | None = None
     decided_at: float | None = None
     operation: str | None = None
@@ -80,9 +80,9 @@ class ApprovalRequest:
     origin: Origin = Origin.COMMAND
     owner: str | None = None  # the replica acting on it while approved or executing
     lease_until: float = 0.0
-    progress_ts: str | None = None  # the thread message that shows progress and the end
+    progress_message: str | None = None  # the thread message that shows progress and the end
     executing_at: float | None = None
-    mention_ts: str | None = None  # the thread reply that told the requester how it ended
+    mention_message: str | None = None  # the thread reply that told the requester how it ended
 
     @property
     def kind(self) -> str:
@@ -109,13 +109,13 @@ class TrackedOperation:
     request_id: str
     cluster: str
     channel: str
-    thread_ts: str | None
+    thread: str | None
     started_at: float
     next_poll_at: float
     interval: float = 1.0
     progress: str | None = None
     shown_progress: str | None = None
-    progress_ts: str | None = None
+    progress_message: str | None = None
     last_edit_at: float = 0.0
     done: bool = False
     error: str | None = None
@@ -183,7 +183,7 @@ class Release:
     deadline: float
     state: ReleaseState = ReleaseState.WAITING
     channel: str | None = None
-    thread_ts: str | None = None
+    thread: str | None = None
     drained_at: float | None = None
     request_id: str | None = None
     outcome: str | None = None
@@ -214,7 +214,7 @@ class Submission:
 class RequestChanges(TypedDict, total=False):
     """A request's fields that change once it is stored (never its plan, or who asked)."""
 
-    card_ts: str | None
+    card_message: str | None
     decided_by: str | None
     decided_at: float | None
     operation: str | None
@@ -222,9 +222,9 @@ class RequestChanges(TypedDict, total=False):
     finished_at: float | None
     owner: str | None
     lease_until: float
-    progress_ts: str | None
+    progress_message: str | None
     executing_at: float | None
-    mention_ts: str | None
+    mention_message: str | None
 
 
 class Decision(TypedDict, total=False):
@@ -237,12 +237,12 @@ class Decision(TypedDict, total=False):
 class OperationChanges(TypedDict, total=False):
     """A tracked operation's fields that change while it is followed."""
 
-    thread_ts: str | None
+    thread: str | None
     next_poll_at: float
     interval: float
     progress: str | None
     shown_progress: str | None
-    progress_ts: str | None
+    progress_message: str | None
     last_edit_at: float
     done: bool
     error: str | None
@@ -256,7 +256,7 @@ class ReleaseChanges(TypedDict, total=False):
     """A release's fields that change as it waits and acts."""
 
     channel: str | None
-    thread_ts: str | None
+    thread: str | None
     drained_at: float | None
     request_id: str | None
     outcome: str | None

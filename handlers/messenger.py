@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 from handlers.replies import Line, Reply, Text
 
 log = logging.getLogger(__name__)
+
+# A message the bot posted, as the platform that holds it names it: opaque to the core, which
+# keeps it (a request's card, its thread's progress message, an alert) to edit or reply to.
+MessageId: TypeAlias = str
 
 
 class MessengerError(Exception):
@@ -22,12 +26,15 @@ class MessengerError(Exception):
 
 
 class Messenger(Protocol):
-    async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
-        """Post a message for everyone in the channel (or a thread); returns its id (ts).
+    async def post(self, channel: str, reply: Reply, thread: MessageId | None = None) -> MessageId:
+        """Post a message for everyone in the channel (or in the thread under ``thread``);
+        returns its id.
         Raises ``MessengerError`` when the platform refuses it."""
         ...
 
-    async def update(self, channel: str, ts: str, reply: Reply, *, progress: bool = False) -> None:
+    async def update(
+        self, channel: str, message: MessageId, reply: Reply, *, progress: bool = False
+    ) -> None:
         """Replace a message the bot posted (an edit: repeating it changes nothing). A
         ``progress`` edit may be held back under a rate limit, and dropped for a newer edit
         of the same message; any other edit always arrives."""

@@ -71,7 +71,7 @@ async def test_a_card_that_cannot_be_posted_leaves_nothing_pending(
     )
     messenger.refuse = None  # the cluster is not blocked: asked again, it gets its card
     request = await changes.request_change("U0ALICE", "C0X", Resize("train01", "a4", 3, 3))
-    assert request.state == RequestState.PENDING and request.card_ts
+    assert request.state == RequestState.PENDING and request.card_message
 
 
 async def test_a_draft_left_by_a_crash_is_abandoned_and_frees_the_cluster(
@@ -99,7 +99,9 @@ async def test_a_draft_left_by_a_crash_is_abandoned_and_frees_the_cluster(
     assert await changes.expire_due() == 1
     loaded = await store.get_request("r-crashed")
     assert loaded is not None and loaded.state == RequestState.ABANDONED
-    assert (await changes.request_change("U0ALICE", "C0X", Resize("train01", "a4", 3, 3))).card_ts
+    assert (
+        await changes.request_change("U0ALICE", "C0X", Resize("train01", "a4", 3, 3))
+    ).card_message
 
 
 async def test_user_groups_are_read_on_a_freshly_booted_machine() -> None:

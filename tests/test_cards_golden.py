@@ -55,7 +55,7 @@ def asked(request_id: str, plan: ChangePlan[Any]) -> ApprovalRequest:
 def resize_request(**changes: Any) -> ApprovalRequest:
     plan = plan_resize(demo_cluster("train01"), "a4", 3, 3, PriceBook.with_overrides())
     request = asked("r-0123456789", plan)
-    request.card_ts = "1796000000.000100"
+    request.card_message = "1796000000.000100"
     for key, value in changes.items():
         setattr(request, key, value)
     return request

@@ -125,7 +125,7 @@ def test_a_new_idle_period_gets_its_own_alert() -> None:
 
 def test_busy_again_ends_a_posted_alert() -> None:
     record, _ = run([quiet(T0), quiet(T0 + 2 * H)])
-    record = replace(record, alert_ts="111.222")
+    record = replace(record, alert_message="111.222")
     _, verdict = assess(
         record, Observation(at=T0 + 3 * H, state="RUNNING", running_jobs=1, paying_nodes=4), RULES
     )
@@ -137,7 +137,7 @@ def test_a_cluster_being_changed_keeps_its_alert_for_what_the_change_leaves() ->
     operation, or STOPPING after a delete's operation ended but before the cluster is gone,
     must not close the alert: the remedy's end, or the next sweep, says how."""
     record, _ = run([quiet(T0), quiet(T0 + 2 * H)])
-    record = replace(record, alert_ts="111.222")
+    record = replace(record, alert_message="111.222")
     for state in ("UPDATING", "PROVISIONING", "STOPPING"):
         seen = Observation(at=T0 + 3 * H, state=state, paying_nodes=4)
         _, verdict = assess(record, seen, RULES)

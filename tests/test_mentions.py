@@ -33,7 +33,7 @@ async def test_each_ending_mentions_the_requester_once(tmp_path: Path) -> None:
 
         async def all_told() -> list[object]:
             told = await store.requests_in(["rejected", "withdrawn", "succeeded"])
-            return told if len(told) == 3 and all(r.mention_ts for r in told) else []
+            return told if len(told) == 3 and all(r.mention_message for r in told) else []
 
         assert await stack.wait_for(all_told)  # each reply's ts is kept
         # once told, a repeat of the steps after the end (a recovery) tells no one again

@@ -137,10 +137,10 @@ def _target() -> Target:
 
 async def test_a_request_gets_its_card_and_twenty_approvals_send_one_patch(bot: Bot) -> None:
     assert await bot.ask("U0ALICE", "resize c1 gpu 3") is None  # the card is the answer
-    [(card_ts, card)] = bot.cards()
+    [(card_message, card)] = bot.cards()
     assert "Resize request: c1 / gpu" in text(card) and "2 -> 3" in text(card)
     request = await bot.only_request()
-    assert request.state == RequestState.PENDING and request.card_ts == card_ts
+    assert request.state == RequestState.PENDING and request.card_message == card_message
     answers = await asyncio.gather(*(bot.click("U0BOB", "approve", request.id) for _ in range(20)))
     assert len(bot.plane.patches) == 1
     assert (await bot.only_request()).state == RequestState.RUNNING
@@ -163,8 +163,8 @@ async def test_the_operation_is_followed_to_exactly_one_end(bot: Bot) -> None:
     assert await tracker.poll_due() == 1
     request = await bot.only_request()
     assert request.state == RequestState.SUCCEEDED
-    assert "Done" in text(bot.edits_of(request.card_ts)[-1])
-    thread = [r for _, _, r, parent in bot.messenger.posted if parent == request.card_ts]
+    assert "Done" in text(bot.edits_of(request.card_message)[-1])
+    thread = [r for _, _, r, parent in bot.messenger.posted if parent == request.card_message]
     assert len(thread) == 2  # one thread message, edited to the end, and one mention
     assert "your request" in text(thread[1]) and "U0ALICE" in text(thread[1])
     edits = len(bot.messenger.edits)
@@ -183,7 +183,7 @@ async def test_a_failed_operation_says_why(bot: Bot) -> None:
     await bot.services.tracker.poll_due()
     ended = await bot.only_request()
     assert ended.state == RequestState.FAILED
-    assert "Quota exceeded for a3-ultragpu-8g" in text(bot.edits_of(request.card_ts)[-1])
+    assert "Quota exceeded for a3-ultragpu-8g" in text(bot.edits_of(request.card_message)[-1])
 
 
 async def test_reject_is_for_approvers_and_withdraw_for_the_requester(
@@ -214,7 +214,7 @@ async def test_nobody_approves_their_own_request_and_an_unanswered_one_expires(
     bot.clock.advance(3601)
     assert await bot.services.approvals.expire_due() == 1
     assert (await bot.only_request()).state == RequestState.EXPIRED
-    assert "Expired" in text(bot.edits_of(request.card_ts)[-1])
+    assert "Expired" in text(bot.edits_of(request.card_message)[-1])
     assert bot.plane.patches == []
 
 
@@ -283,13 +283,13 @@ async def test_an_operators_remedy_waits_and_a_rejection_gives_the_buttons_back(
     await sweep(bot)
     bot.clock.advance(11 * 60)
     await sweep(bot)
-    [(alert_ts, _)] = alerts(bot)
+    [(alert_message, _)] = alerts(bot)
     assert await bot.click("U0ALICE", "idle_scale_to_zero", C1) is None
     request = await bot.only_request()
     assert request.state == RequestState.PENDING and bot.plane.patches == []
-    assert "waits for an approver" in text(bot.edits_of(alert_ts)[-1])
+    assert "waits for an approver" in text(bot.edits_of(alert_message)[-1])
     assert await bot.click("U0BOB", "reject", request.id) is None
-    restored = bot.edits_of(alert_ts)[-1]
+    restored = bot.edits_of(alert_message)[-1]
     assert "The remedies are back" in text(restored)
     assert "idle_scale_to_zero" in text(restored)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -70,7 +71,7 @@ def tracked(
         request_id=request_id,
         cluster="c",
         channel="C",
-        thread_ts=None,
+        thread=None,
         started_at=started_at,
         next_poll_at=next_poll_at,
     )
@@ -309,6 +310,25 @@ async def test_idle_records_compare_and_set(store: Rows) -> None:
     assert await records.all() == []
 
 
+async def test_stored_names_stay_what_an_earlier_release_reads(database: Store) -> None:
+    """The code's names for message ids changed (``card_message``, ``alert_message``); the
+    columns and the idle record's keys did not, so replicas of an earlier release, still
+    running during a rolling upgrade, read and write the same rows."""
+    request = a_request()
+    request.card_message = "1700000000.000100"
+    await database.add_request(request)
+    records = IdleRecords(database)
+    await records.put(IdleRecord(cluster="c1", alert_message="1.2", alert_channel="C1"), 0, 1.0)
+    async with database.engine.connect() as connection:
+        card = await connection.scalar(sa.text("SELECT card_ts FROM approval_requests"))
+        document = await connection.scalar(sa.text("SELECT record FROM idle_records"))
+    assert card == "1700000000.000100" and json.loads(document)["alert_ts"] == "1.2"
+    async with database.engine.begin() as connection:  # as the earlier release writes it
+        old = json.dumps({"cluster": "c1", "alert_ts": "3.4", "alert_channel": "C1"})
+        await connection.execute(sa.text("UPDATE idle_records SET record = :r"), {"r": old})
+    assert (await records.get("c1"))[0].alert_message == "3.4"
+
+
 async def test_idle_records_saved_in_bulk_lose_only_the_raced_rows(store: Rows) -> None:
     records = idle_records(store)
     assert await records.put(IdleRecord(cluster="b", kept_by="U1"), 0, 1.0)
@@ -354,6 +374,7 @@ OLD_ROW = {
     "expires_at": 2000.0,
     "state": "running",
     "origin": "command",
+    "card_ts": "1700000000.000100",
 }
 
 
@@ -366,6 +387,7 @@ async def test_upgrade_from_an_earlier_release(database: Store, release: ModuleT
     assert await store.migrate() == HEAD
     loaded = await store.get_request("r-old")
     assert loaded is not None and loaded.state == RequestState.RUNNING
+    assert loaded.card_message == "1700000000.000100"
     assert loaded.owner is None and loaded.lease_until == 0.0
     with pytest.raises(OpenRequestExistsError):  # the new index applies to old rows too
         await store.add_request(a_request("r-new"))

@@ -122,13 +122,13 @@ class SlackMessenger:
         text, blocks = render(reply, self.redactor)
         return {"text": text, "blocks": blocks}
 
-    async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
+    async def post(self, channel: str, reply: Reply, thread: str | None = None) -> str:
         posted: list[str] = []
 
         async def send() -> None:
             response = await self._call(
                 self.client.chat_postMessage(
-                    channel=channel, thread_ts=thread_ts, **self._content(reply)
+                    channel=channel, thread_ts=thread, **self._content(reply)
                 )
             )
             posted.append(str(response["ts"]))
@@ -136,17 +136,21 @@ class SlackMessenger:
         await self.pacer.must(f"chat.postMessage {channel}", send)
         return posted[0]
 
-    async def update(self, channel: str, ts: str, reply: Reply, *, progress: bool = False) -> None:
+    async def update(
+        self, channel: str, message: str, reply: Reply, *, progress: bool = False
+    ) -> None:
+        ts = message  # a Slack message is named by its channel and its ts
+
         async def send() -> None:
             await self._call(
                 self.client.chat_update(channel=channel, ts=ts, **self._content(reply))
             )
 
-        message = f"{channel} {ts}"
+        which = f"{channel} {ts}"
         if progress:
-            await self.pacer.maybe("chat.update", message, send)
+            await self.pacer.maybe("chat.update", which, send)
         else:
-            await self.pacer.must("chat.update", send, message)
+            await self.pacer.must("chat.update", send, which)
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         async def send() -> None:
@@ -187,13 +191,15 @@ class LogMessenger:
         self.log = logging.getLogger("clusterbot.messages")
         self._ids = itertools.count(1)
 
-    async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
+    async def post(self, channel: str, reply: Reply, thread: str | None = None) -> str:
         ts = f"log-{next(self._ids)}"
         self.log.info("message %s to %s: %s", ts, channel, reply.summary)
         return ts
 
-    async def update(self, channel: str, ts: str, reply: Reply, *, progress: bool = False) -> None:
-        self.log.info("message %s in %s now: %s", ts, channel, reply.summary)
+    async def update(
+        self, channel: str, message: str, reply: Reply, *, progress: bool = False
+    ) -> None:
+        self.log.info("message %s in %s now: %s", message, channel, reply.summary)
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         self.log.info("to %s in %s: %s", user, channel, reply.summary)

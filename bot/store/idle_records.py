@@ -17,14 +17,22 @@ from handlers.idle.rules import IdleRecord, Run
 _RECORD_FIELDS = {f.name for f in fields(IdleRecord)}
 
 
+# The document keeps the keys it was first written with, which replicas of an earlier release
+# read during a rolling upgrade: the record's name for a key, and the key stored.
+_STORED_AS = {"alert_message": "alert_ts"}
+
+
 def _record_json(record: IdleRecord) -> str:
-    document = {name: getattr(record, name) for name in _RECORD_FIELDS}
+    document = {_STORED_AS.get(name, name): getattr(record, name) for name in _RECORD_FIELDS}
     document["history"] = [[r.start, r.end, r.busy] for r in record.history]
     return json.dumps(document, separators=(",", ":"))
 
 
 def _record(text: str) -> IdleRecord:
     document = json.loads(text)
+    for name, stored in _STORED_AS.items():
+        if stored in document:
+            document[name] = document.pop(stored)
     document["history"] = tuple(Run(*run) for run in document.get("history", []))
     # A record written by another version may carry fields this one does not know.
     return IdleRecord(**{k: v for k, v in document.items() if k in _RECORD_FIELDS})

@@ -17,7 +17,7 @@ _OPERATION_FIELDS = [f.name for f in fields(TrackedOperation)]
 
 def _operation(row: sa.Row[Any]) -> TrackedOperation:
     mapping = row._mapping
-    data = {k: mapping[k] for k in _OPERATION_FIELDS}
+    data = {k: mapping[schema.operations.c[k]] for k in _OPERATION_FIELDS}
     data["kind"] = OperationKind(data["kind"])
     data["final"] = Final(data["final"]) if data["final"] else None
     return TrackedOperation(**data)

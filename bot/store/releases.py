@@ -16,7 +16,7 @@ _FIELDS = [f.name for f in fields(Release)]
 
 def _release(row: sa.Row[Any]) -> Release:
     mapping = row._mapping
-    data = {k: mapping[k] for k in _FIELDS}
+    data = {k: mapping[schema.releases.c[k]] for k in _FIELDS}
     data["state"] = ReleaseState(data["state"])
     return Release(**data)
 

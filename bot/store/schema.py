@@ -11,6 +11,10 @@ OPEN = sorted(str(s) for s in OPEN_STATES)
 
 metadata = sa.MetaData()
 
+# A column keeps the name it was created with, so replicas of an earlier release read and write
+# it during a rolling upgrade; where the code's name for it changed, ``key`` is that name
+# (``card_ts`` holds the request's ``card_message``).
+
 requests = sa.Table(
     "approval_requests",
     metadata,
@@ -23,7 +27,7 @@ requests = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),
     sa.Column("state", sa.String(16), nullable=False, index=True),
-    sa.Column("card_ts", sa.String(32)),
+    sa.Column("card_ts", sa.String(32), key="card_message"),
     sa.Column("decided_by", sa.String(64)),
     sa.Column("decided_at", sa.Float),
     sa.Column("operation", sa.String(300)),
@@ -32,9 +36,9 @@ requests = sa.Table(
     sa.Column("origin", sa.String(32), nullable=False, server_default="command"),
     sa.Column("owner", sa.String(128)),
     sa.Column("lease_until", sa.Float, nullable=False, server_default="0"),
-    sa.Column("progress_ts", sa.String(32)),
+    sa.Column("progress_ts", sa.String(32), key="progress_message"),
     sa.Column("executing_at", sa.Float),
-    sa.Column("mention_ts", sa.String(32)),
+    sa.Column("mention_ts", sa.String(32), key="mention_message"),
 )
 OPEN_REQUEST_INDEX = "one_open_request_per_cluster"
 # A cluster has at most one request under way: two people asking at once, on two replicas,
@@ -54,13 +58,13 @@ operations = sa.Table(
     sa.Column("request_id", sa.String(40), nullable=False),
     sa.Column("cluster", sa.String(300), nullable=False),
     sa.Column("channel", sa.String(64), nullable=False),
-    sa.Column("thread_ts", sa.String(32)),
+    sa.Column("thread_ts", sa.String(32), key="thread"),
     sa.Column("started_at", sa.Float, nullable=False),
     sa.Column("next_poll_at", sa.Float, nullable=False, index=True),
     sa.Column("interval", sa.Float, nullable=False),
     sa.Column("progress", sa.Text),
     sa.Column("shown_progress", sa.Text),
-    sa.Column("progress_ts", sa.String(32)),
+    sa.Column("progress_ts", sa.String(32), key="progress_message"),
     sa.Column("last_edit_at", sa.Float, nullable=False),
     sa.Column("done", sa.Boolean, nullable=False),
     sa.Column("error", sa.Text),
@@ -135,7 +139,7 @@ releases = sa.Table(
     sa.Column("deadline", sa.Float, nullable=False),
     sa.Column("state", sa.String(16), nullable=False, index=True),
     sa.Column("channel", sa.String(64)),
-    sa.Column("thread_ts", sa.String(32)),
+    sa.Column("thread_ts", sa.String(32), key="thread"),
     sa.Column("drained_at", sa.Float),
     sa.Column("request_id", sa.String(40)),
     sa.Column("outcome", sa.Text),

@@ -52,7 +52,7 @@ def _request_row(request: ApprovalRequest) -> dict[str, Any]:
 
 def _request(row: sa.Row[Any]) -> ApprovalRequest:
     mapping = row._mapping
-    data = {name: mapping[name] for name in _REQUEST_FIELDS}
+    data = {name: mapping[schema.requests.c[name]] for name in _REQUEST_FIELDS}
     data["plan"] = read_plan(data["plan"])
     data["state"] = RequestState(data["state"])
     data["origin"] = Origin(data["origin"])

@@ -159,16 +159,16 @@ class Approvals:
             raise await self._busy(plan) from None
         self.crash("after-draft")
         try:
-            card_ts = await self.messenger.post(channel, request_card(request))
+            card_message = await self.messenger.post(channel, request_card(request))
         except MessengerError as error:
             await self.store.delete_request(request.id)  # nothing may stay pending without a card
             raise Refused(self._unpostable(error)) from None
         self.crash("after-card")
         # A crash before the next lines leaves a draft; it is abandoned after DRAFT_TIMEOUT.
-        # The card's ts is kept whatever the state: a quick click may have moved it on.
-        await self.store.update_request(request.id, card_ts=card_ts)
+        # The card's id is kept whatever the state: a quick click may have moved it on.
+        await self.store.update_request(request.id, card_message=card_message)
         await self.store.transition(request.id, [RequestState.DRAFT], RequestState.PENDING)
-        request.state, request.card_ts = RequestState.PENDING, card_ts
+        request.state, request.card_message = RequestState.PENDING, card_message
         await self.ledger.asked(request)
         return request
 
@@ -225,14 +225,14 @@ class Approvals:
         await self.ledger.redraw(fresh)
         return True
 
-    async def _clicked(self, request_id: str, card_ts: str | None) -> ApprovalRequest | None:
+    async def _clicked(self, request_id: str, card_message: str | None) -> ApprovalRequest | None:
         """The request a card's button names. A click proves the card exists: a draft whose
-        asker has not yet recorded it is pending from now, and its card's ts is known."""
+        asker has not yet recorded it is pending from now, and its card's id is known."""
         request = await self.store.get_request(request_id)
         if request is None:
             return None
-        if card_ts and request.card_ts is None:
-            await self.store.update_request(request.id, card_ts=card_ts)
+        if card_message and request.card_message is None:
+            await self.store.update_request(request.id, card_message=card_message)
         if request.state == RequestState.DRAFT:
             await self.store.transition(request.id, [RequestState.DRAFT], RequestState.PENDING)
         fresh = await self.store.get_request(request.id) or request
@@ -246,10 +246,10 @@ class Approvals:
         role: Role,
         request_id: str,
         approve: bool,
-        card_ts: str | None = None,
+        card_message: str | None = None,
     ) -> Reply | None:
         """Approve or reject; returns a reply for the clicker alone, or None when all went well."""
-        request = await self._clicked(request_id, card_ts)
+        request = await self._clicked(request_id, card_message)
         if request is None:
             return _notice_unknown(request_id)
         if request.state != RequestState.PENDING:
@@ -290,10 +290,10 @@ class Approvals:
         return None
 
     async def withdraw(
-        self, actor: str, request_id: str, card_ts: str | None = None
+        self, actor: str, request_id: str, card_message: str | None = None
     ) -> Reply | None:
         """The requester takes their own request back, while it waits for an approver."""
-        request = await self._clicked(request_id, card_ts)
+        request = await self._clicked(request_id, card_message)
         if request is None:
             return _notice_unknown(request_id)
         if actor != request.requester:

@@ -185,11 +185,11 @@ class Executor:
             request_id=request.id,
             cluster=request.cluster,
             channel=request.channel,
-            thread_ts=request.card_ts,
+            thread=request.card_message,
             started_at=started,
             next_poll_at=now if poll_now else now + FIRST_POLL,
             progress=progress,
-            progress_ts=request.progress_ts,
+            progress_message=request.progress_message,
             kind=kind,
         )
         if await self.store.start_following(request.id, self.owner, operation):

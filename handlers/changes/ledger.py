@@ -99,9 +99,11 @@ class RequestLedger:
 
     async def redraw(self, request: ApprovalRequest) -> None:
         """Edit the card to show the request as it is now."""
-        if request.card_ts:
+        if request.card_message:
             try:
-                await self.messenger.update(request.channel, request.card_ts, request_card(request))
+                await self.messenger.update(
+                    request.channel, request.card_message, request_card(request)
+                )
             except MessengerError as error:
                 log.warning("could not redraw the card of %s: %s", request.id, error.code)
 
@@ -109,12 +111,12 @@ class RequestLedger:
         """Put ``text`` in the card's thread: edit the request's thread message, or post it
         (and remember it) when there is none yet."""
         reply = thread_reply(request.plan.cluster_id, text, note)
-        if request.progress_ts:
-            await self.messenger.update(request.channel, request.progress_ts, reply)
+        if request.progress_message:
+            await self.messenger.update(request.channel, request.progress_message, reply)
             return
-        ts = await self.messenger.post(request.channel, reply, thread_ts=request.card_ts)
-        request.progress_ts = ts
-        await self.store.update_request(request.id, progress_ts=ts)
+        posted = await self.messenger.post(request.channel, reply, thread=request.card_message)
+        request.progress_message = posted
+        await self.store.update_request(request.id, progress_message=posted)
 
     async def tell_not_posted(self, request: ApprovalRequest) -> None:
         """The requester of a draft that a stop or crash cut off before its card was
@@ -127,25 +129,25 @@ class RequestLedger:
 
     async def mention(self, request: ApprovalRequest) -> None:
         """Tell the requester how it ended, in a thread reply that mentions them, once: the
-        reply's ts is kept, so a repeat of these steps does not post it again (a crash
+        reply's id is kept, so a repeat of these steps does not post it again (a crash
         between the post and the write can post it twice, never lose it). A requester that
         is not a person (a pipeline's service account) is not mentioned."""
         if (
-            request.mention_ts
-            or not request.card_ts
+            request.mention_message
+            or not request.card_message
             or request.state not in ENDED_WORDS
             or not self.people.is_person(request.requester)
         ):
             return
         try:
-            ts = await self.messenger.post(
-                request.channel, ending_mention(request), thread_ts=request.card_ts
+            posted = await self.messenger.post(
+                request.channel, ending_mention(request), thread=request.card_message
             )
         except MessengerError as error:
             log.warning("could not tell the requester how %s ended: %s", request.id, error.code)
             return
-        request.mention_ts = ts
-        await self.store.update_request(request.id, mention_ts=ts)
+        request.mention_message = posted
+        await self.store.update_request(request.id, mention_message=posted)
 
     async def end(
         self,
@@ -183,7 +185,7 @@ class RequestLedger:
     async def conclude(self, request: ApprovalRequest) -> None:
         """The steps after an ending transition, each safe to repeat."""
         await self.redraw(request)
-        if request.state == RequestState.ABANDONED and not request.card_ts:
+        if request.state == RequestState.ABANDONED and not request.card_message:
             await self.tell_not_posted(request)
         if request.state in EXECUTED:
             try:

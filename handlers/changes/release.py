@@ -144,8 +144,8 @@ class Releases:
             "A job that arrives before then cancels it.",
         )
         try:
-            release.thread_ts = await self.messenger.post(self.channel, _reply(release, text))
-            await self.store.update_release(release.id, thread_ts=release.thread_ts)
+            release.thread = await self.messenger.post(self.channel, _reply(release, text))
+            await self.store.update_release(release.id, thread=release.thread)
         except MessengerError as error:
             log.warning("release %s not announced: %s", release.id, error.code)
         await self._audit(release, "release_requested", timeout=wait)
@@ -306,13 +306,13 @@ class Releases:
             await self._audit(release, f"release_{state}", reason=why)
 
     async def _say(self, release: Release, text: str) -> None:
-        if release.channel is None or release.thread_ts is None:
+        if release.channel is None or release.thread is None:
             return
         try:
             await self.messenger.post(
                 release.channel,
                 _reply(release, (Strong(release.cluster_id), f": {text}.")),
-                thread_ts=release.thread_ts,
+                thread=release.thread,
             )
         except MessengerError as error:
             log.warning("release %s: not reported (%s)", release.id, error.code)
@@ -327,16 +327,3 @@ class Releases:
             then=release.action,
             **extra,
         )
-
-
-def describe(release: Release) -> dict[str, Any]:
-    """The release as the HTTP API answers it."""
-    return {
-        "release": release.id,
-        "cluster": release.cluster,
-        "then": release.action,
-        "state": str(release.state),
-        "deadline": release.deadline,
-        "caller": release.caller,
-        "thread_ts": release.thread_ts,
-    }

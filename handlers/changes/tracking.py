@@ -253,7 +253,7 @@ class Tracker:
             if wait <= 0:
                 await self._show(operation, text, now)
                 changes["shown_progress"] = text
-                changes["progress_ts"] = operation.progress_ts
+                changes["progress_message"] = operation.progress_message
                 changes["last_edit_at"] = now
             else:
                 next_poll = min(next_poll, now + wait)  # show it as soon as edits are allowed
@@ -270,18 +270,20 @@ class Tracker:
         )
         reply = thread_reply(cluster_id(operation.cluster), text, note)
         try:
-            if operation.progress_ts is None:
-                operation.progress_ts = await self.messenger.post(
-                    operation.channel, reply, thread_ts=operation.thread_ts
+            if operation.progress_message is None:
+                operation.progress_message = await self.messenger.post(
+                    operation.channel, reply, thread=operation.thread
                 )
                 # kept at once, not with the batch: a restart must edit it, not post another
                 await self.requests.update_request(
-                    operation.request_id, progress_ts=operation.progress_ts
+                    operation.request_id, progress_message=operation.progress_message
                 )
-                await self.store.update_operation(operation.name, progress_ts=operation.progress_ts)
+                await self.store.update_operation(
+                    operation.name, progress_message=operation.progress_message
+                )
             else:
                 await self.messenger.update(
-                    operation.channel, operation.progress_ts, reply, progress=True
+                    operation.channel, operation.progress_message, reply, progress=True
                 )
         except MessengerError as error:
             log.warning("progress of %s not shown: %s", operation.name, error.code)

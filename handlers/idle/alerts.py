@@ -63,10 +63,10 @@ class AlertBoard:
     ) -> None:
         """Replace the alert with a note that asks nothing (its buttons are gone but ``undo``,
         the one that takes the note back)."""
-        if record.alert_ts and record.alert_channel and self.messenger is not None:
+        if record.alert_message and record.alert_channel and self.messenger is not None:
             closed = closed_alert(record.cluster, title, text, undo)
             try:
-                await self.messenger.update(record.alert_channel, record.alert_ts, closed)
+                await self.messenger.update(record.alert_channel, record.alert_message, closed)
             except MessengerError as error:
                 log.warning("could not edit the alert of %s: %s", record.cluster, error.code)
 
@@ -76,7 +76,7 @@ class AlertBoard:
             return False
         now = self.clock()
         try:
-            ts = await self.messenger.post(
+            posted = await self.messenger.post(
                 self.channel, alert_card(entry, now, self.rules.auto_action)
             )
         except MessengerError as error:
@@ -85,7 +85,9 @@ class AlertBoard:
         channel = self.channel
         await self.update(
             entry.cluster,
-            lambda r: replace(r, alert_ts=ts, alert_channel=channel, alert=entry.to_dict()),
+            lambda r: replace(
+                r, alert_message=posted, alert_channel=channel, alert=entry.to_dict()
+            ),
         )
         return True
 
@@ -120,12 +122,12 @@ class AlertBoard:
 
     async def restore(self, record: IdleRecord, note: Line) -> None:
         """Draw the alert again as it was posted, with its buttons, and a note."""
-        if not (record.alert_ts and record.alert_channel and record.alert and self.messenger):
+        if not (record.alert_message and record.alert_channel and record.alert and self.messenger):
             return
         entry = IdleEntry.from_dict(dict(record.alert))
         card = alert_card(entry, self.clock(), self.rules.auto_action, note=note)
         try:
-            await self.messenger.update(record.alert_channel, record.alert_ts, card)
+            await self.messenger.update(record.alert_channel, record.alert_message, card)
         except MessengerError as error:
             log.warning("could not restore the alert of %s: %s", record.cluster, error.code)
 
@@ -171,7 +173,7 @@ class IdleAlerts:
         how many alerts were posted."""
         if not self.board.enabled:
             return 0
-        if verdict.ended_alert and record.alert_ts and record.alert_channel:
+        if verdict.ended_alert and record.alert_message and record.alert_channel:
             if verdict.status == Status.FREE:
                 text: Line = (
                     Strong("Scaled to zero"),
@@ -181,11 +183,11 @@ class IdleAlerts:
                 text = (Strong("No longer idle"), f": {verdict.ended_alert}.")
             await self.board.edit(record, "no longer idle", text)
             await self.board.update(
-                entry.cluster, lambda r: replace(r, alert_ts=None, alert_channel=None)
+                entry.cluster, lambda r: replace(r, alert_message=None, alert_channel=None)
             )
             return 0
         if verdict.alert:
-            if record.alert_ts and record.alert_channel:
+            if record.alert_message and record.alert_channel:
                 await self.board.edit(
                     record,
                     "still idle",

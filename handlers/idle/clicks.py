@@ -72,7 +72,7 @@ class IdleClicks:
         await self.board.update(
             action.cluster,
             lambda r: replace(
-                r, snoozed_until=None, snoozed_by=None, alerted_at=None, alert_ts=None
+                r, snoozed_until=None, snoozed_by=None, alerted_at=None, alert_message=None
             ),
         )
         return None
@@ -93,7 +93,7 @@ class IdleClicks:
             await self.board.edit(record, "watched again", again)
         await self.board.update(
             action.cluster,
-            lambda r: replace(r, kept_by=None, kept_at=None, alerted_at=None, alert_ts=None),
+            lambda r: replace(r, kept_by=None, kept_at=None, alerted_at=None, alert_message=None),
         )
         cluster_id = action.cluster.rsplit("/", 1)[-1]
         return notice("No longer kept", f"{cluster_id} is watched for idleness again.")

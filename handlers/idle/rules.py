@@ -349,7 +349,7 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
         return Verdict(status, reason, **extra)  # type: ignore[arg-type]
 
     if unknown:
-        ended = "activity can no longer be read" if record.alert_ts else None
+        ended = "activity can no longer be read" if record.alert_message else None
         return (
             replace(base, idle_since=None, alerted_at=None, auto_action_at=None),
             verdict(Status.UNKNOWN, seen.unknown_reason or "unknown", ended_alert=ended),
@@ -358,7 +358,7 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
         # A change under way (the bot's own, one not yet recorded, another's) keeps the alert
         # open: what the change leaves decides (the remedy's end, or the cluster gone).
         changing = seen.tracked_operation or seen.state in CHANGING_STATES
-        ended = f"busy again: {busy_reason}" if record.alert_ts and not changing else None
+        ended = f"busy again: {busy_reason}" if record.alert_message and not changing else None
         return (
             replace(base, idle_since=None, alerted_at=None, auto_action_at=None),
             verdict(Status.BUSY, busy_reason, ended_alert=ended),
@@ -373,7 +373,7 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
             Status.EXEMPT, why, idle_since=idle_since
         )
     if seen.paying_nodes == 0:
-        ended = "its compute pools have no nodes" if record.alert_ts else None
+        ended = "its compute pools have no nodes" if record.alert_message else None
         return replace(base, auto_action_at=None), verdict(
             Status.FREE,
             f"{quiet}, and no compute nodes to pay for",

@@ -59,7 +59,7 @@ class IdleRecord:
     idle_since: float | None = None
     last_seen: float | None = None
     alerted_at: float | None = None  # last alert in the current idle period
-    alert_ts: str | None = None  # the alert message, while it is current
+    alert_message: str | None = None  # the alert message, while it is current
     alert_channel: str | None = None
     snoozed_until: float | None = None
     snoozed_by: str | None = None

@@ -21,15 +21,17 @@ class FakeMessenger:
     files: list[tuple[str, str, str, str]] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
-    async def post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> str:
+    async def post(self, channel: str, reply: Reply, thread: str | None = None) -> str:
         if self.refuse:
             raise MessengerError(self.refuse, not_postable=self.refuse in NOT_POSTABLE)
         ts = f"{1_700_000_000 + next(self._ids)}.000100"
-        self.posted.append((channel, ts, reply, thread_ts))
+        self.posted.append((channel, ts, reply, thread))
         return ts
 
-    async def update(self, channel: str, ts: str, reply: Reply, *, progress: bool = False) -> None:
-        self.edits.append((channel, ts, reply))
+    async def update(
+        self, channel: str, message: str, reply: Reply, *, progress: bool = False
+    ) -> None:
+        self.edits.append((channel, message, reply))
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         self.whispers.append((channel, user, reply))
