@@ -17,22 +17,13 @@ from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.async_app import AsyncApp
 
 from bot.jobs import PeriodicJobs, crash_hook
 from bot.metrics import BotMetrics
 from bot.redact import Redactor
-from bot.routes import Routes
+from bot.routes import Readiness, Routes
 from bot.settings import Settings
-from bot.slack.budget import Budget, Pacer
-from bot.slack.failures import Failures
-from bot.slack.home_tab import REFRESH_SECONDS, HomeTab
-from bot.slack.listeners import Background, SlackEdge
-from bot.slack.messenger import LogMessenger, SlackMessenger, web_client
-from bot.slack.modals import Modals
-from bot.slack.people import SLACK_PEOPLE
-from bot.slack.responder import Responder
-from bot.slack.roles import Roles
+from bot.slack.adapter import SlackAdapter
 from bot.store import IdleRecords, Store
 from bot.sweep_process import SweepProcess, SweepSummary, shareable
 from bot.vertex.auth import token_source
@@ -40,7 +31,6 @@ from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SlurmReader
 from handlers.changes.execution import LEASE
-from handlers.forms import Forms
 from handlers.home import Home
 from handlers.idle.report import SweepReport
 from handlers.intake import Intake
@@ -58,6 +48,9 @@ def secret_values(settings: Settings) -> list[str]:
 
 
 class ClusterbotService:
+    """Builds the adapters, the core on them, and the chat platform's adapter on the core;
+    owns the lifecycle and the periodic jobs."""
+
     def __init__(
         self,
         settings: Settings,
@@ -93,18 +86,8 @@ class ClusterbotService:
             retry=RetryPolicy(deadline=settings.vertex_retry_deadline),
             observer=self.metrics.call,
         )
-        bot_token = (
-            settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-        )
-        budget = Budget()  # one Slack budget: what the messenger spends, a 429 pauses
-        self.slack = web_client(bot_token or "", settings.slack_api_url, budget)
-        self.messenger: SlackMessenger | LogMessenger = (
-            SlackMessenger(self.slack, self.redactor, Pacer(budget))
-            if bot_token
-            else LogMessenger()
-        )
+        self.slack = SlackAdapter(settings, policy, self.redactor)
         self.records = IdleRecords(self.store)
-        self.roles = Roles(policy, self.slack)
         ports = Ports(
             requests=self.store,
             operations=self.store,
@@ -115,9 +98,9 @@ class ClusterbotService:
             activity=SlurmReader(
                 vertex=self.vertex, pinned=settings.slurm_api_version, book=self.store
             ),
-            messenger=self.messenger,
-            roles=self.roles,
-            people=SLACK_PEOPLE,
+            messenger=self.slack.messenger,
+            roles=self.slack.roles,
+            people=self.slack.people,
             clock=clock,
             releases=self.store,
             submissions=self.store,
@@ -125,7 +108,7 @@ class ClusterbotService:
         options = Options(
             owner=self.owner,
             targets=settings.targets,
-            alert_channel=settings.alert_channel if bot_token else None,
+            alert_channel=self.slack.alert_channel,
             sweep_interval=settings.sweep_interval,
             concurrency=settings.vertex_concurrency,
             lease=lease,
@@ -136,69 +119,13 @@ class ClusterbotService:
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
         self._lag_watch: asyncio.Task[None] | None = None
-        self.background = Background()
-        self.responder = Responder(self.redactor)
         home = Home(self.core.reports, self.store, policy)
-        self.home_tab = HomeTab(
-            client=self.slack,
-            home=home,
-            roles=self.roles,
-            redactor=self.redactor,
-            spawn=self.background.spawn,
-        )
-        self.bolt = self._slack_app(working_after) if bot_token else None
+        self.slack.attach(self.core, home, self.metrics.command, working_after=working_after)
         self.jobs = PeriodicJobs()
         self.sweeps: SweepProcess | None = None
         if settings.sweep_process and shareable(settings.database_url):
             self.sweeps = SweepProcess(settings, policy, self.owner, self.core.sweeper.lock)
             self.core.reports.sweep_elsewhere = self._sweep_elsewhere
-
-    def _slack_app(self, working_after: float | None) -> AsyncApp:
-        """The Bolt app and its listeners; only with a bot token (a cron sweep needs neither).
-        Requests are verified before they reach Bolt (``slack_events``)."""
-        bolt_log = logging.getLogger("clusterbot.bolt")
-        # Bolt also reads SLACK_BOT_TOKEN itself and warns that the client's (the same) wins.
-        bolt_log.addFilter(lambda record: "will be unused" not in record.getMessage())
-        app = AsyncApp(
-            client=self.slack,
-            signing_secret="unused: verified before dispatch",
-            request_verification_enabled=False,
-            # the listeners ack and hand over at once: Bolt need not run them in a task of
-            # its own and poll for the ack every 10 ms (its default)
-            process_before_response=True,
-            logger=bolt_log,
-        )
-        extra = {} if working_after is None else {"working_after": working_after}
-        failures = Failures(self.responder, self.metrics.command)
-        app.error(failures.bolt)  # what a listener raises before its ack
-        forms = Forms(self.core.directory, self.core.approvals.prices)
-        modals = Modals(
-            app=app,
-            client=self.slack,
-            dispatcher=self.core.dispatcher,
-            forms=forms,
-            background=self.background,
-            responder=self.responder,
-            intake=self.intake,
-            failures=failures,
-            home_channel=self.settings.alert_channel,
-        )
-        # Bolt tries listeners in the order they were added, each matcher at the cost of
-        # building its arguments: the slash command, most of what arrives, is tried first.
-        SlackEdge(
-            app,
-            self.core.dispatcher,
-            self.background,
-            self.responder,
-            failures=failures,
-            on_command=self.metrics.command,
-            open_form=modals.open,
-            open_form_clicked=modals.open_clicked,
-            **extra,
-        ).register()
-        modals.register()
-        self.home_tab.register(app)
-        return app
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -213,8 +140,7 @@ class ClusterbotService:
         replies), opened in the running loop: a connection is reused, not opened per call."""
         if self.http is None or self.http.closed:
             self.http = aiohttp.ClientSession()
-            self.slack.session = self.http
-            self.responder.session = self.http
+            self.slack.use(self.http)
 
     async def start(self) -> None:
         self.open_http()
@@ -236,8 +162,7 @@ class ClusterbotService:
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
         self.jobs.add("releases", self._releases, self.settings.release_check_seconds)
-        if self.bolt is not None:
-            self.jobs.add("home-tabs", self._home_tabs, REFRESH_SECONDS)
+        self.slack.schedule(self.jobs, self.is_accepting)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
         # Everything built so far lives as long as the process: keep it out of the cycle
@@ -256,7 +181,7 @@ class ClusterbotService:
             self._lag_watch.cancel()
         await self.jobs.stop(self.settings.drain_seconds)
         await self.core.tracker.settle(self.settings.drain_seconds)
-        cancelled = await self.background.drain(self.settings.drain_seconds)
+        cancelled = await self.slack.drain(self.settings.drain_seconds)
         if cancelled:
             log.info("handed back %d unfinished tasks to be recovered", cancelled)
         await self.store.release_leases(self.owner)
@@ -265,7 +190,7 @@ class ClusterbotService:
 
     async def close_connections(self) -> None:
         """Close the HTTP sessions and the database pool (also after a failed start)."""
-        await self.responder.close()
+        await self.slack.close()
         if self.http is not None:
             await self.http.close()
         await self.vertex.aclose()
@@ -303,10 +228,6 @@ class ClusterbotService:
     async def _releases(self) -> None:
         if self.accepting and self.core.releases is not None:
             await self.core.releases.check_all()
-
-    async def _home_tabs(self) -> None:
-        if self.accepting:
-            await self.home_tab.refresh()
 
     async def _expire(self) -> None:
         if self.accepting:
@@ -374,6 +295,9 @@ class ClusterbotService:
         else:
             await self.sweep()
 
+    def is_accepting(self) -> bool:
+        return self.accepting
+
     async def _lifecycle(self, app: web.Application) -> AsyncIterator[None]:
         await self.start()
         yield
@@ -382,8 +306,31 @@ class ClusterbotService:
     def install(
         self, app: web.Application, path: str = "/slack/events", *, lifecycle: bool = True
     ) -> None:
-        """Add the service's routes to ``app`` (``bot.routes``); with ``lifecycle``, start and
-        stop it with the app (``serve`` drives start and stop itself, to drain first)."""
-        Routes(self).install(app, path)
+        """Add the service's routes to ``app``: its own (``bot/routes.py``), the chat
+        platform's request URL at ``path``, and with an OIDC audience the pipeline hook; with
+        ``lifecycle``, start and stop it with the app (``serve`` drives start and stop itself,
+        to drain first)."""
+        accepting = self.is_accepting
+        readiness = Readiness(
+            database=self.store.ping,
+            scheduler=lambda: self.jobs.scheduler.running,
+            accepting=accepting,
+            credentials=self.vertex.check_credentials,
+            targets=self.reach_problem,
+        )
+        Routes(readiness, self.metrics.handler()).install(app)
+        self.slack.install(app, path, accepting, self.metrics.ack_seconds.observe)
+        settings = self.settings
+        if settings.oidc_audience and self.core.releases is not None:
+            from bot.release_api import ReleaseApi
+
+            hook = ReleaseApi(
+                self.core.releases,
+                accepting,
+                self.http_session,
+                audience=settings.oidc_audience,
+                certs_url=settings.oidc_certs_url,
+            )
+            app.router.add_post("/api/v1/release", hook.handle)
         if lifecycle:
             app.cleanup_ctx.append(self._lifecycle)

@@ -13,18 +13,17 @@ from __future__ import annotations
 import logging
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from bot.oidc import IdTokenVerifier, TokenRefused
 from bot.vertex.errors import VertexError
-from handlers.changes.release import CallerRefused, TooManyReleases
+from handlers.changes.release import CallerRefused, Releases, TooManyReleases
 from handlers.entities import Release
 from handlers.grammar import CommandError
-
-if TYPE_CHECKING:
-    from bot.app import ClusterbotService
 
 log = logging.getLogger(__name__)
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
@@ -45,14 +44,22 @@ def _error(status: int, reason: str) -> web.Response:
 
 
 class ReleaseApi:
-    def __init__(self, service: ClusterbotService, audience: str, certs_url: str) -> None:
-        self.service = service
-        self.verifier = IdTokenVerifier(audience, certs_url, service.http_session)
+    def __init__(
+        self,
+        releases: Releases,
+        accepting: Callable[[], bool],
+        session: Callable[[], aiohttp.ClientSession],
+        *,
+        audience: str,
+        certs_url: str,
+    ) -> None:
+        self.releases = releases
+        self.accepting = accepting  # False while the service drains
+        self.verifier = IdTokenVerifier(audience, certs_url, session)
 
     async def handle(self, request: web.Request) -> web.Response:
-        service = self.service
-        releases = service.core.releases
-        if not service.accepting or releases is None:
+        releases = self.releases
+        if not self.accepting():
             return _error(503, "shutting down")
         try:
             caller = await self.verifier.verify(request.headers.get("Authorization"))

@@ -65,9 +65,9 @@ async def serve(settings: Settings, policy: Policy) -> int:
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-        assert service.bolt is not None  # serve requires SLACK_BOT_TOKEN
+        assert service.slack.bolt is not None  # serve requires SLACK_BOT_TOKEN
         socket_mode = AsyncSocketModeHandler(
-            service.bolt, settings.slack_app_token.get_secret_value()
+            service.slack.bolt, settings.slack_app_token.get_secret_value()
         )
         await socket_mode.connect_async()  # type: ignore[no-untyped-call]
         log.info("connected to Slack in Socket Mode; health on %s:%d", settings.host, settings.port)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -52,6 +53,21 @@ def _no_internet() -> Iterator[None]:
     yield
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A test that runs the CLI's ``main`` configures the root logger (its handler's secret
+    filter turns a record's traceback into text); the next test in the process starts from
+    the logging it found."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
 
 
 class ManualClock:

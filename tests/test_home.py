@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bot.sandbox.slack.workspace import User
+from bot.slack.home_tab import HomeTab
 from tests.support.demo_stack import Stack, demo_stack, text_of
 
 
@@ -24,6 +25,11 @@ async def home_of(stack: Stack, user: str) -> dict[str, Any] | None:
     async with stack.session.get(f"{stack.url}/sandbox/api/views?user={user}") as reply:
         views = (await reply.json())["views"]
     return next((v for v in views if v["type"] == "home"), None)
+
+
+def home_tab(stack: Stack) -> HomeTab:
+    assert stack.service.slack.home_tab is not None  # built with the core
+    return stack.service.slack.home_tab
 
 
 def shown(view: dict[str, Any]) -> str:
@@ -54,8 +60,8 @@ async def test_home_shows_requests_operations_and_clusters(stack: Stack) -> None
     assert "Resize a pool…" in text
 
     await stack.card("alice", "/cluster resize train01 a4 3")
-    assert await stack.service.home_tab.refresh() == 1  # alice's tab changed
-    assert await stack.service.home_tab.refresh() == 0  # nothing new: nothing published
+    assert await home_tab(stack).refresh() == 1  # alice's tab changed
+    assert await home_tab(stack).refresh() == 0  # nothing new: nothing published
     mine = shown(await home_of(stack, "alice") or {})
     assert "Your requests (1)" in mine and "train01" in mine
 
@@ -96,9 +102,9 @@ async def test_a_refresh_lists_the_clusters_once_for_every_tab(tmp_path: Path) -
             return sum(1 for r in calls if r["path"].endswith("/modelDevelopmentClusters"))
 
         await stack.card("alice", "/cluster resize train01 a4 3")
-        assert await stack.service.home_tab.refresh() == 2  # alice's and bob's tabs changed
+        assert await home_tab(stack).refresh() == 2  # alice's and bob's tabs changed
         before = await listings()
-        assert await stack.service.home_tab.refresh() == 0  # nothing new
+        assert await home_tab(stack).refresh() == 0  # nothing new
         # one listing of each target for the three tabs, not one for each tab
         assert await listings() - before == len(stack.service.settings.targets)
         carol = shown(await home_of(stack, "carol") or {})

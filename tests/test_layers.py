@@ -385,3 +385,15 @@ def test_what_a_person_can_do_is_declared_once() -> None:
     core = (ROOT / "handlers").rglob("*.py")
     readers = [p.name for p in core if "normal(text).split()" in p.read_text()]
     assert readers == ["dispatch.py"]  # the one place a command's text becomes words
+
+
+def test_the_composition_root_reaches_slack_only_through_its_adapter() -> None:
+    """The platform seam: ``bot/app.py`` builds the core and hands it to one Slack adapter;
+    the service's routes and the pipeline hook are given what they call, not the service.
+    A second platform's adapter would replace the one import."""
+    graph = _module_graph()
+    slack = {m for m in graph["bot.app"] if m.startswith("bot.slack")}
+    assert slack == {"bot.slack.adapter"}
+    for module in ("bot.routes", "bot.release_api", "bot.slack.adapter"):
+        assert "bot.app" not in graph[module], module
+    assert not {m for m in graph["bot.routes"] | graph["bot.release_api"] if "slack" in m}

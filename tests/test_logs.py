@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,19 +16,6 @@ from tests.support.demo_stack import demo_stack, text_of
 STATIC_TOKEN = "ya29.static-simulator-token-0123456789"
 
 
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    for handler in handlers:
-        root.addHandler(handler)
-    root.setLevel(level)
-
-
-@pytest.mark.usefixtures("restore_logging")
 async def test_no_secret_is_ever_logged(tmp_path: Path) -> None:
     stream = io.StringIO()
     async with demo_stack(
@@ -62,7 +48,6 @@ async def test_no_secret_is_ever_logged(tmp_path: Path) -> None:
     assert any("Traceback" in line["message"] for line in lines)
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_trace_field_for_cloud_logging(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-project")
     stream = io.StringIO()
@@ -79,7 +64,6 @@ def test_trace_field_for_cloud_logging(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "logging.googleapis.com/trace" not in second and second["severity"] == "WARNING"
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_readable_lines_on_a_terminal() -> None:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
