@@ -21,7 +21,7 @@ from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_resize
 from handlers.costs import PriceBook
 from handlers.desk import Desk
-from handlers.form_ask import FormAsk, delete_form, resize_form, slurm_form
+from handlers.forms.asks import FormAsk, delete_form, resize_form, slurm_form
 from handlers.grammar import (
     CLUSTER_HELP,
     MAX_NODES,

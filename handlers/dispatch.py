@@ -14,7 +14,7 @@ from handlers.actions import ActionError
 from handlers.clicks import Clicked, ClickTable
 from handlers.commands import BY_NAME, Caller, Help, Subcommand, entry_for
 from handlers.desk import Desk
-from handlers.form_ask import FormAsk
+from handlers.forms.asks import FormAsk
 from handlers.grammar import CommandError, normal
 from handlers.policy import Policy, Role
 from handlers.ports import RoleSource

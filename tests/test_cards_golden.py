@@ -7,7 +7,6 @@ Regenerate after an intended change with: UPDATE_GOLDEN=1 make test, then review
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from handlers.entities import ApprovalRequest, RequestState
 from handlers.replies import Code, Reply
 from handlers.slurm.layout import LayoutAction
 from handlers.slurm.view import slurm_reply
+from tests.support.golden import assert_golden
 
 GOLDEN = Path(__file__).with_name("golden")
 CREATED = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
@@ -157,10 +157,7 @@ def test_card_matches_golden_file(name: str) -> None:
     text, blocks = render(CASES[name])
     rendered = {"text": text, "blocks": blocks}
     assert problems(blocks) == []  # Slack would accept it
-    path = GOLDEN / f"{name}.json"
-    if os.environ.get("UPDATE_GOLDEN") == "1" or not path.exists():
-        path.write_text(json.dumps(rendered, indent=2, ensure_ascii=False) + "\n")
-    assert rendered == json.loads(path.read_text()), f"{name} differs from {path}"
+    assert_golden(GOLDEN / f"{name}.json", rendered)
 
 
 def test_every_golden_file_has_a_case() -> None:

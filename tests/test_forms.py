@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 
 from handlers.dispatch import read
-from handlers.form_ask import FormAsk, FormKind
+from handlers.forms.asks import FormAsk, FormKind
 from handlers.slurm.view import script_digest
 from tests.support.demo_stack import CPU01, TRAIN01, Stack, demo_stack, is_card, text_of
 

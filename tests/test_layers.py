@@ -366,9 +366,9 @@ def test_the_read_side_does_not_depend_on_the_write_side() -> None:
 
 def test_handlers_is_laid_out_by_capability() -> None:
     packages = {p.name for p in (ROOT / "handlers").iterdir() if (p / "__init__.py").exists()}
-    assert {"changes", "idle", "slurm", "reading"} <= packages
+    assert {"changes", "idle", "slurm", "reading", "forms"} <= packages
     top = {p.stem for p in (ROOT / "handlers").glob("*.py")} - {"__init__"}
-    assert not {m for m in top if m.startswith(("idle", "slurm", "approval"))}, top
+    assert not {m for m in top if m.startswith(("idle", "slurm", "approval", "form"))}, top
 
 
 def test_what_a_person_can_do_is_declared_once() -> None:

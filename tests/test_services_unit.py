@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 
 from bot.vertex.names import Target
+from handlers import dispatch
 from handlers.entities import RequestState
+from handlers.forms.choices import Forms
+from handlers.forms.flow import FormFlow, state_of
+from handlers.forms.model import Entry
 from handlers.idle.rules import Status
 from handlers.policy import Policy, Role
 from handlers.ports import ActivityReader, CrashPoint, no_crash
@@ -27,7 +31,7 @@ from tests.support.memory import (
     MemoryStore,
     PolicyRoles,
 )
-from tests.support.text_adapter import TextChat, TextPeople, text
+from tests.support.text_adapter import TextChat, TextPeople, form_text, text
 
 TARGET = "demo-project/us-central1"
 C1 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/c1"
@@ -535,3 +539,33 @@ async def test_a_card_cut_off_by_a_crash_frees_its_cluster_at_restart_and_says_s
     # another replica's draft is not its to end
     other = make_bot(clock, policy, same_world_as=first, owner="elsewhere")
     assert await other.services.approvals.abandon_own_drafts() == 0
+
+
+# -- forms, in plain text ----------------------------------------------------------------------
+
+
+async def test_a_forms_life_runs_on_the_core_alone(bot: Bot) -> None:
+    """The resize form a command opens, filled once the cluster is read, redrawn as a count
+    is typed, and submitted into the same request as the typed command: all on the core's
+    form model, read in plain text, with no platform."""
+    core = bot.services
+    flow = FormFlow(Forms(core.directory, core.approvals.prices), core.dispatcher, None)
+    read = dispatch.read("resize c1")
+    assert read.form is not None
+    state = state_of(read.form, INFRA)
+    opening = form_text(flow.first(state))
+    assert opening.startswith("# Resize a node pool") and "Looking up c1…" in opening
+    filled = form_text(await flow.filled(state, None))
+    assert "[Cluster: find = " + C1 + "] *" in filled and "  - gpu · a3-ultragpu-8g" in filled
+    typed = {"cluster": Entry(choice=C1), "pool": Entry(choice="gpu"), "min": Entry(text="-1")}
+    redrawn = await flow.changed(state, typed)
+    assert redrawn is not None
+    assert "  (!) MIN -1: a node count cannot be negative" in form_text(redrawn)
+    wrong = await flow.submitted("U0ALICE", state, {**typed, "min": Entry(text="x")})
+    assert wrong == {"min": "'x' is not a whole number of nodes"} and bot.cards() == []
+    fine = {**typed, "min": Entry(text="3"), "max": Entry(text="3")}
+    assert await flow.submitted("U0ALICE", state, fine) == {}
+    [(_, card)] = bot.cards()
+    assert "Resize request: c1 / gpu" in text(card)
+    refused = await flow.submitted("U0CAROL", state, fine)  # a viewer: shown at the last field
+    assert list(refused) == ["max"] and len(bot.cards()) == 1, refused

@@ -28,7 +28,7 @@ from bot.slack.people import SLACK_PEOPLE
 from bot.slack.request_url import RequestUrl
 from bot.slack.responder import Responder
 from bot.slack.roles import Roles
-from handlers.forms import Forms
+from handlers.forms.choices import Forms
 from handlers.home import Home
 from handlers.policy import Policy
 

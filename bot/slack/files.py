@@ -12,12 +12,13 @@ limit whatever size the payload declares.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 
-from handlers.forms import MAX_SCRIPT_BYTES
+from handlers.forms.choices import MAX_SCRIPT_BYTES
 
 SLACK_FILES = ("https", "files.slack.com")
 FILE_TIMEOUT = aiohttp.ClientTimeout(total=1.5)  # the modal must answer within Slack's 3 s
@@ -42,7 +43,7 @@ class SlackFiles:
         self.token = token
         self.origins = file_origins(api_base)
 
-    def check(self, file: dict[str, Any]) -> str:
+    def check(self, file: Mapping[str, Any]) -> str:
         """The file's ``url_private``, when it is on a host the token may go to."""
         url = str(file.get("url_private") or "")
         parts = urlsplit(url)
@@ -52,7 +53,7 @@ class SlackFiles:
             raise FileRefused(f"{_name(file)} is over {MAX_SCRIPT_BYTES // 1024} KiB")
         return url
 
-    async def text(self, session: aiohttp.ClientSession, file: dict[str, Any]) -> str:
+    async def text(self, session: aiohttp.ClientSession, file: Mapping[str, Any]) -> str:
         url = self.check(file)
         headers = {"Authorization": f"Bearer {self.token}"}
         async with session.get(
@@ -72,5 +73,5 @@ class SlackFiles:
             raise FileRefused(f"{_name(file)} is not text") from None
 
 
-def _name(file: dict[str, Any]) -> str:
+def _name(file: Mapping[str, Any]) -> str:
     return str(file.get("name") or "the file")[:80]

@@ -20,7 +20,7 @@ from slack_bolt.async_app import AsyncApp
 from bot.slack.responder import Responder
 from handlers.actions import ActionId
 from handlers.dispatch import Answer, Dispatcher, Read, read
-from handlers.form_ask import FormAsk
+from handlers.forms.asks import FormAsk
 from handlers.replies import Reply, Text
 
 if TYPE_CHECKING:

@@ -1,61 +1,36 @@
-"""The Block Kit of clusterbot's forms (modals): resize, delete, and a prolog or epilog script.
+"""A form (``handlers/forms/model.py``) drawn as a Slack modal, and a submitted or changed
+modal read back as the form's entries.
 
-Each field is an input block whose ``block_id`` names the field; fields whose change alters
-the form (the cluster, the pool, the node counts) set ``dispatch_action`` so the app hears of
-the change and updates the view (https://docs.slack.dev/surfaces/modals#updating_views).
-A field's id holds what it depends on (``min:a4``), so choosing another pool starts the counts
-afresh at that pool's own. Limits: title, submit and close at most 24 characters; an option's
-text at most 75 (https://docs.slack.dev/reference/views).
+Each field is an input block whose ``block_id`` names the field, followed by its scope where
+it has one (``min:a4``): choosing another pool gives the counts new blocks, and Slack starts
+them afresh at that pool's own. Live fields set ``dispatch_action`` so the app hears of a
+change and updates the view (https://docs.slack.dev/surfaces/modals#updating_views). The
+form's state is the view's ``private_metadata`` (at most 3,000 characters). Limits: title,
+submit and close at most 24 characters; an option's text at most 75
+(https://docs.slack.dev/reference/views).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from handlers.form_ask import FormKind
-from handlers.forms import Choice, Estimate
+from bot.slack.render import mrkdwn
+from handlers.forms.model import (
+    Ask,
+    BadState,
+    Choice,
+    Entries,
+    Entry,
+    Form,
+    FormField,
+    FormPart,
+    FormState,
+)
+from handlers.replies import Fields, Note, Text
 
 CALLBACK = "clusterbot_form"
-CLUSTER_ACTION = "form_cluster"
-SCRIPT_TEXT_LIMIT = 3000  # a plain_text_input holds at most 3,000 characters
-
-
-@dataclass
-class Meta:
-    """What a form carries in ``private_metadata`` (at most 3,000 characters)."""
-
-    kind: str
-    channel: str
-    cluster: str | None = None  # full name once chosen (or the typed id until resolved)
-    which: str | None = None  # SCRIPT
-    place: str | None = None  # SCRIPT: "add:N" or "replace:N" preset by the command
-
-    def dump(self) -> str:
-        return json.dumps({k: v for k, v in asdict(self).items() if v is not None})
-
-    @classmethod
-    def load(cls, text: str) -> Meta:
-        """The metadata a form of ours carries; ``BadMetadata`` for anything else (a view
-        with our callback id is not proof that we wrote its metadata)."""
-        try:
-            data = json.loads(text or "{}")
-        except ValueError:
-            raise BadMetadata("private_metadata is not JSON") from None
-        if not isinstance(data, dict):
-            raise BadMetadata("private_metadata is not a JSON object")
-        fields = {k: data.get(k) for k in ("kind", "channel", "cluster", "which", "place")}
-        if not isinstance(fields["kind"], str) or not isinstance(fields["channel"], str):
-            raise BadMetadata("private_metadata has no form kind and channel")
-        if any(v is not None and not isinstance(v, str) for v in fields.values()):
-            raise BadMetadata("private_metadata has a field that is not text")
-        return cls(**fields)  # type: ignore[arg-type]
-
-
-class BadMetadata(ValueError):
-    """A view's ``private_metadata`` is not what our forms write."""
+CLUSTER_ACTION = "form_cluster"  # the one external select: its options are asked for
 
 
 def unreadable_form(reference: str) -> dict[str, Any]:
@@ -80,260 +55,100 @@ def option(choice: Choice) -> dict[str, Any]:
     return {"text": _plain(choice.label), "value": choice.value[:150]}
 
 
-def _input(
-    block_id: str,
-    label: str,
-    element: dict[str, Any],
-    *,
-    optional: bool = False,
-    hint: str = "",
-    dispatch: bool = False,
-) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "type": "input",
-        "block_id": block_id,
-        "label": _plain(label, 2000),
-        "element": element,
-        "optional": optional,
+def modal(form: Form) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "type": "modal",
+        "callback_id": CALLBACK,
+        "title": _plain(form.title, 24),
     }
-    if dispatch:
-        block["dispatch_action"] = True
-    if hint:
-        block["hint"] = _plain(hint, 2000)
-    return block
+    if form.submit is not None:
+        view["submit"] = _plain(form.submit, 24)
+    view["close"] = _plain("Cancel", 24)
+    view["private_metadata"] = json.dumps(form.state.to_dict())
+    view["blocks"] = [block for part in form.parts for block in _blocks(part)]
+    return view
+
+
+def _blocks(part: FormPart) -> list[dict[str, Any]]:
+    if isinstance(part, FormField):
+        return _field(part)
+    if isinstance(part, Text):
+        return [{"type": "section", "text": _text(mrkdwn(part.spans))}]
+    if isinstance(part, Note):
+        return [_context(mrkdwn(part.spans))]
+    assert isinstance(part, Fields)
+    # the figures a form shows are its costs, named so a test or a person can find them
+    fields = [_text(f"*{item.label}*\n{mrkdwn(item.value)}") for item in part.items]
+    return [{"type": "section", "block_id": "cost", "fields": fields}]
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "mrkdwn", "text": text[:3000]}
 
 
 def _context(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:3000]}]}
+    return {"type": "context", "elements": [_text(text)]}
 
 
-def _cluster_field(chosen: Choice | None) -> dict[str, Any]:
-    element: dict[str, Any] = {
-        "type": "external_select",
-        "action_id": CLUSTER_ACTION,
-        "placeholder": _plain("Type to find a cluster", 150),
-        "min_query_length": 0,
+def _field(field: FormField) -> list[dict[str, Any]]:
+    block: dict[str, Any] = {
+        "type": "input",
+        "block_id": f"{field.name}:{field.scope}" if field.scope else field.name,
+        "label": _plain(field.label, 2000),
+        "element": _element(field),
+        "optional": field.optional,
     }
-    if chosen is not None:
-        element["initial_option"] = option(chosen)
-    return _input("cluster", "Cluster", element, dispatch=True)
+    if field.live:
+        block["dispatch_action"] = True
+    if field.hint:
+        block["hint"] = _plain(field.hint, 2000)
+    if field.problem is None:
+        return [block]
+    problem = _context(f":warning: {field.problem}")
+    problem["block_id"] = f"problem:{field.name}"
+    return [block, problem]
 
 
-def _modal(meta: Meta, title: str, submit: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "type": "modal",
-        "callback_id": CALLBACK,
-        "title": _plain(title, 24),
-        "submit": _plain(submit, 24),
-        "close": _plain("Cancel", 24),
-        "private_metadata": meta.dump(),
-        "blocks": blocks,
-    }
+def _element(field: FormField) -> dict[str, Any]:
+    action = CLUSTER_ACTION if field.ask == Ask.FIND else f"form_{field.name}"
+    element: dict[str, Any] = {"action_id": action}
+    if field.ask in (Ask.FIND, Ask.CHOICE):
+        chosen = next((c for c in field.choices if c.value == field.initial), None)
+        if field.ask == Ask.FIND:
+            element.update(type="external_select", min_query_length=0)
+        else:
+            element.update(type="static_select", options=[option(c) for c in field.choices])
+        element["placeholder"] = _plain(field.placeholder, 150)
+        if chosen is not None:
+            element["initial_option"] = option(chosen)
+    elif field.ask == Ask.COUNT:
+        element.update(type="number_input", is_decimal_allowed=False)
+        if field.live:
+            element["dispatch_action_config"] = {"trigger_actions_on": ["on_character_entered"]}
+        if field.initial is not None:
+            element["initial_value"] = field.initial
+    elif field.ask == Ask.FILE:
+        element.update(type="file_input", filetypes=list(field.file_types), max_files=1)
+    else:
+        element["type"] = "plain_text_input"
+        if field.ask == Ask.LONG_TEXT:
+            element["multiline"] = True
+    if field.max_length is not None:
+        element["max_length"] = field.max_length
+    return element
 
 
-def _count(block_id: str, label: str, initial: int | None, optional: bool) -> dict[str, Any]:
-    # No min_value or max_value: Slack's client would refuse a count outside them with words
-    # of its own and the app would never hear of it; the form's own check says it at the
-    # field as it is typed, in the words the submission uses.
-    element: dict[str, Any] = {
-        "type": "number_input",
-        "action_id": f"form_{block_id.split(':')[0]}",
-        "is_decimal_allowed": False,
-        "dispatch_action_config": {"trigger_actions_on": ["on_character_entered"]},
-    }
-    if initial is not None:
-        element["initial_value"] = str(initial)
-    return _input(block_id, label, element, optional=optional, dispatch=True)
+# -- reading a submitted or changed view ------------------------------------------------------
 
 
-def resize_view(
-    meta: Meta,
-    chosen: Choice | None,
-    pools: Sequence[Choice] = (),
-    pool: str | None = None,
-    current: tuple[int, int] | None = None,
-    estimate: Estimate | None = None,
-    note: str = "",
-    problems: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The resize form; ``problems`` (by field: min, max) are shown under their field while
-    the counts are typed, before any submission."""
-    problems = problems or {}
-    blocks = [_cluster_field(chosen)]
-    if chosen is None or not pools:
-        blocks.append(_context(note or "Choose a cluster to see its node pools and their cost."))
-        return _modal(meta, "Resize a node pool", "Ask for approval", blocks)
-    element: dict[str, Any] = {
-        "type": "static_select",
-        "action_id": "form_pool",
-        "placeholder": _plain("Choose a pool", 150),
-        "options": [option(p) for p in pools],
-    }
-    picked = next((p for p in pools if p.value == pool), None)
-    if picked is not None:
-        element["initial_option"] = option(picked)
-    blocks.append(_input("pool", "Node pool", element, dispatch=True))
-    if picked is None:
-        blocks.append(_context(note or "Choose a pool to set its node counts."))
-        return _modal(meta, "Resize a node pool", "Ask for approval", blocks)
-    low, high = current or (None, None)
-    blocks.append(_count(f"min:{pool}", "Min nodes", low, optional=False))
-    blocks += _problem("min", problems)
-    blocks.append(
-        _count(f"max:{pool}", "Max nodes (more than min: Slurm scales with the queue)", high, True)
-    )
-    blocks += _problem("max", problems)
-    if estimate is not None:
-        blocks.append(
-            {
-                "type": "section",
-                "block_id": "cost",
-                "fields": [
-                    {"type": "mrkdwn", "text": f"*Cost now*\n{estimate.before}"},
-                    {"type": "mrkdwn", "text": f"*After*\n{estimate.after}"},
-                    {"type": "mrkdwn", "text": f"*Change*\n{estimate.change[:1900]}"},
-                ],
-            }
-        )
-    blocks.append(
-        _context("The request is posted as a card in the channel; a second person approves it.")
-    )
-    return _modal(meta, "Resize a node pool", "Ask for approval", blocks)
-
-
-def _problem(field: str, problems: Mapping[str, str]) -> list[dict[str, Any]]:
-    if field not in problems:
-        return []
-    block = _context(f":warning: {problems[field]}")
-    block["block_id"] = f"problem:{field}"
-    return [block]
-
-
-def delete_view(
-    meta: Meta, chosen: Choice | None, cluster_id: str = "", summary: str = ""
-) -> dict[str, Any]:
-    blocks = [_cluster_field(chosen)]
-    if chosen is None:
-        blocks.append(_context("Choose the cluster to delete."))
-        return _modal(meta, "Delete a cluster", "Ask to delete", blocks)
-    if summary:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": summary[:3000]}})
-    blocks.append(
-        _input(
-            "confirm",
-            f"Type {cluster_id} to confirm",
-            {"type": "plain_text_input", "action_id": "form_confirm", "max_length": 100},
-        )
-    )
-    blocks.append(
-        _context(
-            "An approver must approve the request on its card before anything is deleted; "
-            "the cluster's spec is kept so it can be restored."
-        )
-    )
-    return _modal(meta, "Delete a cluster", "Ask to delete", blocks)
-
-
-def script_view(
-    meta: Meta, cluster_id: str, places: Sequence[Choice], scripts: Sequence[str]
-) -> dict[str, Any]:
-    which = meta.which or "prolog"
-    verb, _, number = (meta.place or "").partition(":")
-    title = f"Replace {which} {number}" if verb == "replace" else f"Add a {which} script"
-    listing = "\n".join(f"{n}. `{line[:80]}`" for n, line in enumerate(scripts, 1))
-    blocks: list[dict[str, Any]] = [
-        {
-            "type": "section",
-            "text": {
-                "type": "mrkdwn",
-                "text": (
-                    f"*{cluster_id}* has {len(scripts)} {which} scripts"
-                    + (f":\n{listing}" if scripts else ".")
-                )[:3000],
-            },
-        }
-    ]
-    place: dict[str, Any] = {
-        "type": "static_select",
-        "action_id": "form_place",
-        "placeholder": _plain("Choose where it goes", 150),
-        "options": [option(p) for p in places],
-    }
-    preset = next((p for p in places if p.value == meta.place), places[0] if places else None)
-    if preset is not None:
-        place["initial_option"] = option(preset)
-    blocks.append(_input("place", "Where", place))
-    blocks.append(
-        _input(
-            "paste",
-            "Paste the script",
-            {
-                "type": "plain_text_input",
-                "action_id": "form_paste",
-                "multiline": True,
-                "max_length": SCRIPT_TEXT_LIMIT,
-            },
-            optional=True,
-            hint="Up to 3,000 characters; for a longer one, upload it as a file.",
-        )
-    )
-    blocks.append(
-        _input(
-            "file",
-            "…or upload it",
-            {
-                "type": "file_input",
-                "action_id": "form_file",
-                "filetypes": ["sh", "bash", "txt"],
-                "max_files": 1,
-            },
-            optional=True,
-        )
-    )
-    blocks.append(
-        _context(
-            f"It runs {'before' if which == 'prolog' else 'after'} every job. The request is "
-            "posted as a card with the script's hash; a second person approves it."
-        )
-    )
-    return _modal(meta, title[:24], "Ask for approval", blocks)
-
-
-def setting_view(meta: Meta, cluster_id: str, choices: Sequence[Choice]) -> dict[str, Any]:
-    key: dict[str, Any] = {
-        "type": "static_select",
-        "action_id": "form_key",
-        "placeholder": _plain("Choose a setting", 150),
-        "options": [option(c) for c in choices],
-    }
-    value = {"type": "plain_text_input", "action_id": "form_value", "max_length": 500}
-    blocks = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"slurm.conf of *{cluster_id}*"}},
-        _input("key", "Setting", key),
-        _input("value", "Value", value, hint="Known keys are checked and explained on the card."),
-        _context("The whole config map is sent with the new value; a second person approves."),
-    ]
-    return _modal(meta, "Change a Slurm setting", "Ask for approval", blocks)
-
-
-def loading_view(meta: Meta, note: str) -> dict[str, Any]:
-    """A form whose cluster is being read; it has no fields yet, so no submit."""
-    titles = {
-        FormKind.RESIZE: "Resize a node pool",
-        FormKind.DELETE: "Delete a cluster",
-        FormKind.SETTING: "Change a Slurm setting",
-    }
-    return {
-        "type": "modal",
-        "callback_id": CALLBACK,
-        "title": _plain(titles.get(meta.kind, f"Add a {meta.which or 'prolog'} script"), 24),
-        "close": _plain("Cancel", 24),
-        "private_metadata": meta.dump(),
-        "blocks": [_context(note)],
-    }
-
-
-# -- reading a submitted view's state ---------------------------------------------------------
+def state_of(view: dict[str, Any]) -> FormState:
+    """The form's state from the view's ``private_metadata``; ``BadState`` when it is not
+    what our forms write (a view with our callback id is not proof that we wrote it)."""
+    try:
+        data = json.loads(str(view.get("private_metadata") or "") or "{}")
+    except ValueError:
+        raise BadState("private_metadata is not JSON") from None
+    return FormState.of(data)
 
 
 def state_values(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -368,16 +183,19 @@ def _sane(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def entries_of(values: dict[str, dict[str, Any]]) -> Entries:
+    """The entries by field name: a block ``min:a4`` is the field ``min``."""
+    entries: dict[str, Entry] = {}
+    for block, value in values.items():
+        chosen = value.get("selected_option") or {}
+        entries[block.partition(":")[0]] = Entry(
+            text=value.get("value"),
+            choice=str(chosen["value"]) if chosen.get("value") else None,
+            files=tuple(value.get("files") or ()),
+        )
+    return entries
+
+
 def block_of(values: dict[str, dict[str, Any]], field: str) -> str | None:
     """The block of the field named ``field`` (``min`` is ``min:a4``), if the form has it."""
     return next((b for b in values if b == field or b.startswith(field + ":")), None)
-
-
-def entry_of(values: dict[str, dict[str, Any]], field: str) -> dict[str, Any]:
-    """The entry of the field named ``field``."""
-    return values.get(block_of(values, field) or "", {})
-
-
-def picked(entry: dict[str, Any]) -> str | None:
-    chosen = entry.get("selected_option") or {}
-    return str(chosen["value"]) if chosen.get("value") else None

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import re
 import secrets
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -28,39 +29,27 @@ from bot.slack.listeners import Background
 from bot.slack.modal_views import (
     CALLBACK,
     CLUSTER_ACTION,
-    BadMetadata,
-    Meta,
     block_of,
-    delete_view,
-    entry_of,
-    loading_view,
+    entries_of,
+    modal,
     option,
-    picked,
-    resize_view,
-    script_view,
-    setting_view,
+    state_of,
     state_values,
     unreadable_form,
 )
 from bot.slack.responder import Responder
 from bot.vertex.errors import VertexError
-from bot.vertex.models import Cluster
-from handlers.dispatch import Dispatcher, Outcome
+from handlers.dispatch import Dispatcher
 from handlers.entities import Submission
-from handlers.form_ask import FormAsk, FormKind
-from handlers.forms import Forms, check_setting, setting_choices
-from handlers.grammar import CommandError
+from handlers.forms.asks import FormAsk, FormKind
+from handlers.forms.choices import Forms
+from handlers.forms.flow import FormFlow, last_field
+from handlers.forms.flow import state_of as state_asked
+from handlers.forms.model import BadState, Entries, FormState
 from handlers.intake import Intake, submission_key
 from handlers.replies import Reply, Text, error_reply, plain
-from handlers.slurm.scripts import scripts_of
 
 SUBMIT_WAIT = 2.0  # seconds a submission's ack waits for the request (Slack allows 3)
-LAST_FIELD = {
-    FormKind.RESIZE: "max",
-    FormKind.DELETE: "confirm",
-    FormKind.SCRIPT: "place",
-    FormKind.SETTING: "value",
-}
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +73,7 @@ class Modals:
         self.client = client
         self.dispatcher = dispatcher
         self.forms = forms
+        self.flow = FormFlow(forms, dispatcher, home_channel)
         self.background = background
         self.responder = responder
         self.intake = intake
@@ -124,13 +114,10 @@ class Modals:
     async def _open(
         self, user: str, channel: str, trigger: str, ask: FormAsk, response_url: Any
     ) -> None:
-        meta = Meta(ask.kind, channel, ask.cluster, ask.which)
-        if ask.replace:
-            meta.place = f"replace:{ask.replace}"
-        elif ask.place:
-            meta.place = f"add:{ask.place}"
+        state = state_asked(ask, channel)
         try:
-            opened = await self.client.views_open(trigger_id=trigger, view=self._first_view(meta))
+            view = modal(self.flow.first(state))
+            opened = await self.client.views_open(trigger_id=trigger, view=view)
         except SlackApiError as error:
             code = error.response.get("error")
             log.warning("form %s not opened for %s: %s", ask.kind, user, code)
@@ -140,64 +127,11 @@ class Modals:
             return
         if ask.cluster:
             view = opened["view"]
-            self.background.spawn(self._fill(view["id"], view["hash"], meta, ask.pool))
+            self.background.spawn(self._fill(view["id"], view["hash"], state, ask.pool))
 
-    @staticmethod
-    def _first_view(meta: Meta) -> dict[str, Any]:
-        if meta.cluster:
-            return loading_view(meta, f"Looking up {meta.cluster}…")
-        if meta.kind == FormKind.DELETE:
-            return delete_view(meta, None)
-        return resize_view(meta, None)
-
-    async def _fill(self, view_id: str, hash_: str, meta: Meta, pool: str | None) -> None:
+    async def _fill(self, view_id: str, hash_: str, state: FormState, pool: str | None) -> None:
         """The form for a cluster named in the command, once the cluster is read."""
-        try:
-            cluster = await self.forms.cluster(meta.cluster or "", meta.kind)
-            meta.cluster = cluster.name
-            view = self._view_for(meta, cluster, {"pool": {"selected_option": {"value": pool}}})
-        except CommandError as error:
-            view = self._unfound(meta, error.reason)
-        except VertexError as error:
-            view = self._unfound(meta, error.user_message)
-        await self._update(view_id, hash_, view)
-
-    @staticmethod
-    def _unfound(meta: Meta, why: str) -> dict[str, Any]:
-        """The form again without the cluster the command named, saying why."""
-        meta.cluster = None
-        if meta.kind == FormKind.RESIZE:
-            return resize_view(meta, None, note=why)
-        return loading_view(meta, f"{why}. Close this and try again.")
-
-    def _view_for(
-        self, meta: Meta, cluster: Cluster, values: dict[str, dict[str, Any]]
-    ) -> dict[str, Any]:
-        chosen = self.forms.cluster_choice(cluster)
-        if meta.kind == FormKind.DELETE:
-            return delete_view(meta, chosen, cluster.cluster_id, self.forms.deletes(cluster))
-        if meta.kind == FormKind.SETTING:
-            return setting_view(meta, cluster.cluster_id, setting_choices(cluster))
-        if meta.kind == FormKind.SCRIPT:
-            which = meta.which or "prolog"
-            heads = [(s.splitlines() or [""])[0] for s in scripts_of(cluster, which)]
-            return script_view(meta, cluster.cluster_id, self.forms.places(cluster, which), heads)
-        pool_id = picked(values.get("pool", {}))
-        pool = cluster.pool(pool_id) if pool_id else None
-        if pool is None:
-            return resize_view(meta, chosen, self.forms.pools(cluster))
-        low_text = entry_of(values, f"min:{pool.id}").get("value")
-        high_text = entry_of(values, f"max:{pool.id}").get("value")
-        estimate, problems = self.forms.typed_resize(cluster, pool.id, low_text, high_text)
-        return resize_view(
-            meta,
-            chosen,
-            self.forms.pools(cluster),
-            pool.id,
-            (pool.min_nodes, pool.max_nodes),
-            estimate,
-            problems=problems,
-        )
+        await self._update(view_id, hash_, modal(await self.flow.filled(state, pool)))
 
     async def _update(self, view_id: str, hash_: str | None, view: dict[str, Any]) -> None:
         try:
@@ -226,21 +160,13 @@ class Modals:
 
     async def _changed(self, view: dict[str, Any]) -> None:
         try:
-            meta = Meta.load(str(view.get("private_metadata") or ""))
-        except BadMetadata as error:
+            state = state_of(view)
+        except BadState as error:
             log.warning("a pick in a form with unreadable metadata ignored: %s", error)
             return
-        values = state_values(view)
-        key = picked(values.get("cluster", {}))
-        if not key:
-            return
-        try:
-            cluster = await self.forms.cluster(key, meta.kind)
-        except (CommandError, VertexError):
-            return
-        meta.cluster = cluster.name
-        updated = self._view_for(meta, cluster, values)
-        await self._update(str(view["id"]), view.get("hash"), updated)
+        form = await self.flow.changed(state, entries_of(state_values(view)))
+        if form is not None:
+            await self._update(str(view["id"]), view.get("hash"), modal(form))
 
     # -- submitting --------------------------------------------------------------------------
 
@@ -248,8 +174,8 @@ class Modals:
         view = body["view"]
         user = str(body["user"]["id"])
         try:
-            meta = Meta.load(str(view.get("private_metadata") or ""))
-        except BadMetadata as error:
+            state = state_of(view)
+        except BadState as error:
             reference = secrets.token_hex(4)
             log.warning("form from %s refused [ref %s]: %s", user, reference, error)
             await ack(response_action="update", view=unreadable_form(reference))
@@ -257,27 +183,27 @@ class Modals:
         # kept before any work, and the work owned by the drain from its first step, so a stop
         # at any moment ends it with a card or a word to the sender (handlers/intake.py)
         key = submission_key(str(view.get("id") or ""), str(view.get("hash") or ""))
-        channel = meta.channel or self.home_channel or ""
-        submission = await self.intake.receive(key, user, channel, f"{meta.kind} form")
+        channel = state.channel or self.home_channel or ""
+        submission = await self.intake.receive(key, user, channel, f"{state.kind} form")
         if submission is None:  # a replay of a submission already taken
             await ack()
             return
-        task = self.background.spawn(self._owned(submission, meta, state_values(view)))
+        task = self.background.spawn(self._owned(submission, state, state_values(view)))
         done, _ = await asyncio.wait({task}, timeout=SUBMIT_WAIT)
         if task in done and (errors := task.result()):
             await ack(response_action="errors", errors=errors)
             return
         await ack()
         if task not in done:
-            told = self._not_made(user, meta.channel)
+            told = self._not_made(user, state.channel)
             late = self._late(task, told)
-            self.background.spawn(self.failures.guard(late, f"form {meta.kind}", tell=told))
+            self.background.spawn(self.failures.guard(late, f"form {state.kind}", tell=told))
 
     async def _owned(
-        self, submission: Submission, meta: Meta, values: dict[str, dict[str, Any]]
+        self, submission: Submission, state: FormState, values: dict[str, dict[str, Any]]
     ) -> dict[str, str]:
         try:
-            errors = await self._submit(submission.user, meta, values)
+            errors = await self._submit(submission.user, state, values)
         except asyncio.CancelledError:  # cut off by a stop: told now, not left to guess
             await self.intake.settle(submission)
             raise
@@ -308,11 +234,12 @@ class Modals:
             await tell(Reply("not made").add(Text("; ".join(errors.values()))))
 
     async def _submit(
-        self, user: str, meta: Meta, values: dict[str, dict[str, Any]]
+        self, user: str, state: FormState, values: dict[str, dict[str, Any]]
     ) -> dict[str, str]:
         """Make the request; the problems keyed by the block that shows them ({} when made)."""
-        errors = await self._problems(user, meta, values)
-        last = LAST_FIELD.get(meta.kind, "cluster")
+        entries = entries_of(values)
+        errors = await self._problems(user, state, entries)
+        last = last_field(state.kind)
 
         def shown_at(field: str) -> str:
             # a problem goes to its field's block, or to the form's last field when the form
@@ -321,59 +248,17 @@ class Modals:
 
         return {shown_at(field): text for field, text in errors.items()}
 
-    async def _problems(
-        self, user: str, meta: Meta, values: dict[str, dict[str, Any]]
-    ) -> dict[str, str]:
+    async def _problems(self, user: str, state: FormState, entries: Entries) -> dict[str, str]:
         """What is wrong, by field name ({} when the request was made)."""
-        last = LAST_FIELD.get(meta.kind, "cluster")
-        try:
-            key = picked(values.get("cluster", {})) or meta.cluster
-            if not key:
-                return {"cluster": "choose a cluster"}
-            cluster = await self.forms.cluster(key, meta.kind)
-            command, errors = await self._command(meta, cluster, values)
-            if errors or command is None:
-                return errors
-            channel = meta.channel or self.home_channel or ""
-            name = FormAsk(meta.kind).subcommand
-            answer = await self.dispatcher.submit(user, channel, name, command)
-        except CommandError as error:
-            return {"cluster": error.reason}
-        except VertexError as error:
-            return {last: error.user_message[:150]}
-        if answer.outcome == Outcome.OK:
-            return {}
-        return {last: (answer.reason or "the request was not made")[:300]}
-
-    async def _command(
-        self, meta: Meta, cluster: Cluster, values: dict[str, dict[str, Any]]
-    ) -> tuple[Any, dict[str, str]]:
-        if meta.kind == FormKind.DELETE:
-            return self.forms.check_delete(cluster, entry_of(values, "confirm").get("value"))
-        if meta.kind == FormKind.SETTING:
-            key = picked(entry_of(values, "key"))
-            return check_setting(cluster, key, entry_of(values, "value").get("value"))
-        if meta.kind == FormKind.SCRIPT:
-            files, problem = await self._files(entry_of(values, "file").get("files") or [])
+        files: list[str] = []
+        if state.kind == FormKind.SCRIPT:
+            uploaded = entries["file"].files if "file" in entries else ()
+            files, problem = await self._files(uploaded)
             if problem:
-                return None, {"file": problem}
-            return self.forms.check_script(
-                cluster,
-                meta.which or "prolog",
-                picked(entry_of(values, "place")),
-                entry_of(values, "paste").get("value"),
-                files,
-            )
-        pool = picked(values.get("pool", {}))
-        command, errors = self.forms.check_resize(
-            cluster,
-            pool,
-            entry_of(values, "min").get("value"),
-            entry_of(values, "max").get("value"),
-        )
-        return command, errors
+                return {"file": problem}
+        return await self.flow.submitted(user, state, entries, files)
 
-    async def _files(self, files: list[dict[str, Any]]) -> tuple[list[str], str]:
+    async def _files(self, files: Sequence[Mapping[str, Any]]) -> tuple[list[str], str]:
         """Each uploaded file's text, read from Slack with the bot token (``bot/slack/files``)."""
         reader = SlackFiles(str(self.client.token), self.client.base_url)
         session = self.responder.session

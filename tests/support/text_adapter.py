@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from handlers.dispatch import Dispatcher
+from handlers.forms.model import Ask, Form, FormField
 from handlers.replies import (
     Button,
     Buttons,
@@ -86,6 +87,26 @@ def text(reply: Reply | None) -> str:
     if reply is None:
         return ""
     return "\n".join(out for part in reply.parts for out in _part(part))
+
+
+def form_text(form: Form) -> str:
+    """A form as plain lines: its title, each field as ``[label: kind = initial]`` with its
+    choices and the problem under it, and the parts that explain it."""
+    out = [f"# {form.title}"]
+    for part in form.parts:
+        if isinstance(part, FormField):
+            out += _form_field(part)
+        else:
+            out += _part(part)
+    return "\n".join([*out, f"({form.submit})" if form.submit else "(nothing to submit yet)"])
+
+
+def _form_field(field: FormField) -> list[str]:
+    shown = f" = {field.initial}" if field.initial is not None else ""
+    out = [f"[{field.label}: {field.ask}{shown}]{'' if field.optional else ' *'}"]
+    if field.ask == Ask.CHOICE:
+        out += [f"  - {choice.label}" for choice in field.choices]
+    return out + ([f"  (!) {field.problem}"] if field.problem else [])
 
 
 PERSON = re.compile(r"^@?([A-Za-z0-9_.-]+)$")

@@ -20,8 +20,10 @@ from handlers.changes.plan import PlanError
 from handlers.changes.resize import plan_resize
 from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
+from handlers.forms.model import Choice
 from handlers.grammar import MAX_NODES
 from handlers.reading.clusters import ClusterDirectory
+from handlers.replies import Line, Strong
 from handlers.slurm.commands import SlurmConfig, SlurmScripts
 from handlers.slurm.scripts import scripts_of
 from handlers.slurm.settings import KNOWN
@@ -30,12 +32,6 @@ from handlers.slurm.settings import normal as normal_key
 OPTIONS = 100  # an external select shows at most 100 options
 LISTING_SECONDS = 30.0  # how long the cluster list behind a select is reused while typing
 MAX_SCRIPT_BYTES = 64 * 1024  # clusterbot's own bound on one script (the API states none)
-
-
-@dataclass(frozen=True)
-class Choice:
-    value: str
-    label: str
 
 
 @dataclass(frozen=True)
@@ -82,11 +78,15 @@ class Forms:
             cluster.name or cluster.cluster_id, f"{cluster.cluster_id} · {region} · {cost}"
         )
 
-    def deletes(self, cluster: Cluster) -> str:
+    def deletes(self, cluster: Cluster) -> Line:
         """What a delete of the cluster removes, and what it costs now."""
         pools = ", ".join(f"{p.id} ({p.bounds} {_nodes(p.bounds)})" for p in cluster.node_pools)
         cost = money(self.prices.cluster_hour(cluster))
-        return f"This deletes *{cluster.cluster_id}*: pools {pools}; it costs {cost} now."
+        return (
+            "This deletes ",
+            Strong(cluster.cluster_id),
+            f": pools {pools}; it costs {cost} now.",
+        )
 
     async def cluster(self, key: str, subcommand: str) -> Cluster:
         return await self.directory.resolve(key, subcommand)
