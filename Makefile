@@ -37,7 +37,7 @@ screenshots: $(STAMP)
 
 # Build the Dockerfile's image and run it (buildah and podman, no Docker daemon needed; root).
 image-check:
-	deploy/image/check.sh
+	docs/deploy/image/check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -140,14 +140,14 @@ def test_app_yaml_sets_only_real_settings_and_no_secrets() -> None:
     assert APP_YAML["beta_settings"] == {"cloud_sql_instances": "${CLOUD_SQL_INSTANCE}"}
     text = (ROOT / "app.yaml").read_text()
     assert not re.search(r"xox[bap]-[0-9A-Za-z]", text)
-    script = ROOT / "deploy/appengine/deploy.sh"
+    script = ROOT / "docs/deploy/appengine/deploy.sh"
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     assert "gcloud secrets versions access" not in script.read_text()  # no value passes through
 
 
 @pytest.mark.parametrize("name", ["manifest.yaml", "manifest-socket-mode.yaml"])
 def test_manifest_matches_what_the_code_registers(name: str) -> None:
-    manifest = yaml.safe_load((ROOT / "deploy/slack" / name).read_text())
+    manifest = yaml.safe_load((ROOT / "docs/deploy/slack" / name).read_text())
     [command] = manifest["features"]["slash_commands"]
     assert command["command"] == COMMAND
     hint_words = set(re.findall(r"[a-z]+", command["usage_hint"]))

@@ -77,7 +77,7 @@ def test_the_rehearsal_runs_as_written(tmp_path: Path) -> None:
 def deploy(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "DRY_RUN": "1"}
     return subprocess.run(
-        ["bash", str(ROOT / "deploy/appengine/deploy.sh"), "policy.toml"],
+        ["bash", str(ROOT / "docs/deploy/appengine/deploy.sh"), "policy.toml"],
         env={**base, **env},
         capture_output=True,
         text=True,
@@ -129,7 +129,7 @@ def test_deploy_sh_refuses_to_lose_data_or_hold_a_secret(tmp_path: Path) -> None
 
 
 def test_the_custom_role_holds_the_permissions_the_guide_explains() -> None:
-    role = yaml.safe_load((ROOT / "deploy/iam/clusterbot-role.yaml").read_text())
+    role = yaml.safe_load((ROOT / "docs/deploy/iam/clusterbot-role.yaml").read_text())
     explained = set(re.findall(r"^\| `(aiplatform\.[\w.]+)` \|", GUIDE, flags=re.MULTILINE))
     assert set(role["includedPermissions"]) == explained
     verbs = {p.rsplit(".", 1)[1] for p in explained if ".modelDevelopmentClusters." in p}
@@ -149,8 +149,10 @@ def test_every_guide_command_names_a_real_setting_and_file() -> None:
 def test_the_manifest_step_sets_every_request_url(tmp_path: Path) -> None:
     [line] = [ln for ln in GUIDE.splitlines() if ln.startswith('sed "s#https://YOUR-HOST#')]
     url = "https://clusterbot-dot-my-project.uc.r.appspot.com"
-    (tmp_path / "deploy" / "slack").mkdir(parents=True)  # the line as written, in a copy
-    shutil.copy(ROOT / "deploy/slack/manifest.yaml", tmp_path / "deploy/slack/manifest.yaml")
+    (tmp_path / "docs" / "deploy" / "slack").mkdir(parents=True)  # the line as written, in a copy
+    shutil.copy(
+        ROOT / "docs/deploy/slack/manifest.yaml", tmp_path / "docs/deploy/slack/manifest.yaml"
+    )
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "URL": url}
     subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, check=True, timeout=30)
     manifest = yaml.safe_load((tmp_path / "manifest.yaml").read_text())
@@ -165,9 +167,9 @@ def test_the_manifest_step_sets_every_request_url(tmp_path: Path) -> None:
 
 
 def test_the_image_check_is_a_make_target_and_parses() -> None:
-    script = ROOT / "deploy/image/check.sh"
+    script = ROOT / "docs/deploy/image/check.sh"
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     dry = subprocess.run(
         ["make", "-n", "image-check"], cwd=ROOT, capture_output=True, text=True, timeout=30
     )
-    assert dry.returncode == 0 and "deploy/image/check.sh" in dry.stdout
+    assert dry.returncode == 0 and "docs/deploy/image/check.sh" in dry.stdout

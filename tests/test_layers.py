@@ -397,3 +397,19 @@ def test_the_composition_root_reaches_slack_only_through_its_adapter() -> None:
     for module in ("bot.routes", "bot.release_api", "bot.slack.adapter"):
         assert "bot.app" not in graph[module], module
     assert not {m for m in graph["bot.routes"] | graph["bot.release_api"] if "slack" in m}
+
+
+# The design card's top level, and the files beside it; everything else lives under one.
+TOP_LEVEL = {"pyproject.toml", "bot", "handlers", "tests", "Dockerfile", "app.yaml"}
+BESIDE = {"README.md", "Makefile", "docs", "benchmarks", ".ci", ".gitignore", ".dockerignore"}
+
+
+def test_the_top_level_is_the_design_cards() -> None:
+    listed = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    if not listed:  # not a checkout (an unpacked archive): the folders are what there is
+        listed = [p.name for p in ROOT.iterdir() if p.name not in (".git", ".venv")]
+    top = {path.split("/")[0] for path in listed}
+    assert top <= TOP_LEVEL | BESIDE, sorted(top - TOP_LEVEL - BESIDE)
+    assert top >= TOP_LEVEL

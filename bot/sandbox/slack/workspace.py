@@ -136,7 +136,7 @@ DEMO_CHANNELS = (
 # Users created in an Enterprise Grid org get W ids; older members keep their U ids
 # (https://api.slack.com/enterprise/grid, "User IDs").
 GRID_USER = User("W0DAVE", "dave", "viewer", "Dave Grid")
-# The bot scopes the app is installed with: what deploy/slack/manifest.yaml asks for, its
+# The bot scopes the app is installed with: what docs/deploy/slack/manifest.yaml asks for, its
 # optional ones left out (tests/test_deploy.py holds the two together). A method whose scope
 # is not granted answers missing_scope, as Slack does.
 INSTALLED_SCOPES = frozenset({"commands", "chat:write", "files:read", "files:write"})

@@ -5,11 +5,11 @@
 # of the same name made from Debian bookworm's own packages with debootstrap (Python 3.11,
 # `python` on the PATH, pip allowed to install as the official image allows). Needs root.
 #
-#   sudo deploy/image/check.sh        # or: make image-check
+#   sudo docs/deploy/image/check.sh        # or: make image-check
 #
 # Where Docker runs, the same check is: docker build -t clusterbot . && docker run ...
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 work=${WORK:-/var/tmp/clusterbot-image}
 port=${PORT:-18080}
 store=(--storage-driver vfs)

@@ -6,7 +6,7 @@
 #
 #   PROJECT=my-project CLUSTERBOT_TARGETS=my-project/us-central1 \
 #   CLUSTERBOT_ALERT_CHANNEL=C0123ABCD CLOUD_SQL_INSTANCE=my-project:us-central1:clusterbot \
-#   deploy/appengine/deploy.sh policy.toml
+#   docs/deploy/appengine/deploy.sh policy.toml
 #
 # Optional: SERVICE (default clusterbot; the app's first service must be "default"),
 # SERVICE_ACCOUNT (default clusterbot@PROJECT.iam.gserviceaccount.com), DATABASE and
@@ -16,7 +16,7 @@
 # sm://PROJECT/clusterbot-db-password). DRY_RUN=1 prints the filled app.yaml and stops.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 fail() { echo "deploy.sh: $*" >&2; exit 2; }
 
 command -v envsubst >/dev/null ||
