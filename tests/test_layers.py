@@ -413,3 +413,17 @@ def test_the_top_level_is_the_design_cards() -> None:
     top = {path.split("/")[0] for path in listed}
     assert top <= TOP_LEVEL | BESIDE, sorted(top - TOP_LEVEL - BESIDE)
     assert top >= TOP_LEVEL
+
+
+def test_the_stand_ins_are_a_package_of_their_own() -> None:
+    """The stand-ins answer as Slack and the control plane document, never by the bot's own
+    reading of them: they import nothing of the service (a rule shared with the bot would
+    make the simulator agree with the bot because one wrote both). The service reaches them
+    only from the commands that run them (demo, sandbox, simulator)."""
+    graph = _module_graph()
+    stand_ins = {m for m in graph if m.startswith("bot.sandbox")}
+    assert len(stand_ins) > 20
+    reached = {m for s in stand_ins for m in graph[s]} - stand_ins
+    assert {m for m in reached if m.startswith(("bot.", "handlers."))} == set()
+    users = {m for m in graph if m not in stand_ins and graph[m] & stand_ins}
+    assert users <= {"bot.demo", "bot.cli"}, users

@@ -28,6 +28,22 @@ from bot.sandbox.controlplane.wire import SLURM, get_path, proto3, slurm_spec
 # schema: modelDevelopmentClusterId "1-10 characters ... When using slurm_spec, hyphens are
 # not allowed (/^[a-z][a-z0-9]{0,9}$/)".
 CLUSTER_ID_RE = re.compile(r"^[a-z][a-z0-9]{0,9}$")
+# The resource's name (schema ModelDevelopmentCluster.name): projects/{project}/locations/
+# {location}/modelDevelopmentClusters/{modelDevelopmentCluster}.
+CLUSTER_NAME_RE = re.compile(
+    r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)"
+    r"/modelDevelopmentClusters/(?P<cluster_id>[^/:]+)$"
+)
+
+
+def cluster_parts(name: str) -> tuple[str, str, str]:
+    """The project, region and id of a cluster's resource name; ValueError when it is not one."""
+    match = CLUSTER_NAME_RE.match(name)
+    if not match:
+        raise ValueError(f"{name!r} is not a cluster resource name")
+    return match["project"], match["region"], match["cluster_id"]
+
+
 # Every updateMask path the provider sends (schema update_mask_fields; manage-cluster lists
 # node_pools and the slurm_spec partitions, login pool and scripts).
 ALLOWED_MASK_PATHS = {

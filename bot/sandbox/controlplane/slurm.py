@@ -26,13 +26,15 @@ from typing import Any
 from bot.sandbox.controlplane import pretty, wire
 from bot.sandbox.controlplane.slurm_parts import (
     BUSY_JOB_STATES,
+    HELD_REASON_CODES,
+    HELD_STATE_FLAGS,
+    NEVER_REASON_CODES,
     hostlist,
     number,
     share_documents,
     slurm_int,
     states_of,
 )
-from handlers.idle.rules import HELD_FLAGS, HELD_REASONS, NEVER_REASONS
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
 RESOURCES = re.compile(r"^(jobs|nodes|ping|shares)/?$")
@@ -93,14 +95,14 @@ def runnable(job: dict[str, Any], now: float) -> bool:
     """Whether Slurm would give the job nodes now: running, or pending and neither held,
     never to start, nor waiting for a begin time. power_save.html: a powered-down node is
     resumed when a job is allocated to it, and a pending job that cannot start is allocated
-    nothing. The held and never-starting reasons are the ones job_reason_codes.html gives,
-    kept once in ``handlers.idle.rules``."""
+    nothing. The held and never-starting reasons are the ones job_reason_codes.html gives
+    (``slurm_parts``)."""
     states = set(states_of(job))
     if BUSY_JOB_STATES & states:
         return True
-    if "PENDING" not in states or HELD_FLAGS.keys() & states or job.get("hold") is True:
+    if "PENDING" not in states or HELD_STATE_FLAGS & states or job.get("hold") is True:
         return False
-    if job.get("state_reason") in HELD_REASONS.keys() | NEVER_REASONS.keys():
+    if job.get("state_reason") in HELD_REASON_CODES | NEVER_REASON_CODES:
         return False
     begin = slurm_int(job.get("begin_time")) or slurm_int(job.get("eligible_time"))
     return begin is None or begin <= now
@@ -187,7 +189,7 @@ def job_document(
     document = dict(captured["running" if running else "pending"])
     user = str(job.get("user_name", "researcher"))
     job_id = int(job.get("job_id", 100 + key))
-    held = job.get("hold") is True or bool(HELD_FLAGS.keys() & set(states))
+    held = job.get("hold") is True or bool(HELD_STATE_FLAGS & set(states))
     begin = slurm_int(job.get("begin_time"))
     submitted = epoch - 600
     eligible = begin if begin is not None else submitted

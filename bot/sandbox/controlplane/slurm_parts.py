@@ -7,6 +7,24 @@ from collections.abc import Iterable
 from typing import Any
 
 BUSY_JOB_STATES = {"RUNNING", "COMPLETING"}
+# What keeps a pending job from being given nodes, as Slurm documents it (the stand-in's own
+# reading, not the bot's): job_reason_codes.html's held jobs ("held by the user or an account
+# coordinator", "held by a privileged user") and those that wait for a change that may never
+# come, and squeue(1)'s JOB STATE CODES for a job held after a requeue or a special exit.
+HELD_REASON_CODES = frozenset({"JobHeldUser", "JobHeldAdmin"})
+NEVER_REASON_CODES = frozenset(
+    {
+        "DependencyNeverSatisfied",
+        "InvalidAccount",
+        "InvalidQOS",
+        "AccountNotAllowed",
+        "BadConstraints",
+        "ReservationDeleted",
+        "PartitionDown",
+        "PartitionInactive",
+    }
+)
+HELD_STATE_FLAGS = frozenset({"REQUEUE_HOLD", "SPECIAL_EXIT", "RESV_DEL_HOLD"})
 
 
 def number(value: int | float) -> dict[str, Any]:

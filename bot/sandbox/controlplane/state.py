@@ -26,7 +26,6 @@ from bot.sandbox.controlplane.faults import Fault, FaultLog
 from bot.sandbox.controlplane.rpc import SimError
 from bot.sandbox.controlplane.secret_store import SecretStore
 from bot.sandbox.controlplane.slurm_state import SlurmQueue, SlurmSwitches, rfc3339
-from bot.vertex.names import ClusterName
 
 METADATA_TYPE = (
     "type.googleapis.com/google.cloud.aiplatform.v1beta1.{}ModelDevelopmentClusterOperationMetadata"
@@ -136,7 +135,7 @@ class SimulatorState(SlurmQueue, FaultLog):
         for raw in document.get("clusters", []):
             cluster = wire.camelize(raw)
             name = str(cluster.get("name", ""))
-            ClusterName.parse(name)  # a fixture without a full resource name is a mistake
+            rules.cluster_parts(name)  # a fixture without a full resource name is a mistake
             rules.check_cluster(cluster, creating=True)
             now = rfc3339(self.wall())
             cluster.setdefault("createTime", now)
@@ -243,10 +242,10 @@ class SimulatorState(SlurmQueue, FaultLog):
         previous: dict[str, Any] | None,
         fail_with: dict[str, Any] | None,
     ) -> SimOperation:
-        parsed = ClusterName.parse(cluster_name)
+        project, region, _cluster_id = rules.cluster_parts(cluster_name)
         op_id = next(self._ids)
-        number = self.project_number(parsed.project)
-        name = f"projects/{number}/locations/{parsed.region}/operations/{op_id}"
+        number = self.project_number(project)
+        name = f"projects/{number}/locations/{region}/operations/{op_id}"
         duration = getattr(self.durations, verb.lower())
         operation = SimOperation(
             name=name,
