@@ -99,6 +99,11 @@ async def closed_loop(url: str, secret: str, text: str, sink: str, per_sender: i
     return sent
 
 
+def counted(counter: str) -> Callable[[], int]:
+    """How many answers the sink at ``counter`` has had, asked anew at each call."""
+    return lambda: int(call(counter)["count"])
+
+
 async def answered(count: Callable[[], int], wanted: int, limit: float = 120.0) -> None:
     """Wait until ``wanted`` answers arrived: the proof the listener really ran."""
     deadline = time.monotonic() + limit
@@ -167,7 +172,7 @@ async def measure(
         warm = await closed_loop(
             f"http://127.0.0.1:{port}/slack/events", secret, text, sink, WARMUP // SENDERS
         )
-        await answered(lambda c=counter: call(c)["count"], before + WARMUP - warm.in_ack)
+        await answered(counted(counter), before + WARMUP - warm.in_ack)
     order = list(kinds)
     for round_number in range(ROUNDS):
         rotated = order[round_number % len(order) :] + order[: round_number % len(order)]
@@ -179,7 +184,7 @@ async def measure(
                 f"http://127.0.0.1:{port}/slack/events", secret, text, sink, PER_SENDER
             )
             wanted = before + len(taken.timings) - taken.in_ack
-            await answered(lambda c=counter: call(c)["count"], wanted)
+            await answered(counted(counter), wanted)
             cpu[name] += cpu_seconds(pid) - cpu_before
             timings[name] += taken.timings
             sent[name] += len(taken.timings)

@@ -50,7 +50,7 @@ TOTAL = money(CLUSTERS * (2 * _PRICES["a3-ultragpu-8g"] + _PRICES["n2-standard-8
 
 
 def fixture_cluster(target: Target, index: int) -> dict[str, object]:
-    return camelize(
+    cluster: dict[str, object] = camelize(
         {
             "name": f"{target.parent}/modelDevelopmentClusters/c{index:04d}",
             "node_pools": [
@@ -71,6 +71,7 @@ def fixture_cluster(target: Target, index: int) -> dict[str, object]:
             },
         }
     )
+    return cluster
 
 
 def fleet(targets: int, clusters: int) -> tuple[list[Target], dict[str, list[dict[str, object]]]]:

@@ -157,11 +157,11 @@ async def record_changes(
             created_at=now,
             expires_at=now + 3600,
             state=RequestState.RUNNING,
-            card_ts=card,
+            card_message=card,
             decided_by="U0BOB",
             decided_at=now,
             operation=operation,
-            progress_ts=thread,
+            progress_message=thread,
         )
         await store.add_request(request)
         await store.add_operation(
@@ -170,10 +170,10 @@ async def record_changes(
                 request_id=request.id,
                 cluster=name,
                 channel=CHANNEL,
-                thread_ts=card,
+                thread=card,
                 started_at=now,
                 next_poll_at=now,
-                progress_ts=thread,
+                progress_message=thread,
             )
         )
         ids.append(request.id)
@@ -371,7 +371,8 @@ async def finals(results: Results, box: str, database: str, ending: set[str]) ->
             shown = [
                 r
                 for r in done.values()
-                if "done, finished in" in str(messages.get(r.progress_ts or "", {}).get("blocks"))
+                if "done, finished in"
+                in str(messages.get(r.progress_message or "", {}).get("blocks"))
             ]
             if len(shown) == len(ending) or time.monotonic() > deadline:
                 break

@@ -66,7 +66,7 @@ async def one(results: Results, clusters: int) -> None:
             settings = service.settings
             # a sweep after the first: each cluster's data parser is known from the database
             for cluster in fixtures["clusters"]:
-                await service.store.keep_slurm_version(cluster["name"], "v0.0.42", 0.0)
+                await service.store.keep_slurm_version(str(cluster["name"]), "v0.0.42", 0.0)
             rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             try:
                 started = time.perf_counter()
