@@ -104,6 +104,7 @@ class ClusterbotService:
             clock=clock,
             releases=self.store,
             submissions=self.store,
+            spend=self.store,
         )
         options = Options(
             owner=self.owner,

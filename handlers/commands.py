@@ -46,6 +46,7 @@ from handlers.slurm.commands import (
     parse_jobs,
     parse_slurm,
 )
+from handlers.spend.report import Cost, parse_cost
 
 C = TypeVar("C")  # a typed command
 
@@ -114,7 +115,7 @@ class Deleted:
 
 Command = (
     Help | ListClusters | Show | Slurm | SlurmConfig | SlurmLayout | Resize | Delete | Ops | Idle
-) | (Audit | Jobs | Fairshare | Restore | Deleted | SlurmScripts)
+) | (Audit | Jobs | Fairshare | Restore | Deleted | SlurmScripts | Cost)
 
 
 # -- words ---------------------------------------------------------------------------------------
@@ -241,6 +242,12 @@ async def _run_restore(services: Desk, command: Restore, caller: Caller) -> None
     )
 
 
+async def _run_cost(services: Desk, command: Cost, caller: Caller) -> Reply:
+    if services.spend is None:
+        raise CommandError("this clusterbot keeps no spend ledger", "cost")
+    return await services.spend.cost(command)
+
+
 async def _run_change(services: Desk, command: Resize | Delete, caller: Caller) -> None:
     """The approval card is the answer, posted in the channel for everyone."""
     await services.approvals.request_change(caller.user, caller.channel, command)
@@ -343,6 +350,13 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.VIEWER,
         parse_audit,
         lambda s, c, who: s.reports.audit(c),
+    ),
+    Subcommand(
+        "cost",
+        "what clusters cost while clusterbot watched them, and the part spent idle",
+        Role.VIEWER,
+        parse_cost,
+        _run_cost,
     ),
 )
 BY_NAME = {entry.name: entry for entry in REGISTRY}

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
     from handlers.idle.clicks import IdleClicks
     from handlers.reading.reports import Reports
+    from handlers.spend.report import SpendReport
 
 
 @dataclass(frozen=True)
@@ -18,3 +19,4 @@ class Desk:
     reports: Reports
     approvals: Approvals
     idle: IdleClicks | None = None
+    spend: SpendReport | None = None  # None: the store keeps no spend ledger

@@ -25,6 +25,7 @@ USAGE: dict[str, str] = {
     "ops": "/cluster ops",
     "idle": "/cluster idle",
     "audit": "/cluster audit [CLUSTER] [by USER] [since 7d]",
+    "cost": "/cluster cost [CLUSTER] [since 30d] [by pool|target|label KEY]",
 }
 
 CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")
@@ -107,3 +108,15 @@ def arity(words: list[str], subcommand: str, low: int, high: int) -> None:
     if given > high:
         extra = " ".join(words[high:])
         raise CommandError(f"{subcommand} does not take {echo(extra)}", subcommand)
+
+
+TIME_BACK = re.compile(r"^(\d{1,4})([mhdw])$")
+TIME_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def time_back(word: str, subcommand: str) -> int:
+    """``90m``, ``12h``, ``7d`` or ``2w`` in seconds; ``CommandError`` for anything else."""
+    found = TIME_BACK.match(word.lower())
+    if found is None:
+        raise CommandError(f"{echo(word)} is not a time back such as 7d or 12h", subcommand)
+    return int(found.group(1)) * TIME_UNITS[found.group(2)]

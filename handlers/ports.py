@@ -29,6 +29,7 @@ from handlers.entities import (
 )
 from handlers.idle.rules import IdleRecord
 from handlers.policy import Role
+from handlers.spend.runs import SpendRun
 
 Clock = Callable[[], float]
 CrashPoint = Callable[[str], None]
@@ -177,6 +178,19 @@ class SubmissionStore(Protocol):
 
     async def forget_submissions(self, before: float) -> None:
         """Drop the made submissions received before ``before`` (past replay)."""
+        ...
+
+
+class SpendStore(Protocol):
+    async def record_spend(self, runs: Sequence[SpendRun]) -> None:
+        """Add closed runs to the ledger; one already there (the same cluster, pool and
+        start) takes the new end."""
+        ...
+
+    async def spend_between(
+        self, since: float, until: float, cluster: str | None = None
+    ) -> list[SpendRun]:
+        """The runs that overlap [since, until), of one cluster or of all."""
         ...
 
 

@@ -34,11 +34,13 @@ from handlers.ports import (
     ReportStore,
     RequestStore,
     RoleSource,
+    SpendStore,
     SubmissionStore,
     no_crash,
 )
 from handlers.reading.clusters import READ_DEADLINE, ClusterDirectory
 from handlers.reading.reports import Reports
+from handlers.spend.report import SpendReport
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Ports:
     clock: Clock
     releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
     submissions: SubmissionStore | None = None  # form submissions; None: no forms
+    spend: SpendStore | None = None  # the spend ledger; None: spend is not recorded
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         clock=clock,
         owner=owner,
         interval=options.sweep_interval,
+        spend=ports.spend,
     )
     reports = Reports(
         directory=directory,
@@ -172,6 +176,9 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         messenger=ports.messenger,
         people=ports.people,
     )
+    spending = None
+    if ports.spend is not None:
+        spending = SpendReport(ports.spend, ports.records, clock, options.sweep_interval)
     releases = None
     if ports.releases is not None:
         releases = Releases(
@@ -210,5 +217,5 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         clicks=clicks,
         sweeper=sweeper,
         reports=reports,
-        dispatcher=Dispatcher(Desk(reports, approvals, clicks), policy, ports.roles),
+        dispatcher=Dispatcher(Desk(reports, approvals, clicks, spending), policy, ports.roles),
     )

@@ -145,7 +145,7 @@ def test_a_modal_reads_back_as_the_forms_state_and_entries() -> None:
     assert state_of(view) == state("resize")
     entries = entries_of(state_values(view))
     assert entries["cluster"] == Entry(choice=TRAIN01) and entries["pool"].choice == "a4"
-    assert entries["min"] == Entry(text="3") and entries["max"] == Entry()
+    assert entries["min"] == Entry(text="3", scope="a4") and entries["max"] == Entry(scope="a4")
     for metadata in ("[]", "not json", json.dumps({"kind": "resize"})):
         with pytest.raises(BadState):
             state_of({"private_metadata": metadata})

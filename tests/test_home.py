@@ -12,6 +12,7 @@ import pytest
 
 from bot.sandbox.slack.workspace import User
 from bot.slack.home_tab import HomeTab
+from handlers.entities import RequestState
 from tests.support.demo_stack import Stack, demo_stack, text_of
 
 
@@ -30,6 +31,15 @@ async def home_of(stack: Stack, user: str) -> dict[str, Any] | None:
 def home_tab(stack: Stack) -> HomeTab:
     assert stack.service.slack.home_tab is not None  # built with the core
     return stack.service.slack.home_tab
+
+
+async def pending(stack: Stack, count: int) -> None:
+    """Wait until ``count`` requests are pending, as the Home tab reads them."""
+
+    async def there() -> bool:
+        return len(await stack.service.store.requests_in([RequestState.PENDING])) == count
+
+    await stack.wait_for(there)
 
 
 def shown(view: dict[str, Any]) -> str:
@@ -60,6 +70,7 @@ async def test_home_shows_requests_operations_and_clusters(stack: Stack) -> None
     assert "Resize a pool…" in text
 
     await stack.card("alice", "/cluster resize train01 a4 3")
+    await pending(stack, 1)  # the card is posted a moment before its request is pending
     assert await home_tab(stack).refresh() == 1  # alice's tab changed
     assert await home_tab(stack).refresh() == 0  # nothing new: nothing published
     mine = shown(await home_of(stack, "alice") or {})
@@ -102,6 +113,7 @@ async def test_a_refresh_lists_the_clusters_once_for_every_tab(tmp_path: Path) -
             return sum(1 for r in calls if r["path"].endswith("/modelDevelopmentClusters"))
 
         await stack.card("alice", "/cluster resize train01 a4 3")
+        await pending(stack, 1)
         assert await home_tab(stack).refresh() == 2  # alice's and bob's tabs changed
         before = await listings()
         assert await home_tab(stack).refresh() == 0  # nothing new

@@ -12,6 +12,7 @@ import pytest
 
 from bot.vertex.names import Target
 from handlers import dispatch
+from handlers.costs import money
 from handlers.entities import RequestState
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, state_of
@@ -121,6 +122,7 @@ def make_bot(
         roles=PolicyRoles(policy),
         people=TextPeople(),
         clock=clock,
+        spend=store,
     )
     options = Options(
         owner=owner or ("me" if same_world_as is None else "restarted"),
@@ -256,6 +258,53 @@ async def test_an_idle_paying_cluster_is_alerted_once(bot: Bot) -> None:
     bot.clock.advance(60)
     await sweep(bot)
     assert len(alerts(bot)) == 1  # once per idle period
+
+
+async def test_each_sweep_keeps_the_pools_spend_and_a_change_closes_a_run(bot: Bot) -> None:
+    """The ledger's rows come from what sweeps saw: a run stays open in the idle record while
+    nothing changes, and is written once a pool's node count changes or the cluster goes."""
+    price = bot.services.approvals.prices.prices["a3-ultragpu-8g"]
+    bot.activity.queues[C1] = (1, 0)
+    start = bot.clock.now
+    await sweep(bot)
+    bot.clock.advance(60)
+    await sweep(bot)
+    assert bot.store.spend == {}  # nothing changed: no row
+    bot.plane.add(running(cluster_doc(cluster_id="c1", nodes=4), nodes=4))
+    bot.clock.advance(60)
+    await sweep(bot)
+    [run] = bot.store.spend.values()
+    assert (run.pool, run.nodes, run.start, run.end) == ("gpu", 2, start, start + 120)
+    assert run.cost(0, 1e12) == pytest.approx(2 * price * 120 / 3600)
+    assert run.target == TARGET and not run.idle
+    record, _ = await bot.records.get(C1)
+    assert {(r.pool, r.nodes) for r in record.spending} == {("gpu", 4), ("login", 1)}
+    del bot.plane.clusters[C1]
+    bot.clock.advance(60)
+    await sweep(bot)  # gone: its last runs end where it was last seen, one interval on
+    ends = sorted((r.pool, r.nodes, r.end) for r in bot.store.spend.values())
+    assert ends == [("gpu", 2, start + 120), ("gpu", 4, start + 180), ("login", 1, start + 180)]
+
+
+async def test_cost_sums_the_ledger_and_the_runs_still_open(bot: Bot) -> None:
+    """``/cluster cost`` answers from what sweeps saw: the closed runs and the open ones, by
+    cluster or by pool, with the idle part; bad words get the reason and the usage."""
+    prices = bot.services.approvals.prices.prices
+    price, login = prices["a3-ultragpu-8g"], prices["n2-standard-8"]
+    bot.activity.queues[C1] = (0, 0)
+    for _ in range(16):  # 15 minutes of sweeps a minute apart, quiet for the last 5
+        await sweep(bot)
+        bot.clock.advance(60)
+    said = text(await bot.ask("U0CAROL", "cost"))
+    spent = (2 * price + login) * 16 / 60  # each observation holds a minute: 16 minutes
+    assert "Cost of all clusters, last 30d" in said and "c1" in said
+    assert money(spent, per_hour=False).lstrip("~") in said, said
+    idle = 2 * price * (16 - 10) / 60  # idle from the sweep 10 minutes after quiet began
+    assert money(idle, per_hour=False).lstrip("~") in said, said
+    pools = text(await bot.ask("U0CAROL", "cost c1 since 1h"))
+    assert "c1 / gpu" in pools and "c1 / login" in pools and "last 1h" in pools
+    wrong = text(await bot.ask("U0CAROL", "cost c1 by color"))
+    assert "cost by 'color'" in wrong and "/cluster cost [CLUSTER]" in wrong
 
 
 @pytest.mark.parametrize(
@@ -557,11 +606,15 @@ async def test_a_forms_life_runs_on_the_core_alone(bot: Bot) -> None:
     assert opening.startswith("# Resize a node pool") and "Looking up c1…" in opening
     filled = form_text(await flow.filled(state, None))
     assert "[Cluster: find = " + C1 + "] *" in filled and "  - gpu · a3-ultragpu-8g" in filled
-    typed = {"cluster": Entry(choice=C1), "pool": Entry(choice="gpu"), "min": Entry(text="-1")}
+    count = Entry(text="-1", scope="gpu")
+    typed = {"cluster": Entry(choice=C1), "pool": Entry(choice="gpu"), "min": count}
     redrawn = await flow.changed(state, typed)
     assert redrawn is not None
     assert "  (!) MIN -1: a node count cannot be negative" in form_text(redrawn)
-    wrong = await flow.submitted("U0ALICE", state, {**typed, "min": Entry(text="x")})
+    other = await flow.changed(state, {**typed, "min": Entry(text="-1", scope="a4")})
+    assert other is not None and "(!)" not in form_text(other)  # typed for another pool
+    assert "[Min nodes: count = 2] *" in form_text(other)  # afresh at this pool's own
+    wrong = await flow.submitted("U0ALICE", state, {**typed, "min": Entry(text="x", scope="gpu")})
     assert wrong == {"min": "'x' is not a whole number of nodes"} and bot.cards() == []
     fine = {**typed, "min": Entry(text="3"), "max": Entry(text="3")}
     assert await flow.submitted("U0ALICE", state, fine) == {}

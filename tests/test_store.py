@@ -28,6 +28,7 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.idle.rules import IdleRecord, Run
+from handlers.spend.runs import OpenRun, SpendRun
 from tests.conftest import require
 from tests.fixtures import schema_v2, schema_v3
 from tests.support.memory import MemoryIdleRecords, MemoryStore
@@ -115,7 +116,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0006"
+HEAD = "0007"
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:
@@ -437,3 +438,35 @@ async def test_requests_since_are_the_requesters_own(store: Rows) -> None:
     assert [r.id for r in await store.requests_since(requester, created)] == ["r1"]
     assert await store.requests_since(requester, created + 1) == []
     assert await store.requests_since("U0SOMEONE", 0.0) == []
+
+
+async def test_spend_runs_are_kept_once_and_read_by_period(store: Rows) -> None:
+    """A run written twice (a crash between the ledger and the idle records, then the next
+    sweep) is one row with its latest end; a period reads the runs that overlap it."""
+    c1 = a_request().cluster
+    first = SpendRun(c1, "gpu", 0.0, 3600.0, 4, 70.0, False, "p/r", (("team", "vision"),))
+    again = dataclasses.replace(first, end=7200.0)
+    login = SpendRun(c1, "login", 0.0, 7200.0, 1, None, False, "p/r")
+    other = SpendRun(
+        "projects/p/locations/r/modelDevelopmentClusters/c2",
+        "gpu",
+        9000.0,
+        9600.0,
+        2,
+        70.0,
+        True,
+        "p/r",
+    )
+    await store.record_spend([first, login])
+    await store.record_spend([again, other])
+    assert await store.spend_between(0.0, 10_000.0, c1) == [again, login]
+    assert await store.spend_between(7200.0, 9000.0) == []  # touching is not overlapping
+    assert await store.spend_between(9500.0, 9501.0) == [other]
+
+
+async def test_an_idle_record_keeps_its_open_runs_of_spend(store: Rows) -> None:
+    records = idle_records(store)
+    run = OpenRun("gpu", 10.0, 4, 70.0, True, 70.0)
+    record = IdleRecord(cluster="c1", spending=(run,), labels=(("team", "vision"),))
+    assert await records.put(record, 0, 1.0)
+    assert (await records.get("c1"))[0] == record

@@ -184,14 +184,16 @@ def _sane(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def entries_of(values: dict[str, dict[str, Any]]) -> Entries:
-    """The entries by field name: a block ``min:a4`` is the field ``min``."""
+    """The entries by field name: a block ``min:a4`` is the field ``min``, entered for ``a4``."""
     entries: dict[str, Entry] = {}
     for block, value in values.items():
         chosen = value.get("selected_option") or {}
-        entries[block.partition(":")[0]] = Entry(
+        name, _, scope = block.partition(":")
+        entries[name] = Entry(
             text=value.get("value"),
             choice=str(chosen["value"]) if chosen.get("value") else None,
             files=tuple(value.get("files") or ()),
+            scope=scope,
         )
     return entries
 

@@ -13,6 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from bot.store import schema
 from bot.store.store import Store
 from handlers.idle.rules import IdleRecord, Run
+from handlers.spend.runs import OpenRun
 
 _RECORD_FIELDS = {f.name for f in fields(IdleRecord)}
 
@@ -25,6 +26,7 @@ _STORED_AS = {"alert_message": "alert_ts"}
 def _record_json(record: IdleRecord) -> str:
     document = {_STORED_AS.get(name, name): getattr(record, name) for name in _RECORD_FIELDS}
     document["history"] = [[r.start, r.end, r.busy] for r in record.history]
+    document["spending"] = [run.to_list() for run in record.spending]
     return json.dumps(document, separators=(",", ":"))
 
 
@@ -34,6 +36,8 @@ def _record(text: str) -> IdleRecord:
         if stored in document:
             document[name] = document.pop(stored)
     document["history"] = tuple(Run(*run) for run in document.get("history", []))
+    document["spending"] = tuple(OpenRun.from_list(r) for r in document.get("spending", []))
+    document["labels"] = tuple((str(k), str(v)) for k, v in document.get("labels", []))
     # A record written by another version may carry fields this one does not know.
     return IdleRecord(**{k: v for k, v in document.items() if k in _RECORD_FIELDS})
 

@@ -166,3 +166,20 @@ submissions = sa.Table(
     sa.Column("owner", sa.String(128), nullable=False),
     sa.Column("made", sa.Boolean, nullable=False, server_default=sa.false()),
 )
+
+# The spend ledger (handlers/spend/runs.py): a row for each closed run of a pool at one node
+# count, price and idleness; keyed by its start, so a run written twice (a crash between the
+# ledger and the idle records) is one row with its latest end.
+spend_runs = sa.Table(
+    "spend_runs",
+    metadata,
+    sa.Column("cluster", sa.String(300), primary_key=True),
+    sa.Column("pool", sa.String(64), primary_key=True),
+    sa.Column("start", sa.Float, primary_key=True),
+    sa.Column("end", sa.Float, nullable=False, index=True),
+    sa.Column("nodes", sa.Integer, nullable=False),
+    sa.Column("node_hour", sa.Float),
+    sa.Column("idle", sa.Boolean, nullable=False),
+    sa.Column("target", sa.String(100), nullable=False),
+    sa.Column("labels", sa.Text, nullable=False),  # JSON: [[key, value], ...]
+)

@@ -25,6 +25,7 @@ from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
 from bot.store.releases import ReleaseRows
 from bot.store.slurm_versions import SlurmVersionRows
+from bot.store.spend import SpendRows
 from bot.store.submissions import SubmissionRows
 from handlers.changes.kinds import read_plan
 from handlers.entities import (
@@ -68,7 +69,9 @@ def shown(url: str) -> str:
     return f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
 
 
-class Store(OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows, SubmissionRows):
+class Store(
+    OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows, SubmissionRows, SpendRows
+):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 

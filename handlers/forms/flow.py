@@ -102,8 +102,11 @@ class FormFlow:
         pool = cluster.pool(pool_id) if pool_id else None
         if pool is None:
             return resize_form(state, chosen, forms.pools(cluster))
-        low_text = entries.get("min", NOTHING).text
-        high_text = entries.get("max", NOTHING).text
+        # counts typed for another pool (the pool just changed) start afresh at this one's
+        low_text, high_text = (
+            entry.text if entry.scope == pool.id else None
+            for entry in (entries.get("min", NOTHING), entries.get("max", NOTHING))
+        )
         estimate, problems = forms.typed_resize(cluster, pool.id, low_text, high_text)
         return resize_form(
             state,

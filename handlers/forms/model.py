@@ -107,6 +107,7 @@ class Entry:
     text: str | None = None
     choice: str | None = None
     files: tuple[Mapping[str, object], ...] = ()
+    scope: str = ""  # the field's scope when it was entered (the pool a count was typed for)
 
 
 Entries = Mapping[str, Entry]  # by field name

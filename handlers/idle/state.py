@@ -9,6 +9,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from handlers.idle.history import Recommendation, Run
+from handlers.spend.runs import OpenRun
 
 
 class AutoAction(StrEnum):
@@ -69,6 +70,8 @@ class IdleRecord:
     history: tuple[Run, ...] = ()
     remedy: str | None = None  # the request a click on the alert started, while it is open
     alert: dict[str, object] | None = None  # what the alert showed, to draw it again
+    spending: tuple[OpenRun, ...] = ()  # each pool's run of spend since it last changed
+    labels: tuple[tuple[str, str], ...] = ()  # the cluster's labels when last seen
 
 
 @dataclass(frozen=True)

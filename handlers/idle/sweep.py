@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from bot.vertex.errors import SlurmUnreadableError
@@ -42,9 +43,11 @@ from handlers.ports import (
     LeaseStore,
     OperationStore,
     ReportStore,
+    SpendStore,
 )
 from handlers.reading.clusters import ClusterDirectory, pools_summary
 from handlers.replies import Strong
+from handlers.spend.runs import PoolSeen, SpendRun, advance, closing, still_open
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
@@ -64,6 +67,8 @@ class Swept:
     cost_hour: float | None
     freed_hour: float | None
     reservations: tuple[str, ...]
+    pools: tuple[PoolSeen, ...] = ()  # every pool's nodes and price, for the spend ledger
+    labels: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, cluster: ClusterFacts, prices: PriceBook) -> Swept:
@@ -82,6 +87,11 @@ class Swept:
             reservations=tuple(
                 p.reservation_name or p.id for p in compute if p.reserved and cluster.nodes(p)
             ),
+            pools=tuple(
+                PoolSeen(p.id, cluster.nodes(p), prices.node_hour(p), p.id != cluster.login_pool_id)
+                for p in cluster.node_pools
+            ),
+            labels=tuple(sorted(labels.items())),
         )
 
 
@@ -94,6 +104,7 @@ class Seen:
     verdict: Verdict | None = None
     record: IdleRecord | None = None
     entry: IdleEntry | None = field(default=None)
+    spent: list[SpendRun] = field(default_factory=list)  # runs this observation closed
 
 
 class ActivityObserver:
@@ -168,6 +179,7 @@ class Sweeper:
         owner: str,
         interval: float,
         lease: float = 600.0,
+        spend: SpendStore | None = None,
     ) -> None:
         self.directory = directory
         self.observer = observer
@@ -182,6 +194,7 @@ class Sweeper:
         self.owner = owner
         self.interval = interval
         self.lease = lease
+        self.spend = spend
         self.lock = asyncio.Lock()
 
     async def sweep(self, *, alerts: bool = True, force: bool = False) -> SweepReport | None:
@@ -268,7 +281,10 @@ class Sweeper:
         names = [item.cluster.name for item in seen]
         records = await self.records.get_many(names)
         async for item, name in paced(zip(seen, names, strict=True)):
-            item.record, item.verdict = assess(records[name][0], item.observation, self.rules)
+            item.record, item.verdict = self._assess(records[name][0], item)
+        # the ledger first: a crash before the records are saved writes the same runs again
+        # at the next sweep, each the same row with its latest end
+        await self._record_spend(seen)
         lost = await self.records.put_many(
             [(item.record, records[name][1]) for item, name in zip(seen, names, strict=True)],  # type: ignore[misc]
             self.clock(),
@@ -282,10 +298,32 @@ class Sweeper:
         name = item.cluster.name
         for _ in range(5):
             record, version = await self.records.get(name)
-            item.record, item.verdict = assess(record, item.observation, self.rules)
+            item.record, item.verdict = self._assess(record, item)
+            await self._record_spend([item])
             if await self.records.put(item.record, version, self.clock()):
                 return
         raise RuntimeError(f"could not save the idle record of {name}")
+
+    def _assess(self, record: IdleRecord, item: Seen) -> tuple[IdleRecord, Verdict]:
+        """The policy's verdict, and the pools' runs of spend carried on in the record (the
+        runs the observation closed kept in ``item.spent``)."""
+        seen = item.observation
+        after, verdict = assess(record, seen, self.rules)
+        since = after.idle_since
+        idle = verdict.status not in (Status.BUSY, Status.UNKNOWN) and (
+            since is not None and seen.at - since >= self.rules.idle_after
+        )
+        cluster = item.cluster
+        runs, ended = advance(
+            record.spending, seen.at, cluster.pools, idle=idle, interval=self.interval
+        )
+        item.spent = closing(cluster.name, cluster.target, dict(cluster.labels), ended)
+        return replace(after, spending=runs, labels=cluster.labels), verdict
+
+    async def _record_spend(self, seen: Sequence[Seen]) -> None:
+        runs = [run for item in seen for run in item.spent]
+        if self.spend is not None and runs:
+            await self.spend.record_spend(runs)
 
     def _entry(self, item: Seen) -> IdleEntry:
         cluster = item.cluster
@@ -311,4 +349,10 @@ class Sweeper:
             if self.alerts is not None:
                 gone = (Strong("Deleted"), ": the cluster no longer exists.")
                 await self.alerts.board.edit(record, "deleted", gone)
+            if self.spend is not None and record.spending:  # its last runs end where it went
+                labels = dict(record.labels)
+                ended = still_open(
+                    record.cluster, target, labels, record.spending, self.clock(), self.interval
+                )
+                await self.spend.record_spend(ended)
             await self.records.delete(record.cluster)

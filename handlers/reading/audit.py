@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,14 +19,12 @@ from handlers.actions import AuditPage
 from handlers.changes.kinds import kind_of
 from handlers.changes.plan import ChangePlan
 from handlers.entities import ApprovalRequest, AuditEntry, RequestState
-from handlers.grammar import CommandError, cluster_word, echo
+from handlers.grammar import CommandError, cluster_word, echo, time_back
 from handlers.ports import RequestStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Text, UserRef
 from handlers.words import duration
 
 PAGE = 15
-SINCE = re.compile(r"^(\d{1,4})([mhdw])$")
-UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 LINE = 300  # characters of one entry at most
 CSV_ROWS = 10_000  # entries in a CSV export at most
 
@@ -54,10 +51,7 @@ def parse_audit(args: list[str]) -> Audit:
         if key == "by":
             by = value  # a person as typed: who it names is the platform's to say
         else:
-            found = SINCE.match(value.lower())
-            if found is None:
-                raise CommandError(f"{echo(value)} is not a time back such as 7d or 12h", "audit")
-            since = int(found.group(1)) * UNIT[found.group(2)]
+            since = time_back(value, "audit")
     return Audit(cluster, by, since)
 
 

@@ -33,6 +33,7 @@ from handlers.entities import (
 from handlers.idle.rules import IdleRecord
 from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
+from handlers.spend.runs import SpendRun
 
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 
@@ -48,6 +49,7 @@ class MemoryStore:
     kept: dict[str, KeptSpec] = field(default_factory=dict)
     reports: dict[str, tuple[float, str]] = field(default_factory=dict)
     submissions: dict[str, Submission] = field(default_factory=dict)
+    spend: dict[tuple[str, str, float], SpendRun] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     # -- requests ------------------------------------------------------------------------------
@@ -65,6 +67,22 @@ class MemoryStore:
 
     async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]:
         return self._where(lambda r: r.requester == requester and r.created_at >= since)
+
+    # -- the spend ledger ----------------------------------------------------------------------
+
+    async def record_spend(self, runs: Sequence[SpendRun]) -> None:
+        for run in runs:
+            self.spend[(run.cluster, run.pool, run.start)] = run
+
+    async def spend_between(
+        self, since: float, until: float, cluster: str | None = None
+    ) -> list[SpendRun]:
+        found = [
+            r
+            for r in self.spend.values()
+            if r.end > since and r.start < until and cluster in (None, r.cluster)
+        ]
+        return sorted(found, key=lambda r: r.start)
 
     # -- form submissions ----------------------------------------------------------------------
 

@@ -1,0 +1,163 @@
+"""The spend ledger, checked against a week computed another way: the true cost of a pool
+minute by minute, against what sweeps every five minutes record."""
+
+from __future__ import annotations
+
+import pytest
+
+from handlers.grammar import CommandError
+from handlers.spend.report import Cost, parse_cost
+from handlers.spend.runs import HOUR, OpenRun, PoolSeen, SpendRun, advance, closing, still_open
+from handlers.spend.totals import by_label, by_pool, overall, totals
+
+MINUTE = 60.0
+DAY = 24 * HOUR
+WEEK = 7 * DAY
+SWEEP = 5 * MINUTE
+C1 = "projects/p/locations/r/modelDevelopmentClusters/train01"
+B200 = 70.0  # a node-hour, about what an 8-GPU B200 node lists at
+LOGIN = 0.40
+
+
+def gpu_nodes(t: float) -> int:
+    """The pool as it really was: 8 nodes on weekdays 08:10 to 19:50, 2 at night, none at
+    the weekend."""
+    day, hour = int(t // DAY) % 7, (t % DAY) / HOUR
+    if day >= 5:
+        return 0
+    return 8 if 8 + 10 / 60 <= hour < 19 + 50 / 60 else 2
+
+
+def quiet(t: float) -> bool:
+    """Idle from 19:50 to midnight on weekdays (the night's two nodes wait for work)."""
+    day, hour = int(t // DAY) % 7, (t % DAY) / HOUR
+    return day < 5 and hour >= 19 + 50 / 60
+
+
+DOWN = (2 * DAY + 10 * HOUR, 2 * DAY + 12 * HOUR)  # Wednesday 10:00 to 12:00: no sweep
+
+
+def sweep_week() -> list[SpendRun]:
+    """What the ledger holds after a week of sweeps (offset two minutes from the changes)."""
+    open_runs: tuple[OpenRun, ...] = ()
+    rows: list[SpendRun] = []
+    t = 2 * MINUTE
+    while t < WEEK:
+        if DOWN[0] <= t < DOWN[1]:
+            t += SWEEP
+            continue
+        pools = [PoolSeen("gpu", gpu_nodes(t), B200), PoolSeen("login", 1, LOGIN, compute=False)]
+        open_runs, ended = advance(open_runs, t, pools, idle=quiet(t), interval=SWEEP)
+        rows += closing(C1, "p/r", {"team": "vision"}, ended)
+        t += SWEEP
+    return rows + still_open(C1, "p/r", {"team": "vision"}, open_runs, WEEK, SWEEP)
+
+
+def truth(since: float, until: float) -> tuple[float, float]:
+    """The cost and idle cost minute by minute, but for the time no sweep watched: from one
+    interval after the last sweep before the gap to the first sweep after it."""
+    last_before = max(t for t in _sweeps() if t < DOWN[0])
+    first_after = min(t for t in _sweeps() if t >= DOWN[1])
+    cost = idle = 0.0
+    t = since
+    while t < until:
+        if not (last_before + SWEEP <= t < first_after):
+            spent = (gpu_nodes(t) * B200 + LOGIN) * MINUTE / HOUR
+            cost += spent
+            idle += gpu_nodes(t) * B200 * MINUTE / HOUR if quiet(t) else 0.0
+        t += MINUTE
+    return cost, idle
+
+
+def _sweeps() -> list[float]:
+    return [
+        2 * MINUTE + n * SWEEP
+        for n in range(int(WEEK // SWEEP))
+        if not DOWN[0] <= 2 * MINUTE + n * SWEEP < DOWN[1]
+    ]
+
+
+def test_a_week_of_sweeps_adds_up_to_the_minute_by_minute_cost_within_one_percent() -> None:
+    rows = sweep_week()
+    spent = overall(totals(rows, 0.0, WEEK))
+    cost, idle = truth(2 * MINUTE, WEEK)
+    assert abs(spent.cost - cost) / cost < 0.01, (spent.cost, cost)
+    assert abs(spent.idle - idle) / idle < 0.01, (spent.idle, idle)
+    assert cost > 20_000  # a week of a B200 pool: the figure is not small by construction
+    # few rows: a run is written when something changes, not at every sweep
+    assert len(rows) < 60, len(rows)
+
+
+def test_a_day_is_summed_from_the_runs_that_overlap_it() -> None:
+    rows = sweep_week()
+    tuesday = (1 * DAY, 2 * DAY)
+    spent = overall(totals(rows, *tuesday))
+    cost, _ = truth(*tuesday)
+    assert abs(spent.cost - cost) / cost < 0.01
+    # Saturday: the login node, and Friday night's two nodes until the first sweep saw them
+    # gone (an observation holds until the next one: at most one interval of the change)
+    saturday = overall(totals(rows, 5 * DAY, 6 * DAY))
+    cost, _ = truth(5 * DAY, 6 * DAY)
+    assert abs(cost - 24 * LOGIN) < 1e-6
+    assert 0 < saturday.cost - cost <= 2 * B200 * SWEEP / HOUR
+
+
+def test_groupings_add_up_to_the_whole() -> None:
+    rows = sweep_week()
+    whole = overall(totals(rows, 0.0, WEEK)).cost
+    pools = totals(rows, 0.0, WEEK, by_pool)
+    assert list(pools) == ["train01 / gpu", "train01 / login"]  # largest first
+    assert abs(sum(s.cost for s in pools.values()) - whole) < 1e-6
+    teams = totals(rows, 0.0, WEEK, by_label("team"))
+    assert list(teams) == ["team=vision"]
+    assert list(totals(rows, 0.0, WEEK, by_label("env"))) == ["env (none)"]
+
+
+def test_a_long_gap_is_not_counted_and_a_change_closes_the_run() -> None:
+    seen = [PoolSeen("gpu", 4, B200)]
+    runs, ended = advance((), 0.0, seen, idle=False, interval=SWEEP)
+    assert ended == [] and runs == (OpenRun("gpu", 0.0, 4, B200, False, 0.0),)
+    runs, ended = advance(runs, SWEEP, seen, idle=False, interval=SWEEP)
+    assert ended == [] and runs[0].start == 0.0  # nothing changed: the run goes on
+    later = 10 * HOUR  # the bot was down
+    runs, ended = advance(runs, later, seen, idle=False, interval=SWEEP)
+    assert ended == [(OpenRun("gpu", 0.0, 4, B200, False, SWEEP), 2 * SWEEP)]
+    assert runs[0].start == later
+    runs, ended = advance(runs, later + SWEEP, [], idle=False, interval=SWEEP)
+    gone = OpenRun("gpu", later, 4, B200, False, later)
+    assert runs == () and ended == [(gone, later + SWEEP)]
+    quiet_now = advance(runs, later, seen, idle=True, interval=SWEEP)[0]
+    login = advance(
+        (), 0.0, [PoolSeen("login", 1, LOGIN, compute=False)], idle=True, interval=SWEEP
+    )
+    assert quiet_now[0].idle and not login[0][0].idle  # the login pool is never idle
+
+
+def test_an_unknown_price_is_counted_in_node_hours_not_dollars() -> None:
+    run = SpendRun(C1, "gpu", 0.0, 2 * HOUR, 3, None, False)
+    spent = overall(totals([run], 0.0, HOUR))
+    assert spent.cost == 0.0 and spent.node_hours == 3.0 and spent.unpriced == 3.0
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        ("since 5y", "'5y' is not a time back such as 7d or 12h"),
+        ("train01 by", "cost takes 'by': use since 30d or by pool"),
+        ("by label", "by label needs the label's key: by label team"),
+        ("by colour", "cost by 'colour': use by pool, target or label KEY"),
+        ("Train_01", "cluster"),
+    ],
+)
+def test_bad_cost_words_get_the_reason(words: str, said: str) -> None:
+    with pytest.raises(CommandError) as refused:
+        parse_cost(words.split())
+    assert said in refused.value.reason and refused.value.subcommand == "cost"
+
+
+def test_cost_words() -> None:
+    assert parse_cost([]) == Cost()
+    assert parse_cost(["train01", "since", "2w", "by", "pool"]) == Cost("train01", 14 * DAY, "pool")
+    assert parse_cost(["by", "label", "team", "since", "12h"]) == Cost(
+        None, 12 * HOUR, "label", "team"
+    )
