@@ -164,6 +164,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         owner=owner,
         interval=options.sweep_interval,
         spend=ports.spend,
+        crash=crash,
     )
     reports = Reports(
         directory=directory,

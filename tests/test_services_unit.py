@@ -590,6 +590,44 @@ async def test_a_card_cut_off_by_a_crash_frees_its_cluster_at_restart_and_says_s
     assert await other.services.approvals.abandon_own_drafts() == 0
 
 
+async def test_a_sweep_cut_off_between_the_ledger_and_the_records_writes_one_row(
+    clock: ManualClock,
+) -> None:
+    """The ledger is written first: a crash before the idle records are saved leaves the
+    record's run open, and the next sweep (a restart) writes the same row again, once, with
+    its latest end."""
+    policy = Policy.model_validate(POLICY)
+    sweeps = 0
+
+    def second_sweep_dies(step: str) -> None:
+        nonlocal sweeps
+        if step == "after-spend":
+            sweeps += 1
+            if sweeps == 2:
+                raise Died(step)
+
+    first = make_bot(clock, policy, crash=second_sweep_dies)
+    first.activity.queues[C1] = (1, 0)
+    start = clock.now
+    await sweep(first)
+    first.plane.add(running(cluster_doc(cluster_id="c1", nodes=4), nodes=4))
+    clock.advance(60)
+    with pytest.raises(Died):
+        await sweep(first)
+    [written] = first.store.spend.values()
+    assert (written.nodes, written.start, written.end) == (2, start, start + 60)
+    again = make_bot(clock, policy, same_world_as=first)
+    clock.advance(60)
+    await sweep(again)
+    [row] = again.store.spend.values()  # the same row, not a second one
+    assert (row.pool, row.nodes, row.start, row.end) == ("gpu", 2, start, start + 120)
+    record, _ = await again.records.get(C1)
+    assert {(r.pool, r.nodes, r.start) for r in record.spending} == {
+        ("gpu", 4, start + 120),
+        ("login", 1, start),
+    }
+
+
 # -- forms, in plain text ----------------------------------------------------------------------
 
 

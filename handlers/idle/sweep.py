@@ -39,11 +39,13 @@ from handlers.idle.rules import (
 from handlers.ports import (
     ActivityReader,
     Clock,
+    CrashPoint,
     IdleRecordStore,
     LeaseStore,
     OperationStore,
     ReportStore,
     SpendStore,
+    no_crash,
 )
 from handlers.reading.clusters import ClusterDirectory, pools_summary
 from handlers.replies import Strong
@@ -180,6 +182,7 @@ class Sweeper:
         interval: float,
         lease: float = 600.0,
         spend: SpendStore | None = None,
+        crash: CrashPoint = no_crash,
     ) -> None:
         self.directory = directory
         self.observer = observer
@@ -195,6 +198,7 @@ class Sweeper:
         self.interval = interval
         self.lease = lease
         self.spend = spend
+        self.crash = crash
         self.lock = asyncio.Lock()
 
     async def sweep(self, *, alerts: bool = True, force: bool = False) -> SweepReport | None:
@@ -285,6 +289,7 @@ class Sweeper:
         # the ledger first: a crash before the records are saved writes the same runs again
         # at the next sweep, each the same row with its latest end
         await self._record_spend(seen)
+        self.crash("after-spend")
         lost = await self.records.put_many(
             [(item.record, records[name][1]) for item, name in zip(seen, names, strict=True)],  # type: ignore[misc]
             self.clock(),
