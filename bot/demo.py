@@ -8,6 +8,7 @@ HTTP on loopback, exactly as they would across the internet.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import shutil
 import signal
@@ -19,6 +20,7 @@ from aiohttp import web
 from pydantic import SecretStr
 
 from bot.app import ClusterbotService
+from bot.demo_history import seed_week
 from bot.edge import KEEPALIVE_TIMEOUT, edge_middleware, listen
 from bot.routes import trace_middleware
 from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, mount
@@ -117,6 +119,15 @@ def run_demo(host: str, port: int, data_dir: Path | None = None) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+async def _seed(service: ClusterbotService) -> None:
+    try:
+        written = await seed_week(service)
+    except Exception:  # the demo runs on without its history: say why
+        logging.getLogger(__name__).exception("the demo's week of spend was not written")
+        return
+    logging.getLogger(__name__).info("the demo's ledger holds a week of spend (%d runs)", written)
+
+
 async def _until_stopped(
     app: web.Application, service: ClusterbotService, host: str, port: int
 ) -> None:
@@ -125,12 +136,15 @@ async def _until_stopped(
     runner = web.AppRunner(app, handle_signals=False, keepalive_timeout=KEEPALIVE_TIMEOUT)
     await runner.setup()
     listener = await listen(runner, host, port)  # the same edge as serve's
+    # a week of spend for /cluster cost, once the simulator it lists answers on the port
+    seeding = asyncio.ensure_future(_seed(service))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
+        seeding.cancel()
         await service.stop()
     finally:
         listener.close()

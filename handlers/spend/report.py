@@ -140,7 +140,6 @@ def _row(name: str, spend: Spend) -> tuple[str, str, str, str, str]:
 
 
 def _period(seconds: float) -> str:
-    for unit, size in (("w", TIME_UNITS["w"]), ("d", TIME_UNITS["d"])):
-        if seconds % size == 0:
-            return f"{seconds / size:.0f}{unit}"
+    if seconds % TIME_UNITS["d"] == 0:
+        return f"{seconds / TIME_UNITS['d']:.0f}d"
     return f"{seconds / HOUR:.0f}h"
