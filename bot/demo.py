@@ -31,6 +31,7 @@ from handlers.changes.execution import LEASE
 from handlers.policy import Policy
 
 DEMO_TOKEN = "xoxb-clusterbot-demo"
+SEED_WAIT = 15.0  # seconds a stop waits for the week of spend to be written
 DEMO_POLICY = {
     "default_role": "viewer",
     "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"], "viewer": ["U0CAROL"]},
@@ -144,7 +145,11 @@ async def _until_stopped(
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
-        seeding.cancel()
+        # let the seeding end on its own (a second or two): cut off inside a database call,
+        # it could leave the pool a connection that closing the store then waits on
+        if not (await asyncio.wait({seeding}, timeout=SEED_WAIT))[0]:
+            seeding.cancel()
+            await asyncio.wait({seeding})
         await service.stop()
     finally:
         listener.close()
