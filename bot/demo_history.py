@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from handlers.spend.runs import HOUR, OpenRun, PoolSeen, SpendRun, advance, closing, still_open
+from handlers.spend.runs import HOUR, OpenRun, SpendRun, advance, closing, pools_seen, still_open
 
 if TYPE_CHECKING:
     from bot.app import ClusterbotService
@@ -38,10 +38,7 @@ async def seed_week(service: ClusterbotService, now: float | None = None) -> int
         for cluster in listing.clusters:
             name, target = cluster.name or "", str(listing.target)
             labels = dict(cluster.labels or {})
-            pools = [
-                PoolSeen(p.id, cluster.nodes(p), prices.node_hour(p), p.id != cluster.login_pool_id)
-                for p in cluster.node_pools
-            ]
+            pools = pools_seen(cluster, prices)
             runs: tuple[OpenRun, ...] = ()
             for hour in range(DAYS * 24, 0, -1):
                 t = now - hour * HOUR

@@ -12,6 +12,11 @@ CLUSTER_NAME_RE = re.compile(
 TARGET_RE = re.compile(r"^(?P<project>[a-z][a-z0-9-]{4,61}[a-z0-9])/(?P<region>[a-z]+-[a-z]+\d+)$")
 
 
+def target_of(name: str) -> str:
+    """``project/region`` of a cluster's resource name, as kept (never raises)."""
+    return "/".join(name.split("/")[1:4:2])
+
+
 @dataclass(frozen=True, order=True)
 class Target:
     """A project and region the bot watches, written ``project/region``."""

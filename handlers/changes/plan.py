@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from bot.vertex.models import Cluster
+from bot.vertex.names import target_of
 from handlers.costs import PriceBook, Range
 
 # The parts of a cluster a change depends on; output fields (status, events) are left out.
@@ -81,7 +82,7 @@ class ChangePlan(BaseModel, Generic[D]):
     @property
     def target(self) -> str:
         """``project/region`` of the cluster."""
-        return "/".join(self.cluster.split("/")[1:4:2])
+        return target_of(self.cluster)
 
     @property
     def after(self) -> Range:

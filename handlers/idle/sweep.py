@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.facts import ClusterFacts
+from bot.vertex.names import target_of
 from handlers.costs import PriceBook
 from handlers.idle.alert import IdleEntry
 from handlers.idle.alerts import IdleAlerts
@@ -49,7 +50,7 @@ from handlers.ports import (
 )
 from handlers.reading.clusters import ClusterDirectory, pools_summary
 from handlers.replies import Strong
-from handlers.spend.runs import PoolSeen, SpendRun, advance, closing, still_open
+from handlers.spend.runs import PoolSeen, SpendRun, advance, closing, pools_seen, still_open
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
@@ -77,22 +78,20 @@ class Swept:
         compute = list(cluster.compute_pools())
         paying = [p.id for p in compute if cluster.nodes(p)]
         labels = cluster.labels or {}
+        pools = pools_seen(cluster, prices)
         return cls(
             name=cluster.name or "",
             target=str(cluster.target),
             state=str(cluster.state),
             exempt_label=labels.get(EXEMPT_LABEL[0]) == EXEMPT_LABEL[1],
-            paying_nodes=sum(cluster.nodes(p) for p in compute),
+            paying_nodes=sum(p.nodes for p in pools if p.compute),
             nodes=pools_summary(cluster, paying) or "no compute nodes",
             cost_hour=prices.pools_hour(cluster, compute),
             freed_hour=prices.freed_hour(cluster, compute),
             reservations=tuple(
                 p.reservation_name or p.id for p in compute if p.reserved and cluster.nodes(p)
             ),
-            pools=tuple(
-                PoolSeen(p.id, cluster.nodes(p), prices.node_hour(p), p.id != cluster.login_pool_id)
-                for p in cluster.node_pools
-            ),
+            pools=pools,
             labels=tuple(sorted(labels.items())),
         )
 
@@ -348,7 +347,7 @@ class Sweeper:
 
     async def _forget_deleted(self, present: set[str], listed_targets: set[str]) -> None:
         for record in await self.records.all():
-            target = "/".join(record.cluster.split("/")[1:4:2])
+            target = target_of(record.cluster)
             if record.cluster in present or target not in listed_targets:
                 continue  # still there, or its target could not be listed this time
             if self.alerts is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.vertex.names import target_of
 from handlers.costs import money
 from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_back
 from handlers.ports import Clock, IdleRecordStore, SpendStore
@@ -71,8 +72,8 @@ class SpendReport:
         """The ledger's runs, and the runs still open in the idle records, up to now."""
         runs = await self.store.spend_between(since, until)
         for record in await self.records.all():
-            target = "/".join(record.cluster.split("/")[1:4:2])
             labels = dict(record.labels)
+            target = target_of(record.cluster)
             runs += still_open(
                 record.cluster, target, labels, record.spending, until, self.interval
             )

@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from bot.vertex.facts import ClusterFacts
+from handlers.costs import PriceBook
+
 HOUR = 3600.0
 MAX_GAP = 3  # sweep intervals an observation may be apart and still be one run
 
@@ -28,6 +31,14 @@ class PoolSeen:
     nodes: int
     node_hour: float | None  # list price of one node-hour; None: not in the price book
     compute: bool = True  # False for the login pool: never idle, always paid
+
+
+def pools_seen(cluster: ClusterFacts, prices: PriceBook) -> tuple[PoolSeen, ...]:
+    """Every pool of the cluster as an observation sees it: its nodes that exist now."""
+    return tuple(
+        PoolSeen(p.id, cluster.nodes(p), prices.node_hour(p), p.id != cluster.login_pool_id)
+        for p in cluster.node_pools
+    )
 
 
 @dataclass(frozen=True)
