@@ -19,7 +19,7 @@ from handlers.forms.flow import FormFlow, state_of
 from handlers.forms.model import Entry
 from handlers.idle.rules import Status
 from handlers.policy import Policy, Role
-from handlers.ports import ActivityReader, CrashPoint, no_crash
+from handlers.ports import ActivityReader, CrashPoint, ReleaseStore, no_crash
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
 from tests.conftest import ManualClock
@@ -97,13 +97,15 @@ def make_bot(
     activity: ActivityReader | None = None,
     sweep_interval: float = 60.0,
     owner: str | None = None,
+    releases: ReleaseStore | None = None,
+    messenger: FakeMessenger | None = None,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
     place of the counts of a ``FakeActivity``."""
     if same_world_as is None:
         store, records = MemoryStore(), MemoryIdleRecords()
-        plane, messenger = FakeControlPlane(), FakeMessenger()
+        plane, messenger = FakeControlPlane(), messenger or FakeMessenger()
         activity = activity or FakeActivity()
         plane.add(running(cluster_doc(cluster_id="c1", nodes=2), nodes=2))
     else:
@@ -123,6 +125,7 @@ def make_bot(
         people=TextPeople(),
         clock=clock,
         spend=store,
+        releases=releases,
     )
     options = Options(
         owner=owner or ("me" if same_world_as is None else "restarted"),

@@ -55,6 +55,7 @@ class TooManyReleases(ReleaseError):
         self.retry_after = retry_after
 
 
+ANNOUNCE_WAIT = 60.0  # seconds a check waits for a new release's announcement to be posted
 RATE_LIMIT = 20  # releases one caller may start in RATE_WINDOW, on each replica
 RATE_WINDOW = 3600.0
 
@@ -176,6 +177,11 @@ class Releases:
             await self._resume(release)
             return
         now = self.clock()
+        if release.thread is None and now - release.created_at < ANNOUNCE_WAIT:
+            # stored, and being announced (here or on another replica): what a check says
+            # goes in the announcement's thread, so it waits for it; one never posted (Slack
+            # refused it) stops holding the release back after a minute
+            return
         try:
             horizon = max(0.0, release.deadline - now)  # a job due before the timeout counts
             demand, census = await slurm_demand(self.activity, release.cluster, now, horizon)
