@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 import aiohttp
 from aiohttp import web
 
+from bot.calendar import CronCalendar
 from bot.jobs import PeriodicJobs, crash_hook
 from bot.metrics import BotMetrics
 from bot.redact import Redactor
@@ -105,6 +106,8 @@ class ClusterbotService:
             releases=self.store,
             submissions=self.store,
             spend=self.store,
+            schedules=self.store,
+            calendar=CronCalendar(),
         )
         options = Options(
             owner=self.owner,
@@ -163,6 +166,8 @@ class ClusterbotService:
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
         self.jobs.add("releases", self._releases, self.settings.release_check_seconds)
+        # the first run is now: a wake missed while every replica was down happens at start
+        self.jobs.add("schedules", self._schedules, self.settings.schedule_check_seconds)
         self.slack.schedule(self.jobs, self.is_accepting)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
@@ -229,6 +234,10 @@ class ClusterbotService:
     async def _releases(self) -> None:
         if self.accepting and self.core.releases is not None:
             await self.core.releases.check_all()
+
+    async def _schedules(self) -> None:
+        if self.accepting and self.core.schedules is not None:
+            await self.core.schedules.check_all()
 
     async def _expire(self) -> None:
         if self.accepting:

@@ -123,6 +123,7 @@ class Settings(BaseSettings):
     oidc_audience: str | None = None
     oidc_certs_url: str = "https://www.googleapis.com/oauth2/v1/certs"
     release_check_seconds: float = Field(30.0, gt=0, le=3600)  # between looks at the queue
+    schedule_check_seconds: float = Field(30.0, gt=0, le=600)  # between looks at schedules
     release_grace_seconds: float = Field(60.0, ge=0, le=3600)  # empty this long, then act
     debug_crash_at: str | None = None  # testing only: exit at this named step of a change
 

@@ -32,6 +32,8 @@ class ActionId(StrEnum):
     AUDIT_CSV = "audit_csv"
     OPEN_RESIZE_FORM = "open_form_resize"
     OPEN_DELETE_FORM = "open_form_delete"
+    SCHEDULE_SKIP = "schedule_skip"
+    SCHEDULE_POSTPONE = "schedule_postpone"
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,32 @@ class SweepNow:
     value = "sweep"
 
 
+@dataclass(frozen=True)
+class Night:
+    """Skip tonight's "off" of a schedule, or postpone it two hours (operators), from the
+    notice posted shortly before it; ``off_at`` names the night, so a late click on an old
+    notice does nothing to the next one."""
+
+    schedule_id: str
+    off_at: int  # epoch seconds of the "off" the notice was for
+    postpone: bool = False
+
+    @property
+    def action_id(self) -> ActionId:
+        return ActionId.SCHEDULE_POSTPONE if self.postpone else ActionId.SCHEDULE_SKIP
+
+    @property
+    def value(self) -> str:
+        return f"{self.schedule_id}|{self.off_at}"
+
+
+def night(action_id: ActionId, value: str) -> Night:
+    schedule_id, _, off_at = value.partition("|")
+    if not schedule_id or not off_at.isdigit():
+        raise ActionError("That schedule's night is not one clusterbot offers.")
+    return Night(schedule_id, int(off_at), postpone=action_id == ActionId.SCHEDULE_POSTPONE)
+
+
 Action = (
     Decide
     | Withdraw
@@ -197,6 +225,7 @@ Action = (
     | RestoreClicked
     | OpenForm
     | AuditPage
+    | Night
 )
 
 

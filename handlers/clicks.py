@@ -21,6 +21,7 @@ from handlers.actions import (
     AuditPage,
     Decide,
     Keep,
+    Night,
     OpenForm,
     Remedy,
     RestoreClicked,
@@ -29,6 +30,7 @@ from handlers.actions import (
     Withdraw,
     audit_page,
     needs,
+    night,
     snooze,
 )
 from handlers.desk import Desk
@@ -156,6 +158,13 @@ CLICKS: tuple[Click, ...] = (
         lambda s, c: _typed(f"Type /cluster {c.action.kind} with its words instead."),
     ),
     click(
+        (ActionId.SCHEDULE_SKIP, ActionId.SCHEDULE_POSTPONE),
+        night,
+        Role.OPERATOR,
+        "Skipping or postponing a schedule's night",
+        lambda s, c: _night(s, c),
+    ),
+    click(
         (ActionId.AUDIT_PAGE, ActionId.AUDIT_CSV),
         lambda i, v: audit_page(v, csv=i == ActionId.AUDIT_CSV),
         Role.VIEWER,
@@ -164,6 +173,15 @@ CLICKS: tuple[Click, ...] = (
         in_place=lambda a: not a.csv,  # the next page takes the place of the one clicked
     ),
 )
+
+
+async def _night(services: Desk, clicked: Clicked[Night]) -> Reply:
+    if services.schedules is None:
+        return notice("Schedule", "This clusterbot keeps no schedules.")
+    night = clicked.action
+    return await services.schedules.night(
+        clicked.user, night.schedule_id, night.off_at, night.postpone
+    )
 
 
 async def _typed(text: str) -> Reply:

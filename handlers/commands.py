@@ -36,6 +36,14 @@ from handlers.grammar import (
 from handlers.policy import Role
 from handlers.reading.audit import Audit, parse_audit
 from handlers.replies import Code, FixedReply, Heading, Note, Reply, Table, Text
+from handlers.schedules.commands import (
+    SCHEDULE,
+    SCHEDULES,
+    parse_schedule,
+    parse_schedules,
+    run_schedule,
+    run_schedules,
+)
 from handlers.slurm.commands import (
     Fairshare,
     Jobs,
@@ -358,6 +366,8 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         parse_cost,
         _run_cost,
     ),
+    Subcommand("schedule", SCHEDULE, Role.OPERATOR, parse_schedule, run_schedule),
+    Subcommand("schedules", SCHEDULES, Role.VIEWER, parse_schedules, run_schedules),
 )
 BY_NAME = {entry.name: entry for entry in REGISTRY}
 ALIASES = {"-h": "help", "--help": "help", "?": "help"}

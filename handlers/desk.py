@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
     from handlers.idle.clicks import IdleClicks
     from handlers.reading.reports import Reports
+    from handlers.schedules.service import Schedules
     from handlers.spend.report import SpendReport
 
 
@@ -20,3 +21,4 @@ class Desk:
     approvals: Approvals
     idle: IdleClicks | None = None
     spend: SpendReport | None = None  # None: the store keeps no spend ledger
+    schedules: Schedules | None = None  # None: no schedule store

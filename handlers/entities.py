@@ -60,6 +60,7 @@ class Origin(StrEnum):
     IDLE = "idle"  # a remedy clicked on an idle alert
     IDLE_AUTO = "idle-auto"  # the idle policy's auto-action
     PIPELINE = "pipeline"  # a pipeline's release, once its cluster's queue emptied
+    SCHEDULE = "schedule"  # an off-hours schedule's off or on, approved with the schedule
 
 
 @dataclass

@@ -26,6 +26,9 @@ USAGE: dict[str, str] = {
     "idle": "/cluster idle",
     "audit": "/cluster audit [CLUSTER] [by USER] [since 7d]",
     "cost": "/cluster cost [CLUSTER] [since 30d] [by pool|target|label KEY]",
+    "schedule": "/cluster schedule CLUSTER [POOL] off [DAYS] HH:MM on [DAYS] HH:MM [tz ZONE]   "
+    "(or pause|resume|end ID)",
+    "schedules": "/cluster schedules",
 }
 
 CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")

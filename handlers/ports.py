@@ -29,6 +29,8 @@ from handlers.entities import (
 )
 from handlers.idle.rules import IdleRecord
 from handlers.policy import Role
+from handlers.schedules.model import Phase, Schedule, ScheduleChanges, ScheduleState
+from handlers.schedules.times import Weekly
 from handlers.spend.runs import SpendRun
 
 Clock = Callable[[], float]
@@ -149,6 +151,54 @@ class ActivityReader(Protocol):
     async def shares(self, cluster: str) -> list[Share]:
         """The fair-share tree: accounts and their users."""
         ...
+
+
+class Calendar(Protocol):
+    """When a weekly time next comes in a time zone, DST included (the service's is
+    APScheduler's cron trigger: ``bot/calendar.py``)."""
+
+    def next_time(self, when: Weekly, zone: str, after: float) -> float:
+        """The first moment strictly after ``after`` (epoch seconds) that ``when`` comes in
+        ``zone``: once a local day, so a wall time that comes twice as clocks go back comes
+        once, and one the clocks skip comes when they land past it."""
+        ...
+
+
+class ScheduleStore(Protocol):
+    async def add_schedule(self, schedule: Schedule) -> None: ...
+    async def get_schedule(self, schedule_id: str) -> Schedule | None: ...
+    async def schedules(self, states: Sequence[ScheduleState] | None = None) -> list[Schedule]:
+        """Schedules in ``states`` (every one when None), and any other still asleep or on
+        its way, oldest first."""
+        ...
+
+    async def move_schedule(
+        self,
+        schedule_id: str,
+        before: Phase,
+        after: Phase,
+        *,
+        if_due: float | None = None,
+        **changes: Unpack[ScheduleChanges],
+    ) -> bool:
+        """``before`` -> ``after`` (while its ``due_at`` is ``if_due``, when given); False
+        when another replica moved it first."""
+        ...
+
+    async def claim_notice(self, schedule_id: str, off_at: float) -> bool:
+        """Whether this call is the one to post the notice for the "off" at ``off_at``."""
+        ...
+
+    async def set_schedule_state(
+        self,
+        schedule_id: str,
+        before: Sequence[ScheduleState],
+        after: ScheduleState,
+        **changes: Unpack[ScheduleChanges],
+    ) -> bool: ...
+    async def update_schedule(
+        self, schedule_id: str, **changes: Unpack[ScheduleChanges]
+    ) -> None: ...
 
 
 class ReleaseStore(Protocol):

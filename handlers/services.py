@@ -23,6 +23,7 @@ from handlers.messenger import Messenger
 from handlers.policy import Policy
 from handlers.ports import (
     ActivityReader,
+    Calendar,
     Clock,
     ControlPlane,
     CrashPoint,
@@ -34,12 +35,15 @@ from handlers.ports import (
     ReportStore,
     RequestStore,
     RoleSource,
+    ScheduleStore,
     SpendStore,
     SubmissionStore,
     no_crash,
 )
 from handlers.reading.clusters import READ_DEADLINE, ClusterDirectory
 from handlers.reading.reports import Reports
+from handlers.schedules.nights import Nights
+from handlers.schedules.service import Schedules
 from handlers.spend.report import SpendReport
 
 
@@ -61,6 +65,8 @@ class Ports:
     releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
     submissions: SubmissionStore | None = None  # form submissions; None: no forms
     spend: SpendStore | None = None  # the spend ledger; None: spend is not recorded
+    schedules: ScheduleStore | None = None  # off-hours schedules; None: none can be set
+    calendar: Calendar | None = None  # when a schedule's times come (with ``schedules``)
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ class Services:
     dispatcher: Dispatcher
     releases: Releases | None = None
     intake: Intake | None = None
+    schedules: Schedules | None = None
 
 
 def build(ports: Ports, policy: Policy, options: Options) -> Services:
@@ -195,6 +202,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
             grace=options.release_grace,
             crash=crash,
         )
+    schedules = _schedules(ports, directory, approvals, ledger, crash)
     intake = None
     if ports.submissions is not None:
         intake = Intake(
@@ -218,5 +226,30 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         clicks=clicks,
         sweeper=sweeper,
         reports=reports,
-        dispatcher=Dispatcher(Desk(reports, approvals, clicks, spending), policy, ports.roles),
+        schedules=schedules,
+        dispatcher=Dispatcher(
+            Desk(reports, approvals, clicks, spending, schedules), policy, ports.roles
+        ),
     )
+
+
+def _schedules(
+    ports: Ports,
+    directory: ClusterDirectory,
+    approvals: Approvals,
+    ledger: RequestLedger,
+    crash: CrashPoint,
+) -> Schedules | None:
+    if ports.schedules is None or ports.calendar is None:
+        return None
+    nights = Nights(
+        store=ports.schedules,
+        calendar=ports.calendar,
+        directory=directory,
+        activity=ports.activity,
+        approvals=approvals,
+        messenger=ports.messenger,
+        clock=ports.clock,
+        crash=crash,
+    )
+    return Schedules(nights=nights, approvals=approvals, ledger=ledger)

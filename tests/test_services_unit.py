@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bot.calendar import CronCalendar
 from bot.vertex.names import Target
 from handlers import dispatch
 from handlers.costs import money
@@ -19,7 +20,7 @@ from handlers.forms.flow import FormFlow, state_of
 from handlers.forms.model import Entry
 from handlers.idle.rules import Status
 from handlers.policy import Policy, Role
-from handlers.ports import ActivityReader, CrashPoint, ReleaseStore, no_crash
+from handlers.ports import ActivityReader, CrashPoint, ReleaseStore, ScheduleStore, no_crash
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
 from tests.conftest import ManualClock
@@ -99,6 +100,7 @@ def make_bot(
     owner: str | None = None,
     releases: ReleaseStore | None = None,
     messenger: FakeMessenger | None = None,
+    schedules: ScheduleStore | None = None,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
@@ -126,6 +128,8 @@ def make_bot(
         clock=clock,
         spend=store,
         releases=releases,
+        schedules=schedules,
+        calendar=CronCalendar() if schedules is not None else None,
     )
     options = Options(
         owner=owner or ("me" if same_world_as is None else "restarted"),

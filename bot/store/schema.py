@@ -183,3 +183,34 @@ spend_runs = sa.Table(
     sa.Column("target", sa.String(100), nullable=False),
     sa.Column("labels", sa.Text, nullable=False),  # JSON: [[key, value], ...]
 )
+
+# Off-hours schedules (handlers/schedules/): each phase change one conditional UPDATE.
+schedules = sa.Table(
+    "schedules",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("cluster", sa.String(300), nullable=False, index=True),
+    sa.Column("pool", sa.String(64)),
+    sa.Column("off", sa.String(64), nullable=False),  # "mon,tue,wed,thu,fri 20:00"
+    sa.Column("on", sa.String(64), nullable=False),
+    sa.Column("zone", sa.String(64), nullable=False),
+    sa.Column("requested_by", sa.String(320), nullable=False),
+    sa.Column("channel", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("request_id", sa.String(40), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False, index=True),
+    sa.Column("approved_by", sa.String(320)),
+    sa.Column("phase", sa.String(16), nullable=False),
+    sa.Column("next_off", sa.Float),
+    sa.Column("next_on", sa.Float),
+    sa.Column("due_at", sa.Float),
+    sa.Column("tries", sa.Integer, nullable=False),
+    sa.Column("firing_request", sa.String(40)),
+    sa.Column("kept", sa.Text, nullable=False),  # JSON: {pool: [min, max]}
+    sa.Column("slept_at", sa.Float),
+    sa.Column("noticed_for", sa.Float),
+    sa.Column("thread", sa.String(64)),
+    sa.Column("freed_hour", sa.Float),
+    sa.Column("saved", sa.Float, nullable=False),
+    sa.Column("saved_hours", sa.Float, nullable=False),
+)

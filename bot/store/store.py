@@ -24,6 +24,7 @@ from bot.store.leases import LeaseRows
 from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
 from bot.store.releases import ReleaseRows
+from bot.store.schedules import ScheduleRows
 from bot.store.slurm_versions import SlurmVersionRows
 from bot.store.spend import SpendRows
 from bot.store.submissions import SubmissionRows
@@ -70,7 +71,14 @@ def shown(url: str) -> str:
 
 
 class Store(
-    OperationRows, LeaseRows, KeptRows, ReleaseRows, SlurmVersionRows, SubmissionRows, SpendRows
+    OperationRows,
+    LeaseRows,
+    KeptRows,
+    ReleaseRows,
+    SlurmVersionRows,
+    SubmissionRows,
+    SpendRows,
+    ScheduleRows,
 ):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine

@@ -42,6 +42,7 @@ class Effect(Protocol):
     wants_absent: bool  # the cluster must not exist when the change is sent
     keeps_spec: bool  # the cluster's spec is kept before sending, to restore it from
     removes: bool  # the cluster is gone when it is done
+    local: bool  # nothing is sent: approving it is what it does (a standing change)
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         """Why the change no longer fits the cluster as read just before sending."""
@@ -62,6 +63,7 @@ class Patch:
     wants_absent = False
     keeps_spec = False
     removes = False
+    local = False
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else kind.drift(plan, current)
@@ -88,6 +90,7 @@ class Remove:
     wants_absent = False
     keeps_spec = True
     removes = True
+    local = False
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else kind.drift(plan, current)
@@ -109,6 +112,7 @@ class Create:
     wants_absent = True
     keeps_spec = False
     removes = False
+    local = False
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else f"{plan.cluster_id} exists now"
@@ -127,6 +131,27 @@ class Create:
         return Look(Next.UNKNOWN, f"{plan.cluster_id} exists and is {current.state}; check it")
 
 
+class Record:
+    """A standing change (a schedule): approving it is all it does, so nothing is sent and
+    recording it again after a crash is harmless."""
+
+    wants_absent = False
+    keeps_spec = False
+    removes = False
+    local = True
+
+    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+        return None
+
+    async def send(
+        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+    ) -> Operation:
+        raise NotImplementedError("a standing change sends nothing")
+
+    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
+        return Look(Next.SEND)  # nothing was sent: record it
+
+
 def _resend_or_unknown(kind: ChangeKind[Any], plan: Plan, current: Cluster) -> Look:
     if kind.drift(plan, current) is None:
         return Look(Next.SEND)
@@ -137,4 +162,4 @@ def _resend_or_unknown(kind: ChangeKind[Any], plan: Plan, current: Cluster) -> L
     )
 
 
-PATCH, REMOVE, CREATE = Patch(), Remove(), Create()
+PATCH, REMOVE, CREATE, RECORD = Patch(), Remove(), Create(), Record()

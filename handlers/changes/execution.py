@@ -131,6 +131,9 @@ class Executor:
             kept = KeptSpec(plan.cluster, current.spec(), self.clock(), request.id)
             await self.store.keep_spec(kept)
         self.crash("before-patch")
+        if effect.local:  # a standing change: approved is done
+            await self._end(request, RequestState.SUCCEEDED, kind.recorded)
+            return
         try:
             operation = await effect.send(self.vertex, kind, plan, current)
         except AppliedWithoutReplyError:

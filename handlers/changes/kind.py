@@ -32,6 +32,7 @@ class ChangeKind(Generic[D]):
     verb: str = "change"  # "asks to {verb} CLUSTER"
     destructive: bool = False  # approved only by the policy's delete approvers
     needs_running: bool = True  # refused when the cluster has left RUNNING meanwhile
+    recorded: str = "recorded"  # a standing change's outcome once approved (``RECORD``)
 
     def title(self, plan: ChangePlan[D]) -> str:
         return f"{self.heading}: {plan.cluster_id}"
