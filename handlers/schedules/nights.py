@@ -334,12 +334,26 @@ class Nights:
             return  # the executor, the tracker and recovery carry it
         elif request.state == RequestState.SUCCEEDED:
             await self._done(schedule, request, now)
+        elif request.state == RequestState.ABANDONED:
+            await self._again(schedule, now)
         elif schedule.phase == Phase.GOING_OFF:
             ended = f"request {request.id} ended {request.state}"
             why = f"not scaled down: {ended} ({request.outcome or 'no reason given'})"
             await self._skip(schedule, Phase.GOING_OFF, why)
         else:
             await self._retry_on(schedule, f"request {request.id} ended {request.state}")
+
+    async def _again(self, schedule: Schedule, now: float) -> None:
+        """The night's card never made it (a stop cut it off before it was confirmed): the
+        night is asked again, under a new id, from a fresh look at Slurm and the cluster."""
+        if schedule.phase == Phase.GOING_OFF:
+            await self.store.move_schedule(
+                schedule.id, Phase.GOING_OFF, Phase.WAITING, due_at=now, firing_request=None
+            )
+        else:
+            await self.store.move_schedule(
+                schedule.id, Phase.WAKING, Phase.ASLEEP, next_on=now, firing_request=None
+            )
 
     async def _reask(self, schedule: Schedule) -> None:
         try:

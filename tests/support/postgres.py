@@ -62,3 +62,18 @@ def query(url: str, sql: str) -> list[tuple[Any, ...]]:
             await engine.dispose()
 
     return asyncio.run(run())
+
+
+def execute(url: str, sql: str, **values: Any) -> None:
+    """Run one statement on the database at ``url`` and commit it, from outside the
+    processes under test (a row as an earlier step of a test left it)."""
+
+    async def run() -> None:
+        engine = create_async_engine(url)
+        try:
+            async with engine.begin() as connection:
+                await connection.execute(sa.text(sql), values)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
