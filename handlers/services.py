@@ -171,6 +171,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         owner=owner,
         interval=options.sweep_interval,
         spend=ports.spend,
+        schedules=ports.schedules,
         crash=crash,
     )
     reports = Reports(

@@ -26,7 +26,7 @@ from handlers.schedules.nights import LOOKS, NOTICE_LEAD, RETRY
 from handlers.schedules.times import Weekly, parse_weekly
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
-from tests.test_services_unit import C1, POLICY, Bot, make_bot
+from tests.test_services_unit import ALERTS, C1, POLICY, Bot, make_bot
 from tests.test_store import open_store
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -338,3 +338,23 @@ async def test_pausing_an_asleep_schedule_wakes_it(clock: ManualClock, store: St
     paused = await store.get_schedule(schedule.id)
     assert paused.state == ScheduleState.PAUSED
     assert "schedule_paused" in [e.action for e in await bot.store.audit_log(cluster=C1)]
+
+
+async def test_the_idle_alert_knows_the_schedule(clock: ManualClock, store: Store) -> None:
+    """Idle with a schedule in force: the alert says when it goes off anyway. Asleep by it:
+    not idle, and the report says why."""
+    clock.now = at(2026, 3, 23, 10, 0)
+    bot = scheduled_bot(clock, store)
+    schedule = await in_force(bot, store)
+    await bot.services.sweeper.sweep(force=True)
+    clock.advance(11 * 60)  # past the policy's 10 idle minutes
+    await bot.services.sweeper.sweep(force=True)
+    [alert] = [text(r) for c, _, r, _ in bot.messenger.posted if c == ALERTS]
+    assert f"Its schedule {schedule.id} takes c1 / gpu to zero at Mon 23 Mar 20:00 CET" in alert
+    clock.now = at(2026, 3, 23, 20, 0)
+    await check(bot)
+    await finish_change(bot)
+    await check(bot)
+    await bot.services.sweeper.sweep(force=True)
+    report = text(await bot.ask("U0ALICE", "idle"))
+    assert f"asleep on its off-hours schedule {schedule.id} until Tue 24 Mar 08:00 CET" in report

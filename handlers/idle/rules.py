@@ -28,6 +28,8 @@ The rules, all of them:
 7. *Keep* exempts a cluster until someone undoes it (from `/cluster idle`); so does the
    cluster label ``clusterbot-idle: exempt``. Exempt clusters are reported, never alerted on.
    Undoing a keep watches the cluster afresh: if it is still idle, the next sweep alerts.
+   A cluster asleep on its off-hours schedule is exempt too, and not idle; an idle one with a
+   schedule in force is told when the schedule takes it to zero anyway.
 8. *Auto-action* (off by default): an alert may announce an action (scale to zero, or delete)
    due ``grace`` after the alert. Any click on the alert, a snooze, a keep, or the cluster
    becoming busy cancels it. It is due only while the cluster is still idle and paying.
@@ -39,37 +41,20 @@ The rules, all of them:
    recommended only with a full week of history: until then, scaling to zero, which is easy
    to undo.
 
-What Slurm says (``GET /slurm/vX/jobs/`` and ``/nodes/``; each rule cites Slurm's own page):
-
-- *Demand* is a job that runs (RUNNING, CONFIGURING, COMPLETING, SUSPENDED, STAGE_OUT,
-  RESIZING) or a pending job that can start on its own: one waiting on Resources, Priority,
-  Dependency, a QOS or association limit, a license, or a reservation.
-- *Held* is not demand (job_reason_codes.html: JobHeldUser "held by the user or an account
-  coordinator", JobHeldAdmin "held by a privileged user"; JOB_INFO ``hold``; the job_state
-  flags REQUEUE_HOLD, SPECIAL_EXIT and RESV_DEL_HOLD of squeue(1) JOB STATE CODES): it runs
-  only once someone releases it (``scontrol release``).
-- *Never* is not demand: reasons job_reason_codes.html gives for a job that cannot start
-  as things stand (DependencyNeverSatisfied, InvalidAccount, InvalidQOS, AccountNotAllowed,
-  BadConstraints, ReservationDeleted, PartitionDown, PartitionInactive).
-- *Not yet*: a pending job whose begin time (BeginTime, ``sbatch --begin``; JOB_INFO
-  ``eligible_time``) lies more than ``idle_after`` ahead is not demand; it counts again once
-  that time is within ``idle_after``.
-- *Working nodes* (sinfo(1) NODE STATE CODES): ALLOCATED and MIXED run jobs; COMPLETING is
-  a job's epilog still running; PLANNED is kept by the backfill scheduler for a pending job.
-  Each is busy, whatever jobs are visible.
-- *Out of service*: DOWN, DRAIN (drained or draining with no job), FAIL and NOT_RESPONDING
-  run nothing; while their VM exists it is paid for. POWERED_DOWN is no VM: not paid for.
+What Slurm says is ``handlers/idle/demand.py``'s, each rule beside Slurm's own page.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from enum import StrEnum
 
-from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.idle.demand import NodeCensus as NodeCensus
+from handlers.idle.demand import QueueDemand as QueueDemand
+from handlers.idle.demand import Stall as Stall
+from handlers.idle.demand import StalledJobs as StalledJobs
+from handlers.idle.demand import node_census as node_census
+from handlers.idle.demand import node_notes
+from handlers.idle.demand import queue_demand as queue_demand
 from handlers.idle.history import Recommendation as Recommendation
 from handlers.idle.history import Run as Run
 from handlers.idle.history import recommend, record_history
@@ -83,199 +68,6 @@ from handlers.words import duration, plural
 EXEMPT_LABEL = ("clusterbot-idle", "exempt")
 # clusterStatus.state while a change runs on the cluster (vertex-api.md: STOPPING is a delete)
 CHANGING_STATES = frozenset({"UPDATING", "PROVISIONING", "STOPPING"})
-
-# squeue(1) JOB STATE CODES: a job in any of these holds nodes
-RUNNING_STATES = frozenset(
-    {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT", "RESIZING"}
-)
-# job_reason_codes.html: held jobs run only once released
-HELD_REASONS = {
-    "JobHeldUser": "held by its user",  # "held by the user or an account coordinator"
-    "JobHeldAdmin": "held by an administrator",  # "held by a privileged user"
-}
-# squeue(1) JOB STATE CODES: flags of a job that waits held
-HELD_FLAGS = {
-    "REQUEUE_HOLD": "held after a requeue",  # "Held job is being requeued"
-    "SPECIAL_EXIT": "held after a special exit",  # "requeued in a special state ... held"
-    "RESV_DEL_HOLD": "held since its reservation was deleted",
-}
-# job_reason_codes.html: what keeps a job from starting until someone changes something
-NEVER_REASONS = {
-    "DependencyNeverSatisfied": "a job it depends on will never satisfy it",
-    "InvalidAccount": "its account is invalid",
-    "InvalidQOS": "its QOS is invalid",
-    "AccountNotAllowed": "its account is not allowed in its partition",
-    "BadConstraints": "its requirements cannot be satisfied",
-    "ReservationDeleted": "the reservation it asked for no longer exists",
-    "PartitionDown": "its partition is DOWN",
-    "PartitionInactive": "its partition is INACTIVE",
-}
-# sinfo(1) NODE STATE CODES
-WORKING_NODE_STATES = frozenset({"ALLOCATED", "MIXED", "PLANNED"})
-OUT_OF_SERVICE = {
-    "DOWN": "down",  # "unavailable for use"
-    "DRAIN": "drained",  # "unavailable for use per system administrator request"
-    "FAIL": "failing",  # "expected to fail soon and is unavailable for use"
-    "NOT_RESPONDING": "not responding",
-}
-
-
-class Stall(StrEnum):
-    """Why a pending job is not demand."""
-
-    HELD = "held"
-    NEVER = "never"
-    LATER = "later"
-
-
-def stall_of(job: SlurmJob, horizon: float) -> tuple[Stall, str] | None:
-    """None when the pending job can start on its own; else why not, and Slurm's word for it.
-    ``horizon`` is the moment past which a begin time does not count as demand yet."""
-    held = next((flag for flag in HELD_FLAGS if flag in job.states), None)
-    if held is not None:
-        return Stall.HELD, held
-    if job.reason in HELD_REASONS:
-        return Stall.HELD, job.reason
-    if job.hold:
-        return Stall.HELD, job.reason if job.reason != "None" else "hold"
-    if job.reason in NEVER_REASONS:
-        return Stall.NEVER, job.reason
-    if job.eligible is not None and job.eligible > horizon:
-        return Stall.LATER, job.reason if job.reason != "None" else "BeginTime"
-    return None
-
-
-def _utc(moment: float) -> str:
-    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-@dataclass(frozen=True)
-class StalledJobs:
-    """Pending jobs of one user that are not demand, for one reason."""
-
-    kind: Stall
-    user: str
-    cause: str  # Slurm's reason or state flag
-    count: int
-    until: float | None = None  # the earliest begin time, for jobs that start later
-
-    def words(self) -> tuple[str, ...]:
-        """What the report says of them: plain words, with every second part a command."""
-        jobs = plural(self.count, "job")
-        if self.kind == Stall.HELD:
-            how = HELD_REASONS.get(self.cause) or HELD_FLAGS.get(self.cause) or "held"
-            them = "it" if self.count == 1 else "them"
-            return (
-                f"{jobs} of {self.user} {how} ({self.cause}): ",
-                "scontrol release",
-                (f" lets {them} run"),
-            )
-        if self.kind == Stall.NEVER:
-            return (
-                f"{jobs} of {self.user} that cannot start: {NEVER_REASONS[self.cause]} "
-                f"({self.cause})",
-            )
-        when = _utc(self.until) if self.until is not None else "later"
-        return (f"{jobs} of {self.user} not to start before {when} ({self.cause})",)
-
-
-@dataclass(frozen=True)
-class QueueDemand:
-    """Slurm's queue, as the idle rules count it."""
-
-    running: int = 0
-    pending: int = 0  # pending jobs that can start
-    stalled: tuple[StalledJobs, ...] = ()
-
-    @property
-    def active(self) -> bool:
-        return bool(self.running or self.pending)
-
-
-def queue_demand(jobs: Iterable[SlurmJob], now: float, idle_after: float) -> QueueDemand:
-    """Count running jobs and pending demand; group the pending jobs that are not demand."""
-    running = pending = 0
-    stalled: Counter[tuple[Stall, str, str]] = Counter()
-    until: dict[tuple[Stall, str, str], float] = {}
-    for job in jobs:
-        if job.pending:
-            stall = stall_of(job, now + idle_after)
-            if stall is None:
-                pending += 1
-                continue
-            key = (stall[0], job.user or "an unknown user", stall[1])
-            stalled[key] += 1
-            if job.eligible is not None:
-                until[key] = min(until.get(key, job.eligible), job.eligible)
-        elif RUNNING_STATES & job.states:
-            running += 1
-    groups = tuple(
-        StalledJobs(kind, user, cause, count, until.get((kind, user, cause)))
-        for (kind, user, cause), count in sorted(stalled.items())
-    )
-    return QueueDemand(running, pending, groups)
-
-
-@dataclass(frozen=True)
-class NodeCensus:
-    """Slurm's nodes, as the idle rules count them."""
-
-    working: int = 0  # ALLOCATED, MIXED or PLANNED
-    completing: int = 0  # an epilog still running
-    out_of_service: tuple[tuple[str, str, int], ...] = ()  # (state, reason, count), VMs that exist
-    powered_down: int = 0
-    total: int = 0
-
-    @property
-    def powered_up(self) -> int:
-        return self.total - self.powered_down
-
-    @property
-    def busy(self) -> bool:
-        """A node works (or finishes a job's epilog), whatever jobs are visible."""
-        return bool(self.working or self.completing)
-
-
-def node_census(nodes: Iterable[SlurmNode]) -> NodeCensus:
-    working = completing = powered_down = total = 0
-    broken: Counter[tuple[str, str]] = Counter()
-    for node in nodes:
-        total += 1
-        if WORKING_NODE_STATES & node.states:
-            working += 1
-        elif "COMPLETING" in node.states:
-            completing += 1
-        elif "POWERED_DOWN" in node.states:
-            powered_down += 1  # no VM: nothing to pay, whatever else it says
-        else:
-            state = next((OUT_OF_SERVICE[s] for s in OUT_OF_SERVICE if s in node.states), None)
-            if state is not None:
-                broken[state, node.reason or "no reason given"] += 1
-    out = tuple((state, reason, count) for (state, reason), count in sorted(broken.items()))
-    return NodeCensus(working, completing, out, powered_down, total)
-
-
-def node_notes(census: NodeCensus, paying_nodes: int) -> tuple[tuple[str, ...], ...]:
-    """What the report says of the nodes: those paid for that run nothing, and a count that
-    Slurm and the control plane disagree on."""
-    notes: list[tuple[str, ...]] = []
-    if census.out_of_service:
-        parts = [f"{count} {state} ({reason})" for state, reason, count in census.out_of_service]
-        total = sum(count for _s, _r, count in census.out_of_service)
-        notes.append(
-            (
-                f"{plural(total, 'node')} out of service, paid for, running nothing: "
-                f"{', '.join(parts)}",
-            )
-        )
-    if census.total and census.powered_up != paying_nodes:
-        notes.append(
-            (
-                f"Slurm counts {plural(census.powered_up, 'node')} powered up where the control "
-                f"plane lists {plural(paying_nodes, 'compute VM')}; the cost is that of the VMs",
-            )
-        )
-    return tuple(notes)
 
 
 @dataclass(frozen=True)
@@ -292,6 +84,8 @@ class Observation:
     completing_nodes: int = 0  # Slurm nodes whose epilog still runs
     queue_notes: tuple[tuple[str, ...], ...] = ()  # pending jobs that are not demand
     node_notes: tuple[tuple[str, ...], ...] = ()  # nodes paid for that run nothing
+    asleep: str | None = None  # asleep by its off-hours schedule: not idle
+    scheduled: str | None = None  # when its schedule takes it to zero anyway
 
     @property
     def jobs_hidden(self) -> bool:
@@ -366,9 +160,11 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
     idle_since = record.idle_since if record.idle_since is not None else now
     base = replace(base, idle_since=idle_since)
     can = " that can run" if seen.queue_notes else ""  # the notes name what cannot start
-    quiet = f"no jobs{can} for {duration(now - idle_since)}"
-    if seen.exempt_label or record.kept_by:
-        why = "label clusterbot-idle: exempt" if seen.exempt_label else "kept"
+    quiet = f"no jobs{can} for {duration(now - idle_since)}" + (
+        f"; {seen.scheduled}" if seen.scheduled else ""
+    )
+    if seen.asleep or seen.exempt_label or record.kept_by:
+        why = seen.asleep or ("label clusterbot-idle: exempt" if seen.exempt_label else "kept")
         return replace(base, auto_action_at=None), verdict(
             Status.EXEMPT, why, idle_since=idle_since
         )

@@ -45,11 +45,13 @@ from handlers.ports import (
     LeaseStore,
     OperationStore,
     ReportStore,
+    ScheduleStore,
     SpendStore,
     no_crash,
 )
 from handlers.reading.clusters import ClusterDirectory, pools_summary
 from handlers.replies import Strong
+from handlers.schedules.model import ScheduleState
 from handlers.spend.runs import PoolSeen, SpendRun, advance, closing, pools_seen, still_open
 
 log = logging.getLogger(__name__)
@@ -181,6 +183,7 @@ class Sweeper:
         interval: float,
         lease: float = 600.0,
         spend: SpendStore | None = None,
+        schedules: ScheduleStore | None = None,
         crash: CrashPoint = no_crash,
     ) -> None:
         self.directory = directory
@@ -197,6 +200,7 @@ class Sweeper:
         self.interval = interval
         self.lease = lease
         self.spend = spend
+        self.schedules = schedules
         self.crash = crash
         self.lock = asyncio.Lock()
 
@@ -252,7 +256,13 @@ class Sweeper:
         busy = {o.cluster for o in operations if not o.done}
         clusters = [c for listing in listings for c in listing.kept]
         observations = await self.observer.observe_all(clusters, busy)
-        seen = [Seen(c, o) for c, o in zip(clusters, observations, strict=True)]
+        notes = await self._schedule_notes()
+        seen = [
+            Seen(c, replace(o, asleep=notes[c.name][0], scheduled=notes[c.name][1]))
+            if c.name in notes
+            else Seen(c, o)
+            for c, o in zip(clusters, observations, strict=True)
+        ]
         await self._assess_all(seen)
         posted = 0
         if alerts and self.alerts is not None:
@@ -276,6 +286,18 @@ class Sweeper:
             targets=len(listings),
             unreadable_targets=unreadable,
         )
+
+    async def _schedule_notes(self) -> dict[str, tuple[str | None, str | None]]:
+        """Each scheduled cluster's note: asleep by its schedule, or when it goes off."""
+        if self.schedules is None:
+            return {}
+        standing = await self.schedules.schedules([ScheduleState.ACTIVE, ScheduleState.PAUSED])
+        notes: dict[str, tuple[str | None, str | None]] = {}
+        for schedule in standing:
+            asleep, coming = schedule.note()
+            before = notes.get(schedule.cluster, (None, None))
+            notes[schedule.cluster] = (before[0] or asleep, before[1] or coming)
+        return notes
 
     async def _assess_all(self, seen: list[Seen]) -> None:
         """Assess every cluster, saving all records in one transaction; a record that changed
@@ -342,7 +364,7 @@ class Sweeper:
             freed_hour=cluster.freed_hour,
             reservations=cluster.reservations,
             jobs_hidden=item.observation.jobs_hidden,
-            notes=item.observation.queue_notes + item.observation.node_notes,
+            notes=item.observation.queue_notes + item.observation.node_notes + _said(item),
         )
 
     async def _forget_deleted(self, present: set[str], listed_targets: set[str]) -> None:
@@ -360,3 +382,9 @@ class Sweeper:
                 )
                 await self.spend.record_spend(ended)
             await self.records.delete(record.cluster)
+
+
+def _said(item: Seen) -> tuple[tuple[str, ...], ...]:
+    """The schedule's note on an idle cluster: when it takes the cluster to zero anyway."""
+    scheduled = item.observation.scheduled
+    return ((scheduled[0].upper() + scheduled[1:],),) if scheduled else ()

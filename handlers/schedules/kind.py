@@ -8,9 +8,7 @@ after that is an ordinary resize, asked by the schedule and approved by the same
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Final, Literal
-from zoneinfo import ZoneInfo
 
 from bot.vertex.models import Cluster
 from handlers.changes.effects import RECORD
@@ -18,6 +16,7 @@ from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail
 from handlers.costs import money
 from handlers.replies import Code, Line, Part, Strong, Table, Text, bullets
+from handlers.schedules.times import local
 
 NAME: Final = "schedule"
 
@@ -41,12 +40,6 @@ class ScheduleDetail(Detail):
 
 
 SchedulePlan = ChangePlan[ScheduleDetail]
-
-
-def local(moment: float, zone: str) -> str:
-    """``Mon 2 Dec 20:00 CET``: a time as the schedule's people read it."""
-    at = datetime.fromtimestamp(moment, ZoneInfo(zone))
-    return f"{at:%a} {at.day} {at:%b %H:%M} {at.tzname()}"
 
 
 class ScheduleKind(ChangeKind[ScheduleDetail]):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypedDict
 
-from handlers.schedules.times import Weekly
+from handlers.schedules.times import Weekly, local
 
 
 class ScheduleState(StrEnum):
@@ -76,6 +76,17 @@ class Schedule:
     def scope(self) -> str:
         """What it scales: ``train01`` or ``train01 / a4``."""
         return self.cluster_id if self.pool is None else f"{self.cluster_id} / {self.pool}"
+
+    def note(self) -> tuple[str | None, str | None]:
+        """What the idle sweep says of its cluster: asleep by it (not idle), or when it takes
+        the cluster to zero anyway."""
+        if self.sleeping:
+            back = f" until {local(self.next_on, self.zone)}" if self.next_on else ""
+            return f"asleep on its off-hours schedule {self.id}{back}", None
+        if self.state == ScheduleState.ACTIVE and self.next_off is not None:
+            when = local(self.next_off, self.zone)
+            return None, f"its schedule {self.id} takes {self.scope} to zero at {when}"
+        return None, None
 
     @property
     def sleeping(self) -> bool:

@@ -25,8 +25,8 @@ from handlers.messenger import Messenger, MessengerError
 from handlers.ports import ActivityReader, Calendar, Clock, CrashPoint, ScheduleStore, no_crash
 from handlers.reading.clusters import ClusterDirectory, error_text
 from handlers.replies import Button, Buttons, Line, Reply, Strong, Text, UserRef
-from handlers.schedules.kind import local
 from handlers.schedules.model import Bounds, Phase, Schedule, ScheduleState
+from handlers.schedules.times import local
 from handlers.words import duration
 
 log = logging.getLogger(__name__)

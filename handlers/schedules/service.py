@@ -16,10 +16,10 @@ from handlers.costs import money
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
 from handlers.replies import Note, Reply, Table, notice
-from handlers.schedules.kind import ScheduleDetail, local
+from handlers.schedules.kind import ScheduleDetail
 from handlers.schedules.model import Phase, Schedule, ScheduleState
 from handlers.schedules.nights import POSTPONE, Nights
-from handlers.schedules.times import Weekly
+from handlers.schedules.times import Weekly, local
 
 log = logging.getLogger(__name__)
 UPCOMING = 5  # off/on pairs the card shows

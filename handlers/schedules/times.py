@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from handlers.grammar import CommandError, echo
@@ -140,3 +141,9 @@ def parse_zone(word: str, subcommand: str) -> str:
         "Europe/Berlin, America/New_York or UTC",
         subcommand,
     )
+
+
+def local(moment: float, zone: str) -> str:
+    """``Mon 2 Dec 20:00 CET``: a time as the schedule's people read it."""
+    at = datetime.fromtimestamp(moment, ZoneInfo(zone))
+    return f"{at:%a} {at.day} {at:%b %H:%M} {at.tzname()}"
