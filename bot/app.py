@@ -19,6 +19,7 @@ import aiohttp
 from aiohttp import web
 
 from bot.calendar import CronCalendar
+from bot.charts import AggCharts
 from bot.jobs import PeriodicJobs, crash_hook
 from bot.metrics import BotMetrics
 from bot.redact import Redactor
@@ -108,6 +109,7 @@ class ClusterbotService:
             spend=self.store,
             schedules=self.store,
             calendar=CronCalendar(),
+            charts=AggCharts(),
         )
         options = Options(
             owner=self.owner,

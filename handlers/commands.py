@@ -253,7 +253,7 @@ async def _run_restore(services: Desk, command: Restore, caller: Caller) -> None
 async def _run_cost(services: Desk, command: Cost, caller: Caller) -> Reply:
     if services.spend is None:
         raise CommandError("this clusterbot keeps no spend ledger", "cost")
-    return await services.spend.cost(command)
+    return await services.spend.cost(command, caller.channel)
 
 
 async def _run_change(services: Desk, command: Resize | Delete, caller: Caller) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol, TypeAlias
 
 from handlers.replies import Line, Reply, Text
@@ -46,6 +47,12 @@ class Messenger(Protocol):
 
     async def upload(self, channel: str, filename: str, content: str, comment: Line) -> None:
         """Share a text file in the channel, with a comment."""
+        ...
+
+    async def share(
+        self, channel: str, files: Sequence[tuple[str, bytes | str]], comment: Line
+    ) -> None:
+        """Share files (name, content) in the channel as one message, with a comment."""
         ...
 
 

@@ -31,6 +31,7 @@ from handlers.idle.rules import IdleRecord
 from handlers.policy import Role
 from handlers.schedules.model import Phase, Schedule, ScheduleChanges, ScheduleState
 from handlers.schedules.times import Weekly
+from handlers.spend.chart import Chart
 from handlers.spend.runs import SpendRun
 
 Clock = Callable[[], float]
@@ -151,6 +152,12 @@ class ActivityReader(Protocol):
     async def shares(self, cluster: str) -> list[Share]:
         """The fair-share tree: accounts and their users."""
         ...
+
+
+class Charts(Protocol):
+    """Draws a chart as a PNG (the service's: matplotlib's Agg backend, ``bot/charts.py``)."""
+
+    async def png(self, chart: Chart) -> bytes: ...
 
 
 class Calendar(Protocol):

@@ -24,6 +24,7 @@ from handlers.policy import Policy
 from handlers.ports import (
     ActivityReader,
     Calendar,
+    Charts,
     Clock,
     ControlPlane,
     CrashPoint,
@@ -67,6 +68,7 @@ class Ports:
     spend: SpendStore | None = None  # the spend ledger; None: spend is not recorded
     schedules: ScheduleStore | None = None  # off-hours schedules; None: none can be set
     calendar: Calendar | None = None  # when a schedule's times come (with ``schedules``)
+    charts: Charts | None = None  # draws the cost chart; None: the cost report is a table
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,15 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
     )
     spending = None
     if ports.spend is not None:
-        spending = SpendReport(ports.spend, ports.records, clock, options.sweep_interval)
+        spending = SpendReport(
+            store=ports.spend,
+            records=ports.records,
+            requests=ports.requests,
+            clock=clock,
+            interval=options.sweep_interval,
+            messenger=ports.messenger,
+            charts=ports.charts,
+        )
     releases = None
     if ports.releases is not None:
         releases = Releases(

@@ -23,6 +23,17 @@ async def test_the_demo_week_is_seeded_once_and_costed(tmp_path: Path) -> None:
         assert cpu01 and all(r.idle for r in cpu01)  # the demo's idle cluster, all week
         await stack.command("carol", "/cluster cost since 7d")
         shown = await stack.wait(lambda ms: any("Cost of all clusters" in text_of(m) for m in ms))
-        [answer] = [m for m in shown if "Cost of all clusters" in text_of(m)]
+        [answer] = [m for m in shown if "Cost of all clusters" in text_of(m) and not m.get("files")]
         said = text_of(answer)
         assert "train01" in said and "cpu01" in said and "total" in said
+        # the chart and its numbers, shared with files.uploadV2 where it was asked
+        shared = await stack.wait(lambda ms: any(m.get("files") for m in ms))
+        [message] = [m for m in shared if m.get("files")]
+        assert message["channel"] == answer["channel"] and "saved" in message["text"]
+        names = [f["name"] for f in message["files"]]
+        assert names == ["cost-all-clusters-7d.png", "cost-all-clusters-7d.csv"]
+        picture = message["files"][0]
+        assert picture["mimetype"] == "image/png" and picture["filetype"] == "png"
+        async with stack.session.get(f"{stack.url}/sandbox/api/files/{picture['id']}") as got:
+            assert got.content_type == "image/png"
+            assert (await got.read()).startswith(b"\x89PNG")

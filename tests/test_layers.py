@@ -23,6 +23,7 @@ ADAPTERS = (
     "prometheus_client",
     "asyncpg",
     "aiosqlite",
+    "matplotlib",
 )
 MAX_LINES = 400
 

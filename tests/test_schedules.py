@@ -16,6 +16,7 @@ import pytest
 
 from bot.calendar import CronCalendar
 from bot.store import Store
+from handlers.costs import money
 from handlers.dispatch import read
 from handlers.entities import RequestState
 from handlers.grammar import CommandError
@@ -26,7 +27,7 @@ from handlers.schedules.nights import LOOKS, NOTICE_LEAD, RETRY
 from handlers.schedules.times import Weekly, parse_weekly
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
-from tests.test_services_unit import ALERTS, C1, POLICY, Bot, make_bot
+from tests.test_services_unit import ALERTS, C1, INFRA, POLICY, Bot, make_bot
 from tests.test_store import open_store
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -244,6 +245,17 @@ async def test_a_night_off_and_on_through_the_change_path(clock: ManualClock, st
     assert 11.9 < awake.saved_hours < 12.1 and awake.saved > 0
     audit = [e.action for e in await bot.store.audit_log(cluster=C1)]
     assert "schedule_started" in audit
+    report = text(await bot.ask("U0CAROL", "cost c1 since 7d"))
+    night = money(awake.saved, per_hour=False)  # 12 h of the 2 nodes that existed at off
+    assert f" {night} " in report, report
+    assert "The chart and its numbers (CSV) are shared in this conversation." in report
+    [(channel, files, comment)] = bot.messenger.shared
+    assert channel == INFRA and f"{night} saved" in comment
+    (png_name, picture), (csv_name, numbers) = files
+    assert png_name == "cost-c1-7d.png" and isinstance(picture, bytes)
+    assert picture.startswith(b"\x89PNG\r\n\x1a\n") and len(picture) > 10_000
+    assert csv_name == "cost-c1-7d.csv" and isinstance(numbers, str)
+    assert numbers.splitlines()[0] == "day,spend_usd,idle_usd,saved_usd"
 
 
 async def test_a_queue_busy_past_the_limit_skips_the_night(

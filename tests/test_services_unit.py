@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bot.calendar import CronCalendar
+from bot.charts import AggCharts
 from bot.vertex.names import Target
 from handlers import dispatch
 from handlers.costs import money
@@ -130,6 +131,7 @@ def make_bot(
         releases=releases,
         schedules=schedules,
         calendar=CronCalendar() if schedules is not None else None,
+        charts=AggCharts(),
     )
     options = Options(
         owner=owner or ("me" if same_world_as is None else "restarted"),

@@ -3,12 +3,21 @@ minute by minute, against what sweeps every five minutes record."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from handlers.changes.plan import ChangePlan
+from handlers.changes.resize import ResizeDetail
+from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
+from handlers.spend.chart import daily
 from handlers.spend.report import Cost, parse_cost
 from handlers.spend.runs import HOUR, OpenRun, PoolSeen, SpendRun, advance, closing, still_open
+from handlers.spend.savings import savings
 from handlers.spend.totals import by_label, by_pool, overall, totals
+from tests.support.golden import assert_golden
 
 MINUTE = 60.0
 DAY = 24 * HOUR
@@ -161,3 +170,64 @@ def test_cost_words() -> None:
     assert parse_cost(["by", "label", "team", "since", "12h"]) == Cost(
         None, 12 * HOUR, "label", "team"
     )
+
+
+def _done(request_id: str, origin: Origin, before: float, after: float, at: float) -> Any:
+    """A succeeded change of c1 as the store keeps it: its plan's costs, and when it ended."""
+    plan = ChangePlan(
+        cluster=C1,
+        detail=ResizeDetail(),
+        cost_before=before,
+        cost_after=after,
+        fingerprint="f",
+    )
+    return ApprovalRequest(
+        id=request_id,
+        plan=plan,
+        requester="U0ALICE",
+        channel="C",
+        created_at=at - 60,
+        expires_at=at + 3600,
+        state=RequestState.SUCCEEDED,
+        origin=origin,
+        finished_at=at,
+    )
+
+
+def test_a_remedy_saves_until_the_next_change_and_a_schedule_until_its_wake() -> None:
+    requests = [
+        _done("r-remedy", Origin.IDLE, 100.0, 0.5, 10 * HOUR),  # scaled to zero at 10:00
+        _done("r-manual", Origin.COMMAND, 0.5, 100.0, 14 * HOUR),  # someone scales it up
+        _done("r-off", Origin.SCHEDULE, 100.0, 0.5, 20 * HOUR),  # the schedule's off
+        _done("r-on", Origin.SCHEDULE, 0.5, 100.0, 32 * HOUR),  # and its on, 12 h later
+        _done("r-growth", Origin.COMMAND, 100.0, 150.0, 40 * HOUR),  # costs more: no saving
+    ]
+    found = savings(requests, {C1: (("team", "ml"),)})
+    assert [(s.request_id, s.cause, s.end) for s in found] == [
+        ("r-remedy", "idle remedies", 14 * HOUR),
+        ("r-off", "schedules", 32 * HOUR),
+    ]
+    groups = totals([], 0, 48 * HOUR, by_label("team"), found)
+    assert groups["team=ml"].saved == pytest.approx(99.5 * 4 + 99.5 * 12)
+    # a period that cuts the night in two counts only its part
+    assert totals([], 0, 26 * HOUR, saved=found)["train01"].saved == pytest.approx(99.5 * 10)
+
+
+def test_the_charts_days_are_the_ledgers_sums() -> None:
+    """The chart's data, pinned by a golden file: the week's trace day by day, a remedy's
+    and a schedule's saving; each day's figures add up to the table's total."""
+    runs = sweep_week()
+    requests = [
+        _done("r-remedy", Origin.IDLE, 140.4, 0.4, 5 * DAY + 10 * HOUR),  # Saturday 10:00
+        _done("r-back", Origin.COMMAND, 0.4, 140.4, 6 * DAY + 8 * HOUR),
+    ]
+    saved = savings(requests)
+    chart = daily(runs, saved, 0.0, WEEK, "train01, last 7d")
+    assert_golden(Path(__file__).parent / "golden" / "charts" / "week.json", chart.to_dict())
+    whole = overall(totals(runs, 0.0, WEEK, saved=saved))
+    assert sum(d.spend for d in chart.days) == pytest.approx(whole.cost)
+    assert sum(d.idle for d in chart.days) == pytest.approx(whole.idle)
+    assert sum(d.saved for d in chart.days) == pytest.approx(140.0 * 22)
+    lines = chart.csv().splitlines()
+    assert lines[0] == "day,spend_usd,idle_usd,saved_usd" and len(lines) == 8
+    assert lines[6].startswith("1970-01-06,")  # Saturday, the day of the remedy

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -176,6 +176,33 @@ class SlackMessenger:
 
         await self.pacer.must("files.completeUploadExternal", send)
 
+    async def share(
+        self, channel: str, files: Sequence[tuple[str, bytes | str]], comment: Line
+    ) -> None:
+        """files.uploadV2 with several files: each its upload URL and bytes, then one share
+        of them all in the channel, as one message."""
+        uploads = [
+            {
+                "filename": name,
+                "title": name,
+                "content": content
+                if isinstance(content, bytes)
+                else self.redactor.clean_text(content),
+            }
+            for name, content in files
+        ]
+
+        async def send() -> None:
+            await self._call(
+                self.client.files_upload_v2(
+                    channel=channel,
+                    file_uploads=uploads,
+                    initial_comment=self.redactor.clean_text(mrkdwn(comment)),
+                )
+            )
+
+        await self.pacer.must("files.completeUploadExternal", send)
+
     async def _call(self, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
         try:
             return await call
@@ -207,3 +234,9 @@ class LogMessenger:
     async def upload(self, channel: str, filename: str, content: str, comment: Line) -> None:
         said = plain(comment)
         self.log.info("file %s (%d bytes) to %s: %s", filename, len(content), channel, said)
+
+    async def share(
+        self, channel: str, files: Sequence[tuple[str, bytes | str]], comment: Line
+    ) -> None:
+        names = ", ".join(name for name, _ in files)
+        self.log.info("files %s to %s: %s", names, channel, plain(comment))

@@ -7,10 +7,14 @@ from dataclasses import dataclass
 
 from bot.vertex.names import target_of
 from handlers.costs import money
+from handlers.entities import RequestState
 from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_back
-from handlers.ports import Clock, IdleRecordStore, SpendStore
+from handlers.messenger import Messenger, MessengerError
+from handlers.ports import Charts, Clock, IdleRecordStore, RequestStore, SpendStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
+from handlers.spend.chart import Chart, daily
 from handlers.spend.runs import HOUR, SpendRun, still_open
+from handlers.spend.savings import Saving, savings
 from handlers.spend.totals import (
     Grouping,
     Spend,
@@ -61,10 +65,21 @@ def parse_cost(args: list[str]) -> Cost:
 
 class SpendReport:
     def __init__(
-        self, store: SpendStore, records: IdleRecordStore, clock: Clock, interval: float
+        self,
+        *,
+        store: SpendStore,
+        records: IdleRecordStore,
+        requests: RequestStore,
+        clock: Clock,
+        interval: float,
+        messenger: Messenger | None = None,
+        charts: Charts | None = None,
     ) -> None:
         self.store = store
         self.records = records
+        self.requests = requests  # succeeded changes: what remedies and schedules saved
+        self.messenger = messenger
+        self.charts = charts  # None: the report is a table only
         self.clock = clock
         self.interval = interval  # the sweep's: how long an observation holds
 
@@ -79,15 +94,22 @@ class SpendReport:
             )
         return runs
 
-    async def cost(self, command: Cost) -> Reply:
+    async def saved(self, runs: list[SpendRun]) -> list[Saving]:
+        """What remedies and schedules saved, each cluster's labels taken from its runs."""
+        labels = {run.cluster: run.labels for run in runs}
+        return savings(await self.requests.requests_in([str(RequestState.SUCCEEDED)]), labels)
+
+    async def cost(self, command: Cost, channel: str | None = None) -> Reply:
         until = self.clock()
         since = until - command.since
         runs = await self.runs(since, until)
+        saved = await self.saved(runs)
         if command.cluster is not None:
             key = command.cluster
             runs = [r for r in runs if key in (r.cluster, r.cluster.rsplit("/", 1)[-1])]
+            saved = [s for s in saved if key in (s.cluster, s.cluster.rsplit("/", 1)[-1])]
         group, named = _grouping(command)
-        groups = totals(runs, since, until, group)
+        groups = totals(runs, since, until, group, saved)
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"
         period = _period(command.since)
@@ -105,7 +127,9 @@ class SpendReport:
         rows.append(_row("total", whole))
         reply.add(
             Table.of(
-                (named, "spend", "idle", "idle %", "node-hours"), rows, frozenset({1, 2, 3, 4})
+                (named, "spend", "idle", "idle %", "saved", "node-hours"),
+                rows,
+                frozenset({1, 2, 3, 4, 5}),
             )
         )
         if whole.unpriced:
@@ -115,12 +139,44 @@ class SpendReport:
                     "are not in the dollars."
                 )
             )
-        return reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
+        reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
+        if channel is not None:
+            chart = daily(runs, saved, since, until, f"{scope}, last {period}")
+            await self._share(reply, chart, channel, whole)
+        return reply
+
+    async def _share(self, reply: Reply, chart: Chart, channel: str, whole: Spend) -> None:
+        """The chart as a PNG and its numbers as a CSV, in the conversation asked in."""
+        if self.charts is None or self.messenger is None:
+            return
+        name = chart.title.replace(", last ", "-").replace(" ", "-")
+        comment = (
+            f"Cost of {chart.title}: {money(whole.cost, per_hour=False)} spent, "
+            f"{money(whole.idle, per_hour=False)} of it idle, "
+            f"{money(whole.saved, per_hour=False)} saved (estimates at list prices).",
+        )
+        files: list[tuple[str, bytes | str]] = [
+            (f"cost-{name}.png", await self.charts.png(chart)),
+            (f"cost-{name}.csv", chart.csv()),
+        ]
+        try:
+            await self.messenger.share(channel, files, comment)
+        except MessengerError as error:
+            where = (
+                "invite clusterbot to this channel, or ask in a channel it is in"
+                if error.not_postable
+                else "try again in a minute"
+            )
+            reply.add(Note(f"The chart could not be shared here ({error.code}): {where}."))
+            return
+        reply.add(Note("The chart and its numbers (CSV) are shared in this conversation."))
 
 
 NOTE = (
     "Estimates at list prices, from the nodes clusterbot saw at each sweep; idle is the time "
-    "after the idle threshold with no Slurm demand. The Cloud Billing export is the bill."
+    "after the idle threshold with no Slurm demand; saved is what idle remedies and schedules "
+    "took off the hourly cost, until the cluster's next change. The Cloud Billing export is "
+    "the bill."
 )
 
 
@@ -134,10 +190,11 @@ def _grouping(command: Cost) -> tuple[Grouping, str]:
     return by_cluster, "cluster"
 
 
-def _row(name: str, spend: Spend) -> tuple[str, str, str, str, str]:
+def _row(name: str, spend: Spend) -> tuple[str, ...]:
     share = f"{100 * spend.idle / spend.cost:.0f}%" if spend.cost else "-"
-    dollars = money(spend.cost, per_hour=False)
-    return (name, dollars, money(spend.idle, per_hour=False), share, f"{spend.node_hours:,.1f}")
+    dollars, idle = money(spend.cost, per_hour=False), money(spend.idle, per_hour=False)
+    saved = money(spend.saved, per_hour=False) if spend.saved else "-"
+    return (name, dollars, idle, share, saved, f"{spend.node_hours:,.1f}")
 
 
 def _period(seconds: float) -> str:

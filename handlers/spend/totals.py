@@ -1,14 +1,30 @@
 """Sums over the spend ledger: node-hours and dollars per cluster, pool, target or label,
-over any period, with the part spent while the cluster was idle."""
+over any period, with the part spent while the cluster was idle and what was saved."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from handlers.spend.runs import SpendRun
+from handlers.spend.savings import Saving
 
-Grouping = Callable[[SpendRun], Iterable[str]]
+
+class Placed(Protocol):
+    """Where a run of spend or a saving belongs: a pool of a cluster in a target."""
+
+    @property
+    def cluster(self) -> str: ...
+    @property
+    def pool(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def labels(self) -> tuple[tuple[str, str], ...]: ...
+
+
+Grouping = Callable[[Placed], Iterable[str]]
 
 
 @dataclass
@@ -17,6 +33,7 @@ class Spend:
     idle: float = 0.0  # the part spent while the cluster was idle
     node_hours: float = 0.0
     unpriced: float = 0.0  # node-hours of machines the price book does not know
+    saved: float = 0.0  # what idle remedies and schedules took away, at list prices
 
     def add(self, run: SpendRun, since: float, until: float) -> None:
         hours = run.node_hours(since, until)
@@ -30,15 +47,15 @@ class Spend:
             self.idle += cost
 
 
-def by_cluster(run: SpendRun) -> Iterable[str]:
+def by_cluster(run: Placed) -> Iterable[str]:
     return (run.cluster.rsplit("/", 1)[-1],)
 
 
-def by_pool(run: SpendRun) -> Iterable[str]:
+def by_pool(run: Placed) -> Iterable[str]:
     return (f"{run.cluster.rsplit('/', 1)[-1]} / {run.pool}",)
 
 
-def by_target(run: SpendRun) -> Iterable[str]:
+def by_target(run: Placed) -> Iterable[str]:
     return (run.target or "?",)
 
 
@@ -46,7 +63,7 @@ def by_label(key: str) -> Grouping:
     """Each run under its cluster's value of the label ``key`` (``(none)`` without it), so
     the groups add up to the whole, as Kubecost allocates by a label."""
 
-    def grouping(run: SpendRun) -> Iterable[str]:
+    def grouping(run: Placed) -> Iterable[str]:
         values = dict(run.labels)
         return (f"{key}={values[key]}" if key in values else f"{key} (none)",)
 
@@ -54,15 +71,24 @@ def by_label(key: str) -> Grouping:
 
 
 def totals(
-    runs: Iterable[SpendRun], since: float, until: float, group: Grouping = by_cluster
+    runs: Iterable[SpendRun],
+    since: float,
+    until: float,
+    group: Grouping = by_cluster,
+    saved: Iterable[Saving] = (),
 ) -> dict[str, Spend]:
-    """Each group's spend over [since, until), largest first."""
+    """Each group's spend and savings over [since, until), largest spend first."""
     found: dict[str, Spend] = {}
     for run in runs:
         if run.within(since, until) <= 0:
             continue
         for name in group(run):
             found.setdefault(name, Spend()).add(run, since, until)
+    for saving in saved:
+        if saving.within(since, until) <= 0:
+            continue
+        for name in group(saving):
+            found.setdefault(name, Spend()).saved += saving.saved(since, until)
     return dict(sorted(found.items(), key=lambda item: (-item[1].cost, item[0])))
 
 
@@ -73,4 +99,5 @@ def overall(groups: dict[str, Spend]) -> Spend:
         total.idle += spend.idle
         total.node_hours += spend.node_hours
         total.unpriced += spend.unpriced
+        total.saved += spend.saved
     return total

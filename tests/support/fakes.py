@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.slack.messenger import NOT_POSTABLE
@@ -19,6 +20,7 @@ class FakeMessenger:
     edits: list[tuple[str, str, Reply]] = field(default_factory=list)
     whispers: list[tuple[str, str, Reply]] = field(default_factory=list)
     files: list[tuple[str, str, str, str]] = field(default_factory=list)
+    shared: list[tuple[str, tuple[tuple[str, bytes | str], ...], str]] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def post(self, channel: str, reply: Reply, thread: str | None = None) -> str:
@@ -40,3 +42,10 @@ class FakeMessenger:
         if self.refuse:
             raise MessengerError(self.refuse, not_postable=self.refuse in NOT_POSTABLE)
         self.files.append((channel, filename, content, plain(comment)))
+
+    async def share(
+        self, channel: str, files: Sequence[tuple[str, bytes | str]], comment: Line
+    ) -> None:
+        if self.refuse:
+            raise MessengerError(self.refuse, not_postable=self.refuse in NOT_POSTABLE)
+        self.shared.append((channel, tuple(files), plain(comment)))

@@ -152,7 +152,9 @@ async def page_file(request: web.Request) -> web.Response:
         return web.Response(status=404, text="file not found")
     disposition = f'inline; filename="{stored.name}"'
     return web.Response(
-        body=stored.content, content_type="text/plain", headers={"Content-Disposition": disposition}
+        body=stored.content,
+        content_type=stored.kind[0],
+        headers={"Content-Disposition": disposition},
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from bot.sandbox.slack import blockkit
 from bot.sandbox.slack.errors import SlackError
+from bot.sandbox.slack.files import File as File
 
 TRIGGER_LIFETIME = 3.0
 MAX_STACK = 3
@@ -37,33 +38,6 @@ def _option_of(element: dict[str, Any], value: Any) -> dict[str, Any] | None:
         if option.get("value") == value:
             return dict(option)
     return None
-
-
-@dataclass
-class File:
-    """A file a user gave a modal's file input, served at ``url_private`` to the bot token."""
-
-    id: str
-    name: str
-    content: bytes
-    user: str
-    created: float
-
-    def to_api(self, origin: str) -> dict[str, Any]:
-        url = f"{origin}/sandbox/files/{self.id}/{self.name}"
-        shell = self.name.endswith(".sh")
-        return {
-            "id": self.id,
-            "created": int(self.created),
-            "name": self.name,
-            "title": self.name,
-            "mimetype": "text/x-sh" if shell else "text/plain",
-            "filetype": "shell" if shell else "text",
-            "user": self.user,
-            "size": len(self.content),
-            "url_private": url,
-            "url_private_download": f"{url}?download=1",
-        }
 
 
 @dataclass

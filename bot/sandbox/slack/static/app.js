@@ -211,6 +211,14 @@ function renderMessage(message, { inThread = false } = {}) {
     link.href = `/sandbox/api/files/${encodeURIComponent(file.id)}`;
     link.target = "_blank";
     link.rel = "noopener";
+    if ((file.mimetype || "").startsWith("image/")) {
+      // Slack shows a shared image inline, above its name
+      const picture = document.createElement("img");
+      picture.className = "file-image";
+      picture.src = link.href;
+      picture.alt = file.title || file.name;
+      link.prepend(picture);
+    }
     content.appendChild(link);
   }
   if (message.ephemeral_to) content.appendChild(el("div", "ephemeral-note", "Only visible to you"));

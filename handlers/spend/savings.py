@@ -1,0 +1,86 @@
+"""What clusterbot saved: each idle remedy and each scheduled night that lowered a cluster's
+cost, from the moment its change succeeded until the next change of that cluster succeeded
+(the wake, a resize back up, a restore), at the hourly cost its plan took away.
+
+It is read from the requests themselves, not kept apart, so it needs no writing of its own
+and a crash cannot lose it: a succeeded change's plan holds the cost before and after, and
+its end time. Like the spend, it is an estimate at list prices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bot.vertex.names import target_of
+from handlers.entities import ApprovalRequest, Origin
+from handlers.spend.runs import HOUR
+
+CAUSES = {
+    Origin.IDLE: "idle remedies",
+    Origin.IDLE_AUTO: "idle remedies",
+    Origin.SCHEDULE: "schedules",
+}
+WHOLE = "(whole cluster)"  # a saving is the cluster's, whichever of its pools it took
+
+
+@dataclass(frozen=True)
+class Saving:
+    cluster: str
+    cause: str  # "schedules" or "idle remedies"
+    start: float  # when the change that saved succeeded
+    end: float | None  # when the next change of the cluster succeeded; None: still saving
+    per_hour: float
+    request_id: str
+    target: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    pool: str = WHOLE
+
+    def within(self, since: float, until: float) -> float:
+        end = until if self.end is None else min(self.end, until)
+        return max(0.0, end - max(self.start, since))
+
+    def saved(self, since: float, until: float) -> float:
+        return self.per_hour * self.within(since, until) / HOUR
+
+
+def savings(
+    requests: Iterable[ApprovalRequest],
+    labels: dict[str, tuple[tuple[str, str], ...]] | None = None,
+) -> list[Saving]:
+    """The savings the succeeded ``requests`` made, oldest first; ``labels``: each
+    cluster's labels, for grouping by label."""
+    done = sorted(
+        (r for r in requests if r.finished_at is not None),
+        key=lambda r: (r.finished_at or 0.0, r.id),
+    )
+    found: list[Saving] = []
+    following: dict[str, float] = {}  # each cluster's next change, walking back in time
+    for request in reversed(done):
+        at = request.finished_at or 0.0
+        cut = _cut(request)
+        if cut is not None:
+            found.append(
+                Saving(
+                    cluster=request.cluster,
+                    cause=CAUSES[request.origin],
+                    start=at,
+                    end=following.get(request.cluster),
+                    per_hour=cut,
+                    request_id=request.id,
+                    target=target_of(request.cluster),
+                    labels=(labels or {}).get(request.cluster, ()),
+                )
+            )
+        following[request.cluster] = at
+    return found[::-1]
+
+
+def _cut(request: ApprovalRequest) -> float | None:
+    """The cost an hour a remedy's or a schedule's change took away, or None."""
+    plan = request.plan
+    if request.origin not in CAUSES or plan.cost_before is None:
+        return None
+    if plan.cost_after is None or plan.cost_after >= plan.cost_before:
+        return None
+    return plan.cost_before - plan.cost_after
