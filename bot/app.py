@@ -125,7 +125,7 @@ class ClusterbotService:
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
         self._lag_watch: asyncio.Task[None] | None = None
-        home = Home(self.core.reports, self.store, policy)
+        home = Home(self.core.reports, self.store, policy, spend=self.core.spending)
         self.slack.attach(self.core, home, self.metrics.command, working_after=working_after)
         self.jobs = PeriodicJobs()
         self.sweeps: SweepProcess | None = None

@@ -4,6 +4,8 @@
   the card itself, where Approve and Withdraw are);
 - operations in flight;
 - idle clusters and what they cost now, from the last sweep;
+- this month's spend, and what clusterbot saved, as of the last sweep (so a tab is
+  published again only when a sweep changed it);
 - every cluster with its cost per hour.
 
 Buttons open the same forms as ``/cluster resize`` and ``/cluster delete``.
@@ -21,9 +23,11 @@ from handlers.changes.kinds import kind_of
 from handlers.costs import money
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.idle.alert import IDLE_PAYING
+from handlers.idle.report import SweepReport
 from handlers.policy import Policy, Role, may_approve
 from handlers.reading.reports import Reports
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Rule, Table, Text, Time
+from handlers.spend.report import SpendReport
 from handlers.words import duration
 
 ROWS = 15  # rows of each table; more are counted
@@ -52,15 +56,24 @@ class Snapshot:
 
 
 class Home:
-    def __init__(self, reports: Reports, requests: PendingRequests, policy: Policy) -> None:
+    def __init__(
+        self,
+        reports: Reports,
+        requests: PendingRequests,
+        policy: Policy,
+        spend: SpendReport | None = None,
+    ) -> None:
         self.reports = reports
         self.requests = requests
         self.policy = policy
+        self.spend = spend
 
     async def snapshot(self) -> Snapshot:
         shared = Reply("shared")
         await self._operations(shared)
-        await self._idle(shared)
+        latest = await self._idle(shared)
+        if latest is not None and self.spend is not None:
+            await self._month(shared, latest.finished)
         clusters = await self.reports.clusters()
         shared.add(Rule(), *clusters.parts)
         return Snapshot(await self.requests.requests_in([RequestState.PENDING]), shared)
@@ -120,17 +133,32 @@ class Home:
         ]
         reply.add(Table.of(("CLUSTER", "AGE", "PROGRESS"), rows, right=frozenset({1})))
 
-    async def _idle(self, reply: Reply) -> None:
+    async def _month(self, reply: Reply, until: float) -> None:
+        assert self.spend is not None
+        month, spent, causes = await self.spend.month(until)
+        reply.add(Rule(), Heading(f"{month}: {money(spent.cost, per_hour=False)} spent"))
+        saved = "; ".join(f"{money(v, per_hour=False)} by {cause}" for cause, v in causes.items())
+        reply.add(
+            Text(
+                f"{money(spent.idle, per_hour=False)} of it while idle. clusterbot saved "
+                f"{money(spent.saved, per_hour=False)}" + (f" ({saved})." if saved else ".")
+            ),
+            Note(
+                "Estimates at list prices, to the sweep ", Time(until), "; /cluster cost has more."
+            ),
+        )
+
+    async def _idle(self, reply: Reply) -> SweepReport | None:
         sweeper = self.reports.sweeper
         latest = await sweeper.latest() if sweeper is not None else None
         if latest is None:
-            return
+            return None
         idle = [e for e in latest.entries if e.status in IDLE_PAYING]
         waste = sum(e.cost_hour or 0.0 for e in idle)
         reply.add(Rule(), Heading(f"Idle clusters ({len(idle)}, {money(waste)})"))
         if not idle:
             reply.add(Text("None: every cluster that costs money is busy."))
-            return
+            return latest
         now = self.reports.clock()
         rows = [
             (
@@ -144,3 +172,4 @@ class Home:
             Table.of(("CLUSTER", "QUIET FOR", "$/H"), rows, right=frozenset({1, 2})),
             Note("From the sweep ", Time(latest.finished), "; act on the alert in the channel."),
         )
+        return latest

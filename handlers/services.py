@@ -101,6 +101,7 @@ class Services:
     releases: Releases | None = None
     intake: Intake | None = None
     schedules: Schedules | None = None
+    spending: SpendReport | None = None
 
 
 def build(ports: Ports, policy: Policy, options: Options) -> Services:
@@ -238,6 +239,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         sweeper=sweeper,
         reports=reports,
         schedules=schedules,
+        spending=spending,
         dispatcher=Dispatcher(
             Desk(reports, approvals, clicks, spending, schedules), policy, ports.roles
         ),

@@ -4,6 +4,7 @@ shows changes (and only then), and its buttons open the same forms as the comman
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,8 @@ async def test_home_shows_requests_operations_and_clusters(stack: Stack) -> None
     assert "Operations in flight (0)" in text
     assert "train01" in text and "cpu01" in text and "$/H" in text
     assert "Resize a pool…" in text
+    month = time.strftime("%B %Y", time.gmtime())
+    assert f"{month}: ~$" in text and "clusterbot saved ~$" in text  # as of the last sweep
 
     await stack.card("alice", "/cluster resize train01 a4 3")
     await pending(stack, 1)  # the card is posted a moment before its request is pending

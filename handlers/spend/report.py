@@ -4,6 +4,7 @@ cost while clusterbot watched them, and the part spent idle, from the spend ledg
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from bot.vertex.names import target_of
 from handlers.costs import money
@@ -98,6 +99,19 @@ class SpendReport:
         """What remedies and schedules saved, each cluster's labels taken from its runs."""
         labels = {run.cluster: run.labels for run in runs}
         return savings(await self.requests.requests_in([str(RequestState.SUCCEEDED)]), labels)
+
+    async def month(self, until: float) -> tuple[str, Spend, dict[str, float]]:
+        """This calendar month (UTC) up to ``until``: its name, what it cost, and what was
+        saved by each cause."""
+        at = datetime.fromtimestamp(until, UTC)
+        start = datetime(at.year, at.month, 1, tzinfo=UTC).timestamp()
+        runs = await self.runs(start, until)
+        saved = await self.saved(runs)
+        causes: dict[str, float] = {}
+        for saving in saved:
+            if saving.within(start, until) > 0:
+                causes[saving.cause] = causes.get(saving.cause, 0.0) + saving.saved(start, until)
+        return at.strftime("%B %Y"), overall(totals(runs, start, until, saved=saved)), causes
 
     async def cost(self, command: Cost, channel: str | None = None) -> Reply:
         until = self.clock()

@@ -151,10 +151,10 @@ async def page_file(request: web.Request) -> web.Response:
     if stored is None:
         return web.Response(status=404, text="file not found")
     disposition = f'inline; filename="{stored.name}"'
+    # an image is shown as one; any text (a CSV, a script) as text, as Slack's viewer does
+    shown = stored.kind[0] if stored.kind[0].startswith("image/") else "text/plain"
     return web.Response(
-        body=stored.content,
-        content_type=stored.kind[0],
-        headers={"Content-Disposition": disposition},
+        body=stored.content, content_type=shown, headers={"Content-Disposition": disposition}
     )
 
 
