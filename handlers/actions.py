@@ -32,6 +32,7 @@ class ActionId(StrEnum):
     AUDIT_CSV = "audit_csv"
     OPEN_RESIZE_FORM = "open_form_resize"
     OPEN_DELETE_FORM = "open_form_delete"
+    OPEN_SCHEDULE_FORM = "open_form_schedule"
     SCHEDULE_SKIP = "schedule_skip"
     SCHEDULE_POSTPONE = "schedule_postpone"
 
@@ -137,6 +138,7 @@ class OpenForm:
     the platform adapter opens it, since a form needs the click's own trigger."""
 
     kind: str
+    cluster: str | None = None  # the cluster the form opens on (a digest's opportunity)
 
     @property
     def action_id(self) -> ActionId:
@@ -145,7 +147,12 @@ class OpenForm:
 
     @property
     def value(self) -> str:
-        return self.kind
+        return self.kind if self.cluster is None else f"{self.kind}|{self.cluster}"
+
+
+def open_form(action_id: ActionId, value: str) -> OpenForm:
+    _, _, cluster = value.partition("|")
+    return OpenForm(action_id.removeprefix("open_form_"), cluster or None)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from handlers.actions import (
     Decide,
     Keep,
     Night,
-    OpenForm,
     Remedy,
     RestoreClicked,
     SweepNow,
@@ -31,6 +30,7 @@ from handlers.actions import (
     audit_page,
     needs,
     night,
+    open_form,
     snooze,
 )
 from handlers.desk import Desk
@@ -150,8 +150,8 @@ CLICKS: tuple[Click, ...] = (
         lambda s, c: s.approvals.restore_clicked(c.user, c.action.request_id),
     ),
     click(
-        (ActionId.OPEN_RESIZE_FORM, ActionId.OPEN_DELETE_FORM),
-        lambda i, v: OpenForm(i.removeprefix("open_form_")),
+        (ActionId.OPEN_RESIZE_FORM, ActionId.OPEN_DELETE_FORM, ActionId.OPEN_SCHEDULE_FORM),
+        open_form,
         Role.VIEWER,
         "Opening a form",
         # where forms cannot open (the platform opens them on the click), the command does

@@ -21,7 +21,7 @@ from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_resize
 from handlers.costs import PriceBook
 from handlers.desk import Desk
-from handlers.forms.asks import FormAsk, delete_form, resize_form, slurm_form
+from handlers.forms.asks import FormAsk, delete_form, resize_form, schedule_form, slurm_form
 from handlers.grammar import (
     CLUSTER_HELP,
     MAX_NODES,
@@ -54,7 +54,7 @@ from handlers.slurm.commands import (
     parse_jobs,
     parse_slurm,
 )
-from handlers.spend.report import Cost, parse_cost
+from handlers.spend.report import COST, Cost, parse_cost
 
 C = TypeVar("C")  # a typed command
 
@@ -359,14 +359,10 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         parse_audit,
         lambda s, c, who: s.reports.audit(c),
     ),
+    Subcommand("cost", COST, Role.VIEWER, parse_cost, _run_cost),
     Subcommand(
-        "cost",
-        "what clusters cost while clusterbot watched them, and the part spent idle",
-        Role.VIEWER,
-        parse_cost,
-        _run_cost,
+        "schedule", SCHEDULE, Role.OPERATOR, parse_schedule, run_schedule, form=schedule_form
     ),
-    Subcommand("schedule", SCHEDULE, Role.OPERATOR, parse_schedule, run_schedule),
     Subcommand("schedules", SCHEDULES, Role.VIEWER, parse_schedules, run_schedules),
 )
 BY_NAME = {entry.name: entry for entry in REGISTRY}

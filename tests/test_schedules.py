@@ -16,9 +16,13 @@ import pytest
 
 from bot.calendar import CronCalendar
 from bot.store import Store
+from handlers import dispatch
 from handlers.costs import money
 from handlers.dispatch import read
 from handlers.entities import RequestState
+from handlers.forms.choices import Forms
+from handlers.forms.flow import FormFlow, state_of
+from handlers.forms.model import Entry
 from handlers.grammar import CommandError
 from handlers.policy import Policy
 from handlers.schedules.commands import AskSchedule, ChangeSchedule
@@ -26,7 +30,7 @@ from handlers.schedules.model import Phase, Schedule, ScheduleState
 from handlers.schedules.nights import LOOKS, NOTICE_LEAD, RETRY
 from handlers.schedules.times import Weekly, parse_weekly
 from tests.conftest import ManualClock
-from tests.support.text_adapter import text
+from tests.support.text_adapter import form_text, text
 from tests.test_services_unit import ALERTS, C1, INFRA, POLICY, Bot, make_bot
 from tests.test_store import open_store
 
@@ -370,3 +374,37 @@ async def test_the_idle_alert_knows_the_schedule(clock: ManualClock, store: Stor
     await bot.services.sweeper.sweep(force=True)
     report = text(await bot.ask("U0ALICE", "idle"))
     assert f"asleep on its off-hours schedule {schedule.id} until Tue 24 Mar 08:00 CET" in report
+
+
+async def test_a_schedule_form_makes_the_same_card_as_the_words(
+    clock: ManualClock, store: Store
+) -> None:
+    clock.now = at(2026, 3, 23, 10, 0)
+    bot = scheduled_bot(clock, store)
+    core = bot.services
+    flow = FormFlow(Forms(core.directory, core.approvals.prices), core.dispatcher, None)
+    read = dispatch.read("schedule c1")  # words missing: the form asks for the rest
+    assert read.form is not None and read.error is not None
+    assert dispatch.read(WORDS).form is None  # every word given: no form
+    state = state_of(read.form, INFRA)
+    filled = form_text(await flow.filled(state, None))
+    assert filled.startswith("# Set an off-hours schedule")
+    assert "[Off on (Mon-Fri, Sat,Sun, daily): line = Mon-Fri]" in filled
+    assert "  - gpu · a3-ultragpu-8g" in filled and "login" not in filled.split("Node pools")[1]
+    entries = {
+        "cluster": Entry(choice=C1),
+        "pool": Entry(choice="gpu"),
+        "off_days": Entry(text="Mon-Fri"),
+        "off_time": Entry(text="25:00"),
+        "on_days": Entry(text="Mon-Fry"),
+        "on_time": Entry(text="08:00"),
+        "tz": Entry(text="Europe/Berlin"),
+    }
+    wrong = await flow.submitted("U0ALICE", state, entries)
+    assert set(wrong) == {"off_time", "on_days"} and "'25:00' is not a time" in wrong["off_time"]
+    assert bot.cards() == []
+    fine = {**entries, "off_time": Entry(text="20:00"), "on_days": Entry(text="Mon-Fri")}
+    assert await flow.submitted("U0ALICE", state, fine) == {}
+    [(_, card)] = bot.cards()
+    assert "Schedule request: c1 / gpu" in text(card)
+    assert "Off Mon-Fri 20:00, on Mon-Fri 08:00 (Europe/Berlin)" in text(card)

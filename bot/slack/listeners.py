@@ -127,7 +127,7 @@ class SlackEdge:
 
     async def action(self, ack: Any, body: dict[str, Any]) -> None:
         action_id = str((body.get("actions") or [{}])[0].get("action_id"))
-        opens = action_id in (ActionId.OPEN_RESIZE_FORM, ActionId.OPEN_DELETE_FORM)
+        opens = action_id.startswith("open_form_")  # OpenForm's ids: the form's kind
         if opens and self.open_form_clicked is not None:
             await self.open_form_clicked(ack, body)  # a form opens on this click's trigger
             return

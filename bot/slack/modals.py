@@ -39,6 +39,7 @@ from bot.slack.modal_views import (
 )
 from bot.slack.responder import Responder
 from bot.vertex.errors import VertexError
+from handlers.actions import ActionId, open_form
 from handlers.dispatch import Dispatcher
 from handlers.entities import Submission
 from handlers.forms.asks import FormAsk, FormKind
@@ -97,14 +98,22 @@ class Modals:
         await self._open(user, channel, str(body["trigger_id"]), ask, body.get("response_url"))
 
     async def open_clicked(self, ack: Any, body: dict[str, Any]) -> None:
-        """Open a form from a button (the Home tab's); its requests go to the home channel."""
+        """Open a form from a button: the Home tab's (its requests go to the home channel) or
+        a message's in a channel (a digest's opportunity, on its cluster)."""
         await ack()
         user = str(body["user"]["id"])
-        kind = str(body["actions"][0].get("action_id", "")).removeprefix("open_form_")
-        channel = self.home_channel or ""
-        if kind not in (FormKind.RESIZE, FormKind.DELETE):
+        action = body["actions"][0]
+        try:
+            clicked = open_form(ActionId(str(action.get("action_id"))), str(action.get("value")))
+        except ValueError:  # an id no form of ours has
             return
-        ask = FormAsk(kind)
+        kind = clicked.kind
+        # from a message in a channel (a digest), the request goes there; from the Home tab,
+        # to the home channel
+        channel = str((body.get("channel") or {}).get("id") or self.home_channel or "")
+        if kind not in (FormKind.RESIZE, FormKind.DELETE, FormKind.SCHEDULE):
+            return
+        ask = FormAsk(kind, clicked.cluster)
         refusal = await self.dispatcher.refusal(user, channel, ask.subcommand, ask.role)
         if refusal is not None:
             log.info("form %s not opened for %s: %s", kind, user, refusal.reason)

@@ -18,6 +18,10 @@ class FormKind:
     DELETE = "delete"
     SCRIPT = "script"
     SETTING = "setting"  # one slurm.conf key
+    SCHEDULE = "schedule"  # an off-hours schedule
+
+
+EVERY_POOL = "*"  # a schedule form's pool choice for every compute pool
 
 
 @dataclass(frozen=True)
@@ -53,16 +57,21 @@ def _guarded(read: Callable[[list[str]], FormAsk | None]) -> Callable[[list[str]
     return reader
 
 
-@_guarded
-def resize_form(args: list[str]) -> FormAsk | None:
-    """``resize [CLUSTER [POOL]]``: the pool's bounds, and what is not given, in a form."""
+def _on_a_pool(kind: str, args: list[str]) -> FormAsk | None:
+    """``[CLUSTER [POOL]]``: a form on what they name; more words, or a bad pool, none."""
     if len(args) >= 3:
         return None
-    cluster = cluster_word(args[0], "resize") if args else None
+    cluster = cluster_word(args[0], kind) if args else None
     pool = args[1] if len(args) > 1 and POOL_ID.match(args[1]) else None
     if len(args) > 1 and pool is None:
         return None
-    return FormAsk(FormKind.RESIZE, cluster, pool)
+    return FormAsk(kind, cluster, pool)
+
+
+@_guarded
+def resize_form(args: list[str]) -> FormAsk | None:
+    """``resize [CLUSTER [POOL]]``: the pool's bounds, and what is not given, in a form."""
+    return _on_a_pool(FormKind.RESIZE, args)
 
 
 def delete_form(args: list[str]) -> FormAsk | None:
@@ -88,3 +97,12 @@ def slurm_form(args: list[str]) -> FormAsk | None:
     if verb == "replace":
         return FormAsk(FormKind.SCRIPT, cluster, which=which, replace=number)
     return FormAsk(FormKind.SCRIPT, cluster, which=which, place=number)
+
+
+@_guarded
+def schedule_form(args: list[str]) -> FormAsk | None:
+    """``schedule [CLUSTER [POOL]]``: the off and on times, and what is not given, in a
+    form; ``schedule pause|resume|end ID`` and a schedule in words open none."""
+    if args and args[0].lower() in ("pause", "resume", "end"):
+        return None
+    return _on_a_pool(FormKind.SCHEDULE, args)

@@ -13,7 +13,15 @@ from handlers.dispatch import Dispatcher, Outcome
 from handlers.forms.asks import FormAsk, FormKind
 from handlers.forms.choices import Forms, check_setting, setting_choices
 from handlers.forms.model import Entries, Entry, Form, FormState
-from handlers.forms.views import delete_form, loading_form, resize_form, script_form, setting_form
+from handlers.forms.views import (
+    SCHEDULE_FIELDS,
+    delete_form,
+    loading_form,
+    resize_form,
+    schedule_form,
+    script_form,
+    setting_form,
+)
 from handlers.grammar import CommandError
 from handlers.slurm.scripts import scripts_of
 
@@ -23,8 +31,10 @@ LAST_FIELD = {
     FormKind.DELETE: "confirm",
     FormKind.SCRIPT: "place",
     FormKind.SETTING: "value",
+    FormKind.SCHEDULE: "tz",
 }
 NOTHING = Entry()
+SCHEDULE_ENTRIES = (*(name for name, _, _ in SCHEDULE_FIELDS), "tz")
 
 
 def state_of(ask: FormAsk, channel: str) -> FormState:
@@ -54,6 +64,8 @@ class FormFlow:
             return loading_form(state, f"Looking up {state.cluster}…")
         if state.kind == FormKind.DELETE:
             return delete_form(state, None)
+        if state.kind == FormKind.SCHEDULE:
+            return schedule_form(state, None)
         return resize_form(state, None)
 
     async def filled(self, state: FormState, pool: str | None) -> Form:
@@ -94,6 +106,9 @@ class FormFlow:
             return delete_form(state, chosen, cluster.cluster_id, forms.deletes(cluster))
         if state.kind == FormKind.SETTING:
             return setting_form(state, cluster.cluster_id, setting_choices(cluster))
+        if state.kind == FormKind.SCHEDULE:
+            picked = entries.get("pool", NOTHING).choice
+            return schedule_form(state, chosen, forms.schedule_pools(cluster), picked)
         if state.kind == FormKind.SCRIPT:
             which = state.which or "prolog"
             heads = [(s.splitlines() or [""])[0] for s in scripts_of(cluster, which)]
@@ -153,6 +168,9 @@ class FormFlow:
             return self.forms.check_delete(cluster, entry("confirm").text)
         if state.kind == FormKind.SETTING:
             return check_setting(cluster, entry("key").choice, entry("value").text)
+        if state.kind == FormKind.SCHEDULE:
+            texts = {name: entry(name).text for name in SCHEDULE_ENTRIES}
+            return self.forms.check_schedule(cluster, {**texts, "pool": entry("pool").choice})
         if state.kind == FormKind.SCRIPT:
             which = state.which or "prolog"
             place, pasted = entry("place").choice, entry("paste").text

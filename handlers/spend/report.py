@@ -27,6 +27,10 @@ from handlers.spend.totals import (
     totals,
 )
 
+COST = (  # the subcommand's summary in the help
+    "what clusters cost while clusterbot watched them, the part spent idle and what it saved, "
+    "with a chart"
+)
 DEFAULT_SINCE = 30 * 24 * HOUR
 GROUPS = ("pool", "target", "label")
 ROWS = 40  # groups shown; the rest are summed on one line
