@@ -20,7 +20,7 @@ from aiohttp import web
 
 from bot.calendar import CronCalendar
 from bot.charts import AggCharts
-from bot.jobs import PeriodicJobs, crash_hook
+from bot.jobs import PeriodicJobs, crash_hook, digest_trigger
 from bot.metrics import BotMetrics
 from bot.redact import Redactor
 from bot.routes import Readiness, Routes
@@ -110,6 +110,7 @@ class ClusterbotService:
             schedules=self.store,
             calendar=CronCalendar(),
             charts=AggCharts(),
+            digests=self.store,
         )
         options = Options(
             owner=self.owner,
@@ -170,6 +171,9 @@ class ClusterbotService:
         self.jobs.add("releases", self._releases, self.settings.release_check_seconds)
         # the first run is now: a wake missed while every replica was down happens at start
         self.jobs.add("schedules", self._schedules, self.settings.schedule_check_seconds)
+        if self.core.digest is not None and self.settings.digest_cron.strip().lower() != "off":
+            trigger = digest_trigger(self.settings.digest_cron, self.settings.digest_timezone)
+            self.jobs.add_cron("digest", self._digest, trigger)
         self.slack.schedule(self.jobs, self.is_accepting)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
@@ -240,6 +244,10 @@ class ClusterbotService:
     async def _schedules(self) -> None:
         if self.accepting and self.core.schedules is not None:
             await self.core.schedules.check_all()
+
+    async def _digest(self, fired_at: float) -> None:
+        if self.accepting and self.core.digest is not None:
+            await self.core.digest.fire(fired_at)
 
     async def _expire(self) -> None:
         if self.accepting:

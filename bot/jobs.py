@@ -6,10 +6,12 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
 
 from handlers.ports import CrashPoint, no_crash
 
@@ -63,6 +65,22 @@ class PeriodicJobs:
             next_run_time=datetime.now(UTC),
         )
 
+    def add_cron(
+        self, name: str, job: Callable[[float], Awaitable[Any]], trigger: CronTrigger
+    ) -> None:
+        """``job(fired_at)`` at each time of the cron; ``fired_at`` is the scheduled time,
+        the same on every replica whose cron fired it (the key a firing is claimed by)."""
+
+        async def run() -> None:
+            now = datetime.now(UTC)
+            fired = trigger.get_next_fire_time(None, now - timedelta(minutes=5))
+            at = (fired or now).timestamp()
+            task = asyncio.get_running_loop().create_task(self._guarded(name, lambda: job(at)))
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+
+        self.scheduler.add_job(run, trigger, id=name, max_instances=1, coalesce=True)
+
     @staticmethod
     async def _guarded(name: str, job: Callable[[], Awaitable[Any]]) -> None:
         try:
@@ -80,3 +98,18 @@ class PeriodicJobs:
             await asyncio.wait(set(self.running), timeout=limit)
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
+
+
+def digest_trigger(crontab: str, zone: str) -> CronTrigger:
+    """The digest's cron, as APScheduler reads a crontab line, in an IANA zone."""
+    try:
+        where = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"digest_timezone {zone!r} is not a zone of the tz database") from None
+    try:
+        return CronTrigger.from_crontab(crontab, timezone=where)
+    except ValueError as error:
+        raise ValueError(
+            f"digest_cron {crontab!r} is not a crontab line (minute hour day month weekday, "
+            f'such as "0 9 * * mon"): {error}'
+        ) from None

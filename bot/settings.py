@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.jobs import digest_trigger
 from bot.secrets import (
     SECRET_MANAGER_URL,
     Reference,
@@ -125,6 +126,10 @@ class Settings(BaseSettings):
     release_check_seconds: float = Field(30.0, gt=0, le=3600)  # between looks at the queue
     schedule_check_seconds: float = Field(30.0, gt=0, le=600)  # between looks at schedules
     release_grace_seconds: float = Field(60.0, ge=0, le=3600)  # empty this long, then act
+    # the weekly cost digest in the alert channel: a crontab line (minute hour day month
+    # weekday) in digest_timezone; "off" posts none
+    digest_cron: str = "0 9 * * mon"
+    digest_timezone: str = "UTC"
     debug_crash_at: str | None = None  # testing only: exit at this named step of a change
 
     @field_validator("targets", mode="before")
@@ -133,6 +138,12 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [Target.parse(part) for part in value.split(",") if part.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _digest_when(self) -> Settings:
+        if self.digest_cron.strip().lower() != "off":
+            digest_trigger(self.digest_cron, self.digest_timezone)  # a ValueError says why
+        return self
 
     @field_validator("log_level", mode="before")
     @classmethod

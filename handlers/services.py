@@ -45,6 +45,7 @@ from handlers.reading.clusters import READ_DEADLINE, ClusterDirectory
 from handlers.reading.reports import Reports
 from handlers.schedules.nights import Nights
 from handlers.schedules.service import Schedules
+from handlers.spend.digest import Digest, DigestStore
 from handlers.spend.report import SpendReport
 
 
@@ -69,6 +70,7 @@ class Ports:
     schedules: ScheduleStore | None = None  # off-hours schedules; None: none can be set
     calendar: Calendar | None = None  # when a schedule's times come (with ``schedules``)
     charts: Charts | None = None  # draws the cost chart; None: the cost report is a table
+    digests: DigestStore | None = None  # the weekly digest's firings; None: no digest
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ class Services:
     intake: Intake | None = None
     schedules: Schedules | None = None
     spending: SpendReport | None = None
+    digest: Digest | None = None
 
 
 def build(ports: Ports, policy: Policy, options: Options) -> Services:
@@ -240,9 +243,27 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         reports=reports,
         schedules=schedules,
         spending=spending,
+        digest=_digest(ports, options, spending, sweeper),
         dispatcher=Dispatcher(
             Desk(reports, approvals, clicks, spending, schedules), policy, ports.roles
         ),
+    )
+
+
+def _digest(
+    ports: Ports, options: Options, spending: SpendReport | None, sweeper: Sweeper
+) -> Digest | None:
+    if spending is None or ports.digests is None or options.alert_channel is None:
+        return None
+    return Digest(
+        spend=spending,
+        store=ports.digests,
+        sweeps=sweeper,
+        schedules=ports.schedules,
+        messenger=ports.messenger,
+        channel=options.alert_channel,
+        owner=options.owner,
+        clock=ports.clock,
     )
 
 

@@ -380,7 +380,12 @@ def test_what_a_person_can_do_is_declared_once() -> None:
     from handlers.grammar import USAGE
 
     assert [e.name for e in REGISTRY] == list(USAGE)
-    assert {e.name for e in REGISTRY if e.form is not None} == {"resize", "delete", "slurm", "schedule"}
+    assert {e.name for e in REGISTRY if e.form is not None} == {
+        "resize",
+        "delete",
+        "slurm",
+        "schedule",
+    }
     ids = [i for click in CLICKS for i in click.ids]
     assert len(ids) == len(set(ids))
     core = (ROOT / "handlers").rglob("*.py")

@@ -24,6 +24,7 @@ from handlers.policy import Policy, Role
 from handlers.ports import ActivityReader, CrashPoint, ReleaseStore, ScheduleStore, no_crash
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
+from handlers.spend.digest import DigestStore
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
@@ -102,6 +103,7 @@ def make_bot(
     releases: ReleaseStore | None = None,
     messenger: FakeMessenger | None = None,
     schedules: ScheduleStore | None = None,
+    digests: DigestStore | None = None,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
@@ -132,6 +134,7 @@ def make_bot(
         schedules=schedules,
         calendar=CronCalendar() if schedules is not None else None,
         charts=AggCharts(),
+        digests=digests,
     )
     options = Options(
         owner=owner or ("me" if same_world_as is None else "restarted"),

@@ -221,3 +221,22 @@ async def test_the_database_password_is_kept_apart_from_its_url(
     monkeypatch.setenv("CLUSTERBOT_DATABASE_URL", "sqlite+aiosqlite:///x.db")
     with pytest.raises(ConfigError, match="applies to PostgreSQL only"):
         load_settings("serve")
+
+
+def test_the_digest_cron_is_a_crontab_line_in_a_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    valid(monkeypatch)
+    settings = load_settings("serve")
+    assert (settings.digest_cron, settings.digest_timezone) == ("0 9 * * mon", "UTC")
+    monkeypatch.setenv("CLUSTERBOT_DIGEST_CRON", "0 9 * * someday")
+    monkeypatch.setenv("CLUSTERBOT_DIGEST_TIMEZONE", "Europe/Berlin")
+    with pytest.raises(ConfigError) as caught:
+        load_settings("serve")
+    [problem] = caught.value.problems
+    assert "digest_cron '0 9 * * someday' is not a crontab line" in problem
+    monkeypatch.setenv("CLUSTERBOT_DIGEST_CRON", "off")  # no digest
+    monkeypatch.setenv("CLUSTERBOT_DIGEST_TIMEZONE", "Mars/Olympus")
+    assert load_settings("serve").digest_cron == "off"
+    monkeypatch.setenv("CLUSTERBOT_DIGEST_CRON", "30 8 * * fri")
+    with pytest.raises(ConfigError) as zone:
+        load_settings("serve")
+    assert "'Mars/Olympus' is not a zone of the tz database" in zone.value.problems[0]

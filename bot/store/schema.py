@@ -214,3 +214,13 @@ schedules = sa.Table(
     sa.Column("saved", sa.Float, nullable=False),
     sa.Column("saved_hours", sa.Float, nullable=False),
 )
+
+# The weekly digest's firings: one row each, claimed by the replica that posts it.
+digests = sa.Table(
+    "digests",
+    metadata,
+    sa.Column("fired_at", sa.Float, primary_key=True),
+    sa.Column("claimed_by", sa.String(200), nullable=False),
+    sa.Column("claimed_at", sa.Float, nullable=False),
+    sa.Column("message", sa.String(64)),
+)

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bot.store import schema
+from bot.store.digests import DigestRows
 from bot.store.kept import KeptRows
 from bot.store.leases import LeaseRows
 from bot.store.migrate import upgrade_to_head
@@ -79,6 +80,7 @@ class Store(
     SubmissionRows,
     SpendRows,
     ScheduleRows,
+    DigestRows,
 ):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine

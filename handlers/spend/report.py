@@ -160,13 +160,16 @@ class SpendReport:
         reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
         if channel is not None:
             chart = daily(runs, saved, since, until, f"{scope}, last {period}")
-            await self._share(reply, chart, channel, whole)
+            said = await self.share_chart(chart, channel, whole)
+            if said is not None:
+                reply.add(Note(said))
         return reply
 
-    async def _share(self, reply: Reply, chart: Chart, channel: str, whole: Spend) -> None:
-        """The chart as a PNG and its numbers as a CSV, in the conversation asked in."""
+    async def share_chart(self, chart: Chart, channel: str, whole: Spend) -> str | None:
+        """The chart as a PNG and its numbers as a CSV, in ``channel``; what to say of it
+        (None: no chart is drawn here)."""
         if self.charts is None or self.messenger is None:
-            return
+            return None
         name = chart.title.replace(", last ", "-").replace(" ", "-")
         comment = (
             f"Cost of {chart.title}: {money(whole.cost, per_hour=False)} spent, "
@@ -185,9 +188,8 @@ class SpendReport:
                 if error.not_postable
                 else "try again in a minute"
             )
-            reply.add(Note(f"The chart could not be shared here ({error.code}): {where}."))
-            return
-        reply.add(Note("The chart and its numbers (CSV) are shared in this conversation."))
+            return f"The chart could not be shared here ({error.code}): {where}."
+        return "The chart and its numbers (CSV) are shared in this conversation."
 
 
 NOTE = (

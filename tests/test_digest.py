@@ -1,0 +1,101 @@
+"""The weekly cost digest on the core: each cluster's week against the last, idle dollars,
+savings, the biggest opportunities with their buttons, and the week's chart; one post for
+a firing whichever replicas fire it (claimed in a real SQLite store)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.jobs import PeriodicJobs, digest_trigger
+from bot.store import Store
+from handlers.policy import Policy
+from tests.conftest import ManualClock
+from tests.support.text_adapter import text
+from tests.test_services_unit import ALERTS, C1, POLICY, Bot, make_bot
+from tests.test_store import open_store
+
+MONDAY_9 = 1_795_424_400.0  # Mon 23 Nov 2026 09:00 UTC
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with open_store("sqlite", tmp_path) as opened:
+        yield opened
+
+
+def digest_bot(clock: ManualClock, store: Store, **extra: object) -> Bot:
+    return make_bot(clock, Policy.model_validate(POLICY), digests=store, **extra)  # type: ignore[arg-type]
+
+
+async def fire(bot: Bot, at: float) -> bool:
+    assert bot.services.digest is not None
+    return await bot.services.digest.fire(at)
+
+
+def digests(bot: Bot) -> list[str]:
+    return [text(r) for c, _, r, _ in bot.messenger.posted if c == ALERTS and "digest" in r.summary]
+
+
+async def test_the_digest_names_the_idle_cluster_with_its_button(
+    clock: ManualClock, store: Store
+) -> None:
+    clock.now = MONDAY_9 - 3600
+    bot = digest_bot(clock, store)
+    bot.activity.queues[C1] = (0, 0)  # type: ignore[attr-defined]
+    await bot.services.sweeper.sweep(force=True)
+    clock.advance(11 * 60)
+    await bot.services.sweeper.sweep(force=True)  # idle past the policy's 10 minutes
+    clock.now = MONDAY_9
+    assert await fire(bot, MONDAY_9)
+    [digest] = digests(bot)
+    assert "# Weekly cost digest" in digest
+    assert "| c1 " in digest or "c1 " in digest
+    assert "The biggest opportunities (1)" in digest
+    assert "1. c1: idle now, scale it to zero: ~$" in digest
+    assert "[Scale to zero](idle_scale_to_zero)" in digest
+    [(channel, files, said)] = bot.messenger.shared
+    assert "spent" in said and "saved" in said
+    assert channel == ALERTS and [name for name, _ in files] == [
+        "cost-all-clusters-7d.png",
+        "cost-all-clusters-7d.csv",
+    ]
+    # the button on the digest asks as the alert's does
+    answer = await bot.click("U0BOB", "idle_scale_to_zero", C1)
+    assert answer is None or "Scale to zero" in text(answer)
+    assert bot.plane.patches == [(C1, ("node_pools",))]
+
+
+async def test_two_replicas_post_one_digest(clock: ManualClock, store: Store) -> None:
+    clock.now = MONDAY_9
+    first = digest_bot(clock, store)
+    second = digest_bot(clock, store, same_world_as=first, owner="replica-b")
+    fired = await asyncio.gather(fire(first, MONDAY_9), fire(second, MONDAY_9))
+    assert sorted(fired) == [False, True]
+    assert len(digests(first)) == 1
+    assert "None this week: no cluster pays for idle nodes." in digests(first)[0]
+    clock.advance(7 * 86400)
+    assert await fire(second, MONDAY_9 + 7 * 86400)  # next week's firing is its own
+    assert len(digests(first)) == 2
+
+
+async def test_the_digest_cron_gives_each_replica_the_same_firing() -> None:
+    """The service's cron job hands the digest the time it was scheduled for, not the time
+    the replica woke, so replicas claim the same firing."""
+    jobs, fired = PeriodicJobs(), []
+
+    async def digest(at: float) -> None:
+        fired.append(at)
+
+    trigger = digest_trigger("*/5 * * * *", "UTC")  # every five minutes
+    jobs.add_cron("digest", digest, trigger)
+    job = jobs.scheduler.get_job("digest")
+    assert job is not None
+    await job.func()
+    await asyncio.gather(*jobs.running)
+    [at] = fired
+    assert at % 300 == 0 and time.time() - 300 < at <= time.time()
