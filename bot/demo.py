@@ -13,6 +13,7 @@ import secrets
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -121,12 +122,15 @@ def run_demo(host: str, port: int, data_dir: Path | None = None) -> None:
 
 
 async def _seed(service: ClusterbotService) -> None:
+    """A week of history, then the week's digest from it, at once."""
+    log = logging.getLogger(__name__)
     try:
         written = await seed_week(service)
+        log.info("the demo's ledger holds a week of spend (%d runs)", written)
+        if written and service.core.digest is not None:
+            await service.core.digest.fire(time.time())
     except Exception:  # the demo runs on without its history: say why
-        logging.getLogger(__name__).exception("the demo's week of spend was not written")
-        return
-    logging.getLogger(__name__).info("the demo's ledger holds a week of spend (%d runs)", written)
+        log.exception("the demo's week of history was not written")
 
 
 async def _until_stopped(

@@ -6,7 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bot.demo_history import seed_week
+import pytest
+
+from bot.demo_history import nights, seed_week
+from handlers.costs import money
 from tests.support.demo_stack import demo_stack, text_of
 
 
@@ -37,3 +40,30 @@ async def test_the_demo_week_is_seeded_once_and_costed(tmp_path: Path) -> None:
         async with stack.session.get(f"{stack.url}/sandbox/api/files/{picture['id']}") as got:
             assert got.content_type == "image/png"
             assert (await got.read()).startswith(b"\x89PNG")
+
+
+async def test_the_demo_has_a_schedule_that_slept_through_the_week(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path) as stack:
+        now = time.time()
+        assert await seed_week(stack.service, now) > 0
+        [schedule] = await stack.service.store.schedules()
+        assert schedule.scope == "train01 / a4" and schedule.approved_by == "U0BOB"
+        assert schedule.next_off is not None and schedule.next_off > now
+        slept = nights(now)
+        assert len(slept) >= 4  # four or five weeknights and a weekend, ended
+        assert schedule.saved_hours == pytest.approx(sum(on - off for off, on in slept) / 3600)
+        # what the cost report reads as saved: the nights' changes, asked by the schedule
+        runs = await stack.service.store.spend_between(now - 7 * 86400, now)
+        a4 = [r for r in runs if r.cluster.endswith("/train01") and r.pool == "a4"]
+        assert any(r.nodes == 0 for r in a4) and any(r.nodes == 2 for r in a4)
+        await stack.command("carol", "/cluster schedules")
+        listing = await stack.wait(lambda ms: any("sch-demo0001" in text_of(m) for m in ms))
+        said = next(text_of(m) for m in listing if "sch-demo0001" in text_of(m))
+        assert "train01 / a4" in said and "Mon-Fri 20:00" in said
+        saved = money(schedule.saved, per_hour=False)
+        assert saved in said
+        await stack.command("carol", "/cluster cost train01 since 7d")
+        shown = await stack.wait(lambda ms: any("Cost of train01" in text_of(m) for m in ms))
+        cost = next(text_of(m) for m in shown if "Cost of train01" in text_of(m))
+        # the report's saving is read from the nights' changes: the schedule's own total
+        assert saved in cost, cost
