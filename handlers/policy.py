@@ -23,6 +23,10 @@ Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
     [pipelines]                          # the release hook's only callers
     "build@p.iam.gserviceaccount.com" = ["scale-to-zero"]
     "*@ci-p.iam.gserviceaccount.com" = { pre_approved = [], ask = ["delete"] }
+    [schedules.offhours-eu]              # taken by the label clusterbot-schedule: offhours-eu
+    off = "Mon-Fri 20:00"
+    on = "Mon-Fri 08:00"
+    tz = "Europe/Berlin"
 
 Decisions are pure functions of (policy, who, what), so every rule is tested without Slack.
 """
@@ -30,14 +34,19 @@ Decisions are pure functions of (policy, who, what), so every rule is tested wit
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from handlers.grammar import CommandError
 from handlers.idle.rules import IdleRules
+from handlers.schedules.times import Weekly, parse_weekly, parse_zone
+
+LABEL_VALUE = re.compile(r"^[a-z0-9_-]{1,63}$")  # a Google Cloud label's value
 
 
 class Role(IntEnum):
@@ -84,6 +93,31 @@ class PipelineCaller(BaseModel):
         return action in self.pre_approved or action in self.ask
 
 
+class ScheduleProfile(BaseModel):
+    """An off-hours schedule a cluster takes by its label ``clusterbot-schedule: NAME``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    off: str  # "Mon-Fri 20:00", as /cluster schedule takes it
+    on: str
+    tz: str = "UTC"
+
+    @model_validator(mode="after")
+    def _readable(self) -> ScheduleProfile:
+        try:
+            self.times()
+        except CommandError as error:
+            raise ValueError(error.reason) from None
+        return self
+
+    def times(self) -> tuple[Weekly, Weekly, str]:
+        off = parse_weekly(self.off.split(), "schedule")
+        on = parse_weekly(self.on.split(), "schedule")
+        if off == on:
+            raise CommandError("off and on are the same time", "schedule")
+        return off, on, parse_zone(self.tz, "schedule")
+
+
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -97,6 +131,20 @@ class Policy(BaseModel):
     # or a pattern with ``*`` such as ``*@ci.iam.gserviceaccount.com`` -> the actions it may
     # take without an approver (a list), or ``{pre_approved = [...], ask = [...]}``.
     pipelines: dict[str, PipelineCaller] = Field(default_factory=dict)
+    # Off-hours schedules by cluster label, in the spirit of Cloud Custodian's offhours tag:
+    # a cluster labelled ``clusterbot-schedule: NAME`` is offered the schedule NAME on a card.
+    schedules: dict[str, ScheduleProfile] = Field(default_factory=dict)
+
+    @field_validator("schedules")
+    @classmethod
+    def _label_values(cls, value: dict[str, ScheduleProfile]) -> dict[str, ScheduleProfile]:
+        for name in value:
+            if not LABEL_VALUE.match(name):
+                raise ValueError(
+                    f"schedule {name!r} cannot be a label's value: use up to 63 lowercase "
+                    "letters, digits, - and _"
+                )
+        return value
 
     @field_validator("roles")
     @classmethod

@@ -43,6 +43,7 @@ from handlers.ports import (
 )
 from handlers.reading.clusters import READ_DEADLINE, ClusterDirectory
 from handlers.reading.reports import Reports
+from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
 from handlers.schedules.service import Schedules
 from handlers.spend.digest import Digest, DigestStore
@@ -218,6 +219,14 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
             crash=crash,
         )
     schedules = _schedules(ports, directory, approvals, ledger, crash)
+    if schedules is not None and policy.schedules:
+        schedules.labels = LabelSchedules(
+            schedules=schedules,
+            records=ports.records,
+            profiles=policy.schedules,
+            channel=options.alert_channel,
+            clock=clock,
+        )
     intake = None
     if ports.submissions is not None:
         intake = Intake(

@@ -26,6 +26,7 @@ from handlers.forms.model import Entry
 from handlers.grammar import CommandError
 from handlers.policy import Policy
 from handlers.schedules.commands import AskSchedule, ChangeSchedule
+from handlers.schedules.labels import LOOK_EVERY
 from handlers.schedules.model import Phase, Schedule, ScheduleState
 from handlers.schedules.nights import LOOKS, NOTICE_LEAD, RETRY
 from handlers.schedules.times import Weekly, parse_weekly
@@ -408,3 +409,46 @@ async def test_a_schedule_form_makes_the_same_card_as_the_words(
     [(_, card)] = bot.cards()
     assert "Schedule request: c1 / gpu" in text(card)
     assert "Off Mon-Fri 20:00, on Mon-Fri 08:00 (Europe/Berlin)" in text(card)
+
+
+async def test_a_clusters_label_asks_for_the_policys_schedule(
+    clock: ManualClock, store: Store
+) -> None:
+    """``clusterbot-schedule: nights`` on a cluster offers the policy's schedule nights on a
+    card, once; approved, it is in force; the label taken off ends it."""
+    policy = {
+        **POLICY,
+        "schedules": {"nights": {"off": "Mon-Fri 19:00", "on": "Mon-Fri 07:30", "tz": "UTC"}},
+    }
+    clock.now = at(2026, 3, 23, 10, 0)
+    bot = make_bot(clock, Policy.model_validate(policy), schedules=store)
+    bot.activity.queues[C1] = (2, 0)  # type: ignore[attr-defined]
+    bot.plane.clusters[C1].labels = {"clusterbot-schedule": "nights"}
+    await bot.services.sweeper.sweep(force=True)  # the records learn the labels
+    await check(bot)
+    [(_, card)] = [(ts, r) for ts, r in bot.cards() if "Schedule request" in r.summary]
+    shown = text(card)
+    assert "label clusterbot-schedule=nights asks to put on an off-hours schedule" in shown
+    assert "Off Mon-Fri 19:00, on Mon-Fri 07:30 (UTC): gpu to zero nodes" in shown
+    clock.advance(LOOK_EVERY)
+    await check(bot)
+    assert len([r for _, r in bot.cards() if "Schedule request" in r.summary]) == 1  # once
+    request = await bot.only_request()
+    await bot.click("U0BOB", "approve", request.id)
+    await check(bot)
+    [schedule] = await store.schedules()
+    assert schedule.state == ScheduleState.ACTIVE and schedule.label == "nights"
+    bot.plane.clusters[C1].labels = {}
+    await bot.services.sweeper.sweep(force=True)
+    clock.advance(LOOK_EVERY)
+    await check(bot)
+    ended = await store.get_schedule(schedule.id)
+    assert ended is not None and ended.state == ScheduleState.ENDED
+    assert "schedule_ended" in [e.action for e in await bot.store.audit_log(cluster=C1)]
+
+
+def test_a_policy_schedule_is_checked_when_the_policy_is_read() -> None:
+    with pytest.raises(ValueError, match="'Mon-Fry' is not a set of days"):
+        Policy.model_validate({"schedules": {"nights": {"off": "Mon-Fry 19:00", "on": "07:00"}}})
+    with pytest.raises(ValueError, match="cannot be a label's value"):
+        Policy.model_validate({"schedules": {"Nights EU": {"off": "19:00", "on": "07:00"}}})

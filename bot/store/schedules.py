@@ -8,6 +8,7 @@ from dataclasses import fields
 from typing import Any, Unpack
 
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
@@ -42,10 +43,20 @@ def _schedule(row: sa.Row[Any]) -> Schedule:
 class ScheduleRows:
     engine: AsyncEngine
 
-    async def add_schedule(self, schedule: Schedule) -> None:
+    async def add_schedule(self, schedule: Schedule) -> bool:
+        """Keep a new schedule; False when its id is taken (another replica made it)."""
+        values = {name: getattr(schedule, name) for name in _FIELDS}
+        try:
+            async with self.engine.begin() as connection:
+                await connection.execute(schema.schedules.insert().values(**_row(values)))
+        except IntegrityError:
+            return False
+        return True
+
+    async def drop_schedule(self, schedule_id: str) -> None:
+        table = schema.schedules
         async with self.engine.begin() as connection:
-            values = {name: getattr(schedule, name) for name in _FIELDS}
-            await connection.execute(schema.schedules.insert().values(**_row(values)))
+            await connection.execute(table.delete().where(table.c.id == schedule_id))
 
     async def get_schedule(self, schedule_id: str) -> Schedule | None:
         table = schema.schedules

@@ -213,6 +213,7 @@ schedules = sa.Table(
     sa.Column("freed_hour", sa.Float),
     sa.Column("saved", sa.Float, nullable=False),
     sa.Column("saved_hours", sa.Float, nullable=False),
+    sa.Column("label", sa.String(63)),  # the policy schedule a cluster label named
 )
 
 # The weekly digest's firings: one row each, claimed by the replica that posts it.

@@ -66,7 +66,8 @@ class Schedule:
     thread: str | None = None  # the schedule's card: its thread tells each night
     freed_hour: float | None = None  # what the pools it took to zero cost an hour
     saved: float = 0.0  # dollars at list prices, over every night so far
-    saved_hours: float = 0.0  # node-hours not paid for
+    saved_hours: float = 0.0  # hours at zero, over every night so far
+    label: str | None = None  # the policy's schedule its cluster's label names, if from one
 
     @property
     def cluster_id(self) -> str:

@@ -5,8 +5,10 @@ notice. The nights themselves are ``handlers/schedules/nights.py``'s.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
+from typing import Protocol
 
 from bot.vertex.models import Cluster
 from handlers.changes.approvals import Approvals, new_request_id
@@ -36,6 +38,10 @@ NOT_APPROVED = {
 }
 
 
+class LabelLooker(Protocol):
+    async def look(self) -> None: ...
+
+
 class Schedules:
     def __init__(self, *, nights: Nights, approvals: Approvals, ledger: RequestLedger) -> None:
         self.nights = nights
@@ -43,6 +49,9 @@ class Schedules:
         self.approvals = approvals
         self.ledger = ledger
         self.clock = nights.clock
+        self.labels: LabelLooker | None = (
+            None  # schedules by cluster label, when the policy has any
+        )
 
     # -- asking --------------------------------------------------------------------------------
 
@@ -55,16 +64,19 @@ class Schedules:
         off: Weekly,
         on: Weekly,
         zone: str,
-    ) -> ApprovalRequest:
-        """Store the schedule as proposed, then post its card: approved, it is in force."""
+        label: str | None = None,
+    ) -> ApprovalRequest | None:
+        """Store the schedule as proposed, then post its card: approved, it is in force. One
+        a cluster's label asks for has an id of its own: of two replicas, one asks (None)."""
         cluster = await self.approvals.directory.resolve(cluster_key, "schedule")
         try:
             pools = _pools(cluster, pool)
         except PlanError as error:
             raise CommandError(str(error), "schedule") from None
         now = self.clock()
+        made = hashlib.sha256(f"{cluster.name}|{label}".encode()).hexdigest()[:8]
         schedule = Schedule(
-            id=f"sch-{secrets.token_hex(4)}",
+            id=f"sch-{made if label else secrets.token_hex(4)}",
             cluster=cluster.name or "",
             pool=pool,
             off=off,
@@ -74,20 +86,25 @@ class Schedules:
             channel=channel,
             created_at=now,
             request_id=new_request_id(),
+            label=label,
         )
         replaces = next(
             (s.id for s in await self.store.schedules(STANDING) if _same_scope(s, schedule)), None
         )
         plan = self._plan(cluster, schedule, pools, replaces)
-        await self.store.add_schedule(schedule)  # before the card: its approval finds it
+        if not await self.store.add_schedule(schedule):  # before the card: its approval finds it
+            return None
         try:
             request = await self.approvals.submit(
                 actor, channel, plan, Origin.COMMAND, request_id=schedule.request_id
             )
         except CommandError:
-            await self.store.set_schedule_state(
-                schedule.id, [ScheduleState.PROPOSED], ScheduleState.ENDED
-            )
+            if label:  # asked again at a later look, once the cluster's open request is decided
+                await self.store.drop_schedule(schedule.id)
+            else:
+                await self.store.set_schedule_state(
+                    schedule.id, [ScheduleState.PROPOSED], ScheduleState.ENDED
+                )
             raise
         await self.store.update_schedule(schedule.id, thread=request.card_message)
         return request
@@ -144,7 +161,10 @@ class Schedules:
     # -- in force ------------------------------------------------------------------------------
 
     async def check_all(self) -> None:
-        """Settle the proposals whose cards were decided, then fire the nights due."""
+        """Offer labelled clusters their schedules, settle the proposals whose cards were
+        decided, then fire the nights due."""
+        if self.labels is not None:
+            await self.labels.look()
         for schedule in await self.store.schedules([ScheduleState.PROPOSED]):
             if schedule.state == ScheduleState.PROPOSED:
                 try:
@@ -180,7 +200,7 @@ class Schedules:
         detail = request.plan.detail
         replaced = getattr(detail, "replaces", None)
         if replaced:
-            await self._stop(replaced, ScheduleState.ENDED, actor=f"schedule:{schedule.id}")
+            await self.stop(replaced, ScheduleState.ENDED, actor=f"schedule:{schedule.id}")
         await self.ledger.record(
             request.decided_by or "policy",
             "schedule_started",
@@ -211,7 +231,7 @@ class Schedules:
             await self._audit(actor, schedule, "schedule_resumed")
             return notice("Schedule resumed", f"{schedule.id} of {schedule.scope} runs again.")
         state = ScheduleState.PAUSED if action == "pause" else ScheduleState.ENDED
-        if not await self._stop(schedule.id, state, actor=actor):
+        if not await self.stop(schedule.id, state, actor=actor):
             raise CommandError(f"{schedule.id} is {schedule.state} already", "schedule")
         woken = " It wakes now: it was asleep." if schedule.phase == Phase.ASLEEP else ""
         words = "paused: no off fires until it is resumed" if action == "pause" else "ended"
@@ -220,7 +240,7 @@ class Schedules:
             f"{schedule.id} of {schedule.scope} is {words}.{woken}",
         )
 
-    async def _stop(self, schedule_id: str, state: ScheduleState, *, actor: str) -> bool:
+    async def stop(self, schedule_id: str, state: ScheduleState, *, actor: str) -> bool:
         schedule = await self.store.get_schedule(schedule_id)
         if schedule is None:
             return False

@@ -45,6 +45,7 @@ def upgrade() -> None:
         sa.Column("freed_hour", sa.Float),
         sa.Column("saved", sa.Float, nullable=False),
         sa.Column("saved_hours", sa.Float, nullable=False),
+        sa.Column("label", sa.String(63)),
     )
     op.create_index("ix_schedules_cluster", "schedules", ["cluster"])
     op.create_index("ix_schedules_state", "schedules", ["state"])
