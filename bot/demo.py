@@ -29,10 +29,12 @@ from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings
 from bot.vertex.names import Target
 from handlers.changes.execution import LEASE
+from handlers.idle.alert import IDLE_PAYING
 from handlers.policy import Policy
 
 DEMO_TOKEN = "xoxb-clusterbot-demo"
 SEED_WAIT = 15.0  # seconds a stop waits for the week of spend to be written
+DIGEST_WAIT = 120.0  # seconds the demo's digest waits for the first idle alert
 DEMO_POLICY = {
     "default_role": "viewer",
     "roles": {"operator": ["U0ALICE"], "approver": ["U0BOB"], "viewer": ["U0CAROL"]},
@@ -121,16 +123,31 @@ def run_demo(host: str, port: int, data_dir: Path | None = None) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-async def _seed(service: ClusterbotService) -> None:
-    """A week of history, then the week's digest from it, at once."""
+async def _seed(service: ClusterbotService, stopping: asyncio.Event) -> None:
+    """A week of history; then, once the first idle cluster is alerted (about a minute), the
+    week's digest from it, so that its biggest opportunity has its button."""
     log = logging.getLogger(__name__)
     try:
         written = await seed_week(service)
         log.info("the demo's ledger holds a week of spend (%d runs)", written)
-        if written and service.core.digest is not None:
-            await service.core.digest.fire(time.time())
+        digest = service.core.digest
+        if not written or digest is None:
+            return
+        deadline = time.monotonic() + DIGEST_WAIT
+        while time.monotonic() < deadline and not await _alerted(service):
+            try:
+                await asyncio.wait_for(stopping.wait(), 2.0)
+                return  # stopping: no digest
+            except TimeoutError:
+                pass
+        await digest.fire(time.time())
     except Exception:  # the demo runs on without its history: say why
         log.exception("the demo's week of history was not written")
+
+
+async def _alerted(service: ClusterbotService) -> bool:
+    latest = await service.core.sweeper.latest()
+    return latest is not None and any(e.status in IDLE_PAYING for e in latest.entries)
 
 
 async def _until_stopped(
@@ -142,13 +159,15 @@ async def _until_stopped(
     await runner.setup()
     listener = await listen(runner, host, port)  # the same edge as serve's
     # a week of spend for /cluster cost, once the simulator it lists answers on the port
-    seeding = asyncio.ensure_future(_seed(service))
+    stopping = asyncio.Event()
+    seeding = asyncio.ensure_future(_seed(service, stopping))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
+        stopping.set()
         # let the seeding end on its own (a second or two): cut off inside a database call,
         # it could leave the pool a connection that closing the store then waits on
         if not (await asyncio.wait({seeding}, timeout=SEED_WAIT))[0]:

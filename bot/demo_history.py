@@ -7,7 +7,7 @@ compute pool busy on weekdays from 09:00 to 18:00 UTC and idle otherwise, except
 idle cluster, which has been idle all week. They are written only into an empty ledger (a
 demo started again on its data folder keeps what it has).
 
-The demo's scheduled pool (train01's a4, off Mon-Fri 20:00, on Mon-Fri 08:00 UTC, approved
+The demo's scheduled pool (cpu01's cpu, off Mon-Fri 20:00, on Mon-Fri 08:00 UTC, approved
 by bob) slept through the week's nights: its runs are at zero nodes then, and each night's
 off and on is a succeeded change asked by the schedule, which is what the cost report's
 "saved" and the schedule's own total are read from."""
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 DAYS = 7
 ALWAYS_IDLE = "cpu01"  # the demo's idle cluster (its alert appears within a minute)
-SCHEDULED, POOL = "train01", "a4"  # the demo's pool on an off-hours schedule
+SCHEDULED, POOL = "cpu01", "cpu"  # the demo's pool on an off-hours schedule
 OFF = Weekly(frozenset(range(5)), 20, 0)  # Mon-Fri 20:00 UTC
 ON = Weekly(frozenset(range(5)), 8, 0)  # Mon-Fri 08:00 UTC
 SCHEDULE_ID = "sch-demo0001"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,56 @@ async def test_the_job_queue_in_the_browser(tmp_path: Path) -> None:
         await expect(reply).to_contain_text("its user already holds as many GPUs")
         assert errors == []
         await keep_screenshot(page, "jobs.png")
+
+
+async def test_the_cost_chart_and_a_schedule_in_the_browser(tmp_path: Path) -> None:
+    """The demo's week: its digest, the cost chart shown as a picture, the schedule that
+    slept through the week, and a new one asked for, approved once, and its form."""
+    require(chromium_available(), "Chromium (/usr/bin/chromium)")
+    from bot.demo_history import seed_week
+
+    async with demo_stack(tmp_path) as stack, chromium() as browser:
+        assert await seed_week(stack.service) > 0
+        assert stack.service.core.digest is not None
+        assert await stack.service.core.digest.fire(time.time())
+        page, errors = await open_sandbox(browser, stack.url)
+        await page.select_option("#user-picker", "U0CAROL")
+        digest = page.locator(
+            "#messages .message", has=page.locator(".block-header", has_text="Weekly cost digest")
+        )
+        await expect(digest).to_be_visible()
+        await expect(digest).to_contain_text("The biggest opportunities")
+        await expect(digest).to_contain_text("clusterbot saved ~$")
+
+        await run(page, "/cluster cost since 7d")
+        picture = page.locator("#messages img.file-image").last
+        await expect(picture).to_be_visible()
+        width = await picture.evaluate("(img) => img.naturalWidth")
+        assert width == 1000  # the PNG drawn, decoded and shown (10 in at 100 dpi)
+        await expect(page.locator("#messages a.file").last).to_contain_text("cost-all-clusters-7d")
+        await picture.scroll_into_view_if_needed()
+        await keep_screenshot(page, "cost-chart.png")
+
+        await run(page, "/cluster schedules")
+        listing = page.locator(".message.ephemeral", has_text="sch-demo0001").last
+        await expect(listing).to_contain_text("cpu01 / cpu")
+
+        await page.select_option("#user-picker", "U0ALICE")
+        await run(page, "/cluster schedule train01 off Fri 18:00 on Mon 08:00 tz Europe/Berlin")
+        header = page.locator(
+            ".message", has=page.locator(".block-header", has_text="Schedule request: train01")
+        )
+        await expect(header).to_be_visible()
+        ts = await header.get_attribute("data-ts")
+        card = page.locator(f'#messages .message[data-ts="{ts}"]')
+        await expect(card).to_contain_text("NEXT OFF")
+        await expect(card).to_contain_text("a week at list prices")
+        await expect(card).to_contain_text("reserved capacity")  # its nights save nothing
+        await page.select_option("#user-picker", "U0BOB")
+        await card.locator("button", has_text="Approve").click()
+        await expect(card).to_contain_text("Approved by @bob")
+
+        await page.select_option("#user-picker", "U0ALICE")
+        await run(page, "/cluster schedule eval01")
+        await expect(page.locator("#modal-title")).to_have_text("Off-hours schedule")
+        assert errors == []

@@ -77,7 +77,7 @@ async def test_two_replicas_post_one_digest(clock: ManualClock, store: Store) ->
     fired = await asyncio.gather(fire(first, MONDAY_9), fire(second, MONDAY_9))
     assert sorted(fired) == [False, True]
     assert len(digests(first)) == 1
-    assert "None this week: no cluster pays for idle nodes." in digests(first)[0]
+    assert "None this week: no idle spend that scaling down or a schedule" in digests(first)[0]
     clock.advance(7 * 86400)
     assert await fire(second, MONDAY_9 + 7 * 86400)  # next week's firing is its own
     assert len(digests(first)) == 2

@@ -389,7 +389,7 @@ async def test_a_schedule_form_makes_the_same_card_as_the_words(
     assert dispatch.read(WORDS).form is None  # every word given: no form
     state = state_of(read.form, INFRA)
     filled = form_text(await flow.filled(state, None))
-    assert filled.startswith("# Set an off-hours schedule")
+    assert filled.startswith("# Off-hours schedule")
     assert "[Off on (Mon-Fri, Sat,Sun, daily): line = Mon-Fri]" in filled
     assert "  - gpu · a3-ultragpu-8g" in filled and "login" not in filled.split("Node pools")[1]
     entries = {

@@ -15,7 +15,7 @@ from handlers.replies import Code, Field, Fields, Line, Note, Strong, Text
 RESIZE_TITLE = "Resize a node pool"
 DELETE_TITLE = "Delete a cluster"
 SETTING_TITLE = "Change a Slurm setting"
-SCHEDULE_TITLE = "Set an off-hours schedule"
+SCHEDULE_TITLE = "Off-hours schedule"  # a modal title holds 24 characters
 SCHEDULE_FIELDS = (
     ("off_days", "Off on (Mon-Fri, Sat,Sun, daily)", "Mon-Fri"),
     ("off_time", "Off at (HH:MM)", "20:00"),

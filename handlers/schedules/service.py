@@ -128,12 +128,19 @@ class Schedules:
             hours_week=round(self.asleep_in_week(schedule, now) / 3600, 2),
             replaces=replaces,
         )
+        reserved = [p.id for p in cluster.node_pools if p.id in pools and p.reserved]
+        warnings = tuple(
+            f"pool {pool_id!r} is reserved capacity: the reservation is billed whether its "
+            "nodes run or not, so its nights at zero save nothing"
+            for pool_id in reserved
+        )
         return ChangePlan(
             cluster=schedule.cluster,
             detail=detail,
             cost_before=cost,
             cost_after=cost,  # approving it changes nothing now; each night saves
             fingerprint=fingerprint(cluster),
+            warnings=warnings,
         )
 
     def upcoming(self, schedule: Schedule, after: float, count: int) -> list[tuple[float, float]]:

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 WEEK = 7 * 24 * 3600.0
 ROWS = 20  # clusters in the table; the rest are summed
 OPPORTUNITIES = 3
+COMPARABLE = 1.0  # dollars: a week that cost less is not compared in percent
 
 
 class DigestStore(Protocol):
@@ -130,7 +131,9 @@ class Digest:
         found = await self.opportunities(this)
         reply.add(Heading(f"The biggest opportunities ({len(found)})"))
         if not found:
-            reply.add(Text("None this week: no cluster pays for idle nodes."))
+            reply.add(
+                Text("None this week: no idle spend that scaling down or a schedule would save.")
+            )
             return
         for n, chance in enumerate(found, 1):
             cluster_id = chance.cluster.rsplit("/", 1)[-1]
@@ -145,7 +148,8 @@ class Digest:
         and clusters idle this week with no schedule (a schedule), largest first."""
         found: dict[str, Opportunity] = {}
         latest = await self.sweeps.latest()
-        for entry in latest.entries if latest is not None else []:
+        entries = {e.cluster: e for e in latest.entries} if latest is not None else {}
+        for entry in entries.values():
             if entry.status not in IDLE_PAYING or not entry.freed_hour:
                 continue
             delete = entry.recommendation == Recommendation.DELETE
@@ -162,9 +166,14 @@ class Digest:
             name = names.get(cluster_id)
             if name is None or name in scheduled or name in found or spend.idle <= 0:
                 continue
+            # what nights at zero would free: none of a reservation's (billed used or not)
+            seen = entries.get(name)
+            if seen is None or not seen.freed_hour or not seen.cost_hour:
+                continue
+            weekly = spend.idle * min(1.0, seen.freed_hour / seen.cost_hour)
             button = Button(OpenForm("schedule", name), "Schedule…")
-            why = f"{money(spend.idle, per_hour=False)} idle this week, no schedule"
-            found[name] = Opportunity(name, spend.idle, why, button)
+            why = f"{money(spend.idle, per_hour=False)} spent idle this week, no schedule"
+            found[name] = Opportunity(name, weekly, why, button)
         return sorted(found.values(), key=lambda o: -o.weekly)[:OPPORTUNITIES]
 
     async def _scheduled(self) -> set[str]:
@@ -178,12 +187,12 @@ class Digest:
 
 
 def _against(now: Spend, before: Spend) -> str:
-    if not before.cost:
-        return "clusterbot saw nothing cost money the week before"
+    if before.cost < COMPARABLE:
+        return f"the week before, clusterbot saw {money(before.cost, per_hour=False)} spent"
     return f"{_change(now, before)} on last week's {money(before.cost, per_hour=False)}"
 
 
 def _change(now: Spend, before: Spend) -> str:
-    if not before.cost:
-        return "new" if now.cost else "-"
+    if before.cost < COMPARABLE:  # a share of next to nothing says nothing
+        return "new" if now.cost >= COMPARABLE else "-"
     return f"{100 * (now.cost - before.cost) / before.cost:+.0f}%"
