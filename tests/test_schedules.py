@@ -452,3 +452,37 @@ def test_a_policy_schedule_is_checked_when_the_policy_is_read() -> None:
         Policy.model_validate({"schedules": {"nights": {"off": "Mon-Fry 19:00", "on": "07:00"}}})
     with pytest.raises(ValueError, match="cannot be a label's value"):
         Policy.model_validate({"schedules": {"Nights EU": {"off": "19:00", "on": "07:00"}}})
+
+
+async def test_a_week_of_nights_across_the_clocks_change(clock: ManualClock, store: Store) -> None:
+    """A schedule run for a week, looked at every ten minutes, across the night Berlin's
+    clocks go forward: each weeknight goes off at 20:00 and comes back at 08:00 local time,
+    the weekend sleeps from Friday to Monday, and every resize is sent once."""
+    clock.now = at(2026, 3, 23, 9, 0)  # Monday; the clocks go forward on Sunday 29 March
+    bot = scheduled_bot(clock, store)
+    await in_force(bot, store)
+    sent: list[str] = []
+    end = at(2026, 3, 31, 9, 0)
+    while clock.now < end:
+        await check(bot)
+        if len(bot.plane.patches) > len(sent):
+            sent.append(berlin(clock.now).strftime("%a %H:%M %Z") + f" {bounds(bot)}")
+            await finish_change(bot)
+        clock.advance(600)
+    assert sent == [
+        "Mon 20:00 CET (0, 0)",
+        "Tue 08:00 CET (1, 4)",
+        "Tue 20:00 CET (0, 0)",
+        "Wed 08:00 CET (1, 4)",
+        "Wed 20:00 CET (0, 0)",
+        "Thu 08:00 CET (1, 4)",
+        "Thu 20:00 CET (0, 0)",
+        "Fri 08:00 CET (1, 4)",
+        "Fri 20:00 CET (0, 0)",
+        "Mon 08:00 CEST (1, 4)",  # the weekend asleep, and the clocks moved meanwhile
+        "Mon 20:00 CEST (0, 0)",
+        "Tue 08:00 CEST (1, 4)",
+    ]
+    [schedule] = await store.schedules()
+    # 4 nights of 12 h, the weekend of 60 h less the hour the clocks skipped, and Monday's
+    assert schedule.saved_hours == pytest.approx(4 * 12 + 59 + 12, abs=0.5)

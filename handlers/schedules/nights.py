@@ -370,7 +370,7 @@ class Nights:
     async def _done(self, schedule: Schedule, request: ApprovalRequest, now: float) -> None:
         if schedule.phase == Phase.WAKING:
             back = ", ".join(f"{p} {lo}:{hi}" for p, (lo, hi) in schedule.kept.items())
-            await self._woken(schedule, now, f"back on: {back}")
+            await self._woken(schedule, request.finished_at or now, f"back on: {back}")
             return
         slept_at = request.finished_at or now
         on = self.next_on(schedule, max(slept_at, schedule.next_off or slept_at))
