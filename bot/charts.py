@@ -1,14 +1,13 @@
 """The core's charts (``handlers.ports.Charts``) drawn with matplotlib's Agg backend: no
 display, no pyplot state, one figure per call in a worker thread, so a chart never holds up
-the event loop that acks Slack."""
+the event loop that acks Slack. matplotlib is imported at the first chart, not at start: a
+service that never draws one never loads it (nor builds its font cache, which the image
+builds ahead)."""
 
 from __future__ import annotations
 
 import asyncio
 import io
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from handlers.spend.chart import Chart
 
@@ -22,6 +21,9 @@ class AggCharts:
 
 def draw(chart: Chart) -> bytes:
     """Each day's busy and idle spend stacked, and what was saved beside them."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(10, 4.2), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()

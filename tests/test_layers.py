@@ -60,6 +60,8 @@ def test_the_core_loads_no_adapter_library() -> None:
 def test_the_service_never_loads_the_stand_ins() -> None:
     loaded = loaded_after("import bot.serve, bot.app, bot.cli, bot.sweep_once")
     assert [m for m in loaded if m.startswith("bot.sandbox")] == []
+    # nor matplotlib, until a chart is drawn: a start is not slowed by it, nor its logs
+    assert [m for m in loaded if m.startswith("matplotlib")] == []
 
 
 def test_no_module_is_over_400_lines() -> None:
