@@ -299,3 +299,15 @@ async def test_a_reply_cut_short_is_unreadable_not_a_crash() -> None:
         with pytest.raises(SlurmUnreadableError) as caught:
             read_reply(reply, "job")
         assert caught.value.reason.startswith("slurmrestd sent a job reply that is")
+
+
+async def test_a_nodes_reason_comes_with_who_set_it_and_since_when() -> None:
+    """NODE's reason_set_by_user and reason_changed_at (a slurmrestd number), as the
+    captures give them: what a health alert says of a broken node."""
+    [down] = [n for n in await _nodes("slurmweb_24.11_v0.0.42_slurm-node-down.json")]
+    assert (down.name, down.reason, down.reason_by) == ("cn1", "CPU dead", "root")
+    assert down.reason_at == 1762942786.0
+    nodes = {n.name: n for n in await _nodes("slurmweb_25.11_v0.0.44_slurm-nodes.json")}
+    assert (nodes["cn1"].reason, nodes["cn1"].reason_by) == ("ECC memory error", "slurm")
+    healthy = [n for n in nodes.values() if not n.reason]
+    assert healthy and all(n.reason_at is None and n.reason_by == "" for n in healthy)

@@ -75,6 +75,9 @@ class SlurmJob:
     started: int | None  # for a pending job, Slurm's forecast of its start, when it has one
     hold: bool = False  # JOB_INFO ``hold``: held by its user or an administrator
     eligible: int | None = None  # JOB_INFO ``eligible_time``: its begin time while pending
+    # JOB_INFO ``state_description``: the reason's detail, such as the nodes of
+    # "ReqNodeNotAvail, UnavailableNodes:cn[1-2]" ("" when Slurm gives none)
+    reason_text: str = ""
 
     @property
     def pending(self) -> bool:
@@ -91,6 +94,8 @@ class SlurmNode:
     states: frozenset[str]
     reason: str
     partitions: tuple[str, ...] = ()
+    reason_by: str = ""  # reason_set_by_user: who took it out of service ("root", "slurm")
+    reason_at: float | None = None  # reason_changed_at: since when, epoch seconds
 
 
 @dataclass(frozen=True)

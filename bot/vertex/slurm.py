@@ -139,19 +139,24 @@ def read_job(job: Any) -> SlurmJob | None:
         started=_int(job.get("start_time")) or None,
         hold=job.get("hold") is True,
         eligible=_int(job.get("eligible_time")) or None,
+        reason_text=str(job.get("state_description") or ""),
     )
 
 
 def read_node(node: Any) -> SlurmNode | None:
-    """One NODE (name, state, reason, partitions); None for an entry that is not an object."""
+    """One NODE (name, state, reason, who set it and when, partitions); None for an entry
+    that is not an object."""
     if not isinstance(node, dict):
         return None
     partitions = node.get("partitions")
+    changed = _int(node.get("reason_changed_at"))
     return SlurmNode(
         name=str(node.get("name") or ""),
         states=_states(node.get("state")),
         reason=str(node.get("reason") or ""),
         partitions=tuple(str(p) for p in partitions) if isinstance(partitions, list) else (),
+        reason_by=str(node.get("reason_set_by_user") or ""),
+        reason_at=float(changed) if changed else None,  # 0: never set
     )
 
 

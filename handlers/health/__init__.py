@@ -1,0 +1,1 @@
+"""Cluster health: broken nodes, failed clusters and stuck queues, alerted once."""

@@ -1,0 +1,165 @@
+"""Cluster health, from what the sweep already reads: Slurm nodes out of service, a cluster
+that left RUNNING, and pending jobs held up by nodes that are not available. Pure functions
+of what was read and the time, each rule beside the page it comes from, checked on the
+real slurmrestd captures (``tests/test_health_rules.py``).
+
+- *A broken node* (sinfo(1) NODE STATE CODES):
+  - DOWN: "The node is unavailable for use";
+  - DRAIN with no job: *drained*, "unavailable for use per system administrator request";
+    DRAIN with a job still on it (ALLOCATED, MIXED or COMPLETING): *draining*, "will not be
+    allocated additional jobs";
+  - FAIL: "expected to fail soon and is unavailable for use";
+  - NOT_RESPONDING (the ``*`` of sinfo): "presently not responding and will not be
+    allocated any new work".
+  - A node POWERED_DOWN by Slurm's power saving is no VM: with none of the states above,
+    nothing is wrong with it (a reason left on it is stale); with one (a node that failed to
+    resume is set DOWN and powered down), it is broken but costs nothing.
+  - Each is named with Slurm's ``reason``, who set it (``reason_set_by_user``) and since when
+    (``reason_changed_at``), as ``scontrol show node`` shows them.
+- *A cluster out of RUNNING* (the API's ``clusterStatus.state``, vertex-api.md): ERROR, or a
+  state the API does not say, is a problem at once, with the control plane's own words
+  (``clusterStatus.detail``, or its ``error``'s message). PROVISIONING and UPDATING are
+  changes under way: a problem only when one lasts longer than ``stuck_after`` and clusterbot
+  follows no operation on it. STOPPING is a delete: never a health problem.
+- *A stuck queue* (job_reason_codes.html): a pending job waiting on ReqNodeNotAvail ("Some
+  node specifically required by the job is not currently available ... DOWN, DRAINED, or not
+  responding"), NodeDown ("A node required by the job is down") or PartitionNodeLimit (which
+  "can also indicate that required nodes are DOWN or DRAINED") for longer than
+  ``stuck_after``. The nodes are those Slurm names in the job's reason
+  (``UnavailableNodes:…``), else the cluster's broken nodes in the job's partition.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from bot.vertex.operations import SlurmJob, SlurmNode
+
+STUCK_AFTER = 2 * 3600.0  # seconds a change or a blocked queue lasts before it is a problem
+# job_reason_codes.html: a pending job waiting on nodes that are not available
+NODE_REASONS = {
+    "ReqNodeNotAvail": "a node it needs is not available",
+    "NodeDown": "a node it needs is down",
+    "PartitionNodeLimit": "its partition's nodes are down or drained",
+}
+UNAVAILABLE = re.compile(r"UnavailableNodes:(\S+)")
+WORKING = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
+
+
+class NodeTrouble(StrEnum):
+    DOWN = "down"
+    DRAINED = "drained"
+    DRAINING = "draining"
+    FAILING = "failing"
+    NOT_RESPONDING = "not responding"
+
+
+@dataclass(frozen=True)
+class BrokenNode:
+    name: str
+    trouble: NodeTrouble
+    reason: str  # Slurm's, or "no reason given"
+    by: str  # who set the reason ("" when Slurm does not say)
+    since: float | None  # when the reason was set
+    partitions: tuple[str, ...] = ()
+    billed: bool = True  # its VM exists (not POWERED_DOWN): paid for while broken
+
+    @property
+    def key(self) -> str:
+        """What makes it the same problem from one sweep to the next."""
+        return f"{self.name}:{self.trouble}"
+
+
+def trouble_of(node: SlurmNode) -> NodeTrouble | None:
+    """What is wrong with the node as Slurm's state says, or None."""
+    states = node.states
+    if "DOWN" in states:
+        return NodeTrouble.DOWN
+    if "FAIL" in states:
+        return NodeTrouble.FAILING
+    if "DRAIN" in states or "DRAINED" in states or "DRAINING" in states:
+        return NodeTrouble.DRAINING if states & WORKING else NodeTrouble.DRAINED
+    if "NOT_RESPONDING" in states:
+        return NodeTrouble.NOT_RESPONDING
+    return None
+
+
+def broken_nodes(nodes: Iterable[SlurmNode]) -> list[BrokenNode]:
+    """The nodes out of service, by name."""
+    found = []
+    for node in nodes:
+        trouble = trouble_of(node)
+        if trouble is not None:
+            found.append(
+                BrokenNode(
+                    node.name,
+                    trouble,
+                    node.reason or "no reason given",
+                    node.reason_by,
+                    node.reason_at,
+                    node.partitions,
+                    billed="POWERED_DOWN" not in node.states,
+                )
+            )
+    return sorted(found, key=lambda b: b.name)
+
+
+@dataclass(frozen=True)
+class ClusterTrouble:
+    state: str
+    message: str  # the control plane's own words, or what the state means
+
+
+def cluster_trouble(
+    state: str, message: str, *, changing_for: float | None, followed: bool, stuck_after: float
+) -> ClusterTrouble | None:
+    """A cluster out of RUNNING as a health problem, or None; ``changing_for``: how long it
+    has been PROVISIONING or UPDATING, when known."""
+    if state in ("RUNNING", "STOPPING"):
+        return None
+    if state in ("PROVISIONING", "UPDATING"):
+        if followed or changing_for is None or changing_for < stuck_after:
+            return None
+        hours = changing_for / 3600
+        return ClusterTrouble(
+            state, message or f"{state} for {hours:.1f} h, longer than a change takes"
+        )
+    return ClusterTrouble(state, message or f"the control plane reports {state}")
+
+
+@dataclass(frozen=True)
+class BlockedJob:
+    job_id: int
+    user: str
+    partition: str
+    reason: str  # Slurm's word
+    pending_for: float
+    nodes: tuple[str, ...]  # the nodes it waits on, as far as Slurm or the census says
+
+
+def blocked_jobs(
+    jobs: Iterable[SlurmJob],
+    broken: Sequence[BrokenNode],
+    now: float,
+    stuck_after: float = STUCK_AFTER,
+) -> list[BlockedJob]:
+    """Pending jobs held up by unavailable nodes for longer than ``stuck_after``."""
+    found = []
+    for job in jobs:
+        if "PENDING" not in job.states or job.reason not in NODE_REASONS:
+            continue
+        waited = now - job.submitted if job.submitted else None
+        if waited is None or waited < stuck_after:
+            continue
+        named = UNAVAILABLE.search(job.reason_text)
+        if named is not None:
+            nodes = tuple(named.group(1).rstrip(")").split(","))
+        else:
+            nodes = tuple(
+                b.name for b in broken if not b.partitions or job.partition in b.partitions
+            )
+        found.append(BlockedJob(job.job_id, job.user, job.partition, job.reason, waited, nodes))
+    return sorted(found, key=lambda j: -j.pending_for)
