@@ -324,6 +324,15 @@ def error_from_status(code: int, message: str) -> VertexError:
     return cls(message)
 
 
+class SlurmRefusedError(Exception):
+    """slurmrestd answered a change with a refusal; ``reason`` is its own words."""
+
+    def __init__(self, reason: str, status: int) -> None:
+        super().__init__(reason)
+        self.reason = scrub(reason)
+        self.status = status
+
+
 class SlurmUnreadableError(Exception):
     """Slurm's activity could not be read; ``reason`` says why, in words for a person."""
 

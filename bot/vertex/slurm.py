@@ -17,11 +17,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import InvalidArgumentError, SlurmUnreadableError, VertexError
+from bot.vertex.errors import (
+    InvalidArgumentError,
+    SlurmRefusedError,
+    SlurmUnreadableError,
+    VertexError,
+)
 from bot.vertex.operations import Share, SlurmJob, SlurmNode
 from bot.vertex.paced import Keep, SlurmAnswer
 
@@ -288,6 +293,41 @@ class SlurmReader:
     async def nodes(self, cluster: str) -> list[SlurmNode]:
         document = await self.get(cluster, "nodes/", {"nodes": read_node})
         return [n for n in listed(document, "nodes", "node") if isinstance(n, SlurmNode)]
+
+    async def update_node(
+        self, cluster: str, node: str, states: Sequence[str], reason: str | None = None
+    ) -> None:
+        """``POST /slurm/{version}/node/{node}`` with an update_node_msg (``state``, and the
+        ``reason`` DOWN and DRAIN carry), at the data parser the cluster answered with;
+        ``SlurmRefusedError`` with slurmrestd's words when it refuses (an unknown node is
+        422 "Invalid node name specified", a RESUME of a node in service 422 "Invalid node
+        state transition"). Sent once: a reply that never came is the caller's to look at."""
+        if not self._loaded:
+            await self._load()
+        message: dict[str, Any] = {"state": list(states)}
+        if reason:
+            message["reason"] = reason
+        for version in self.versions(cluster):
+            path = f"/slurm/{version}/node/{node}"
+            try:
+                reply = await self.vertex.call_slurm_rest_api(
+                    cluster, path, method="POST", body=message, deadline=self.deadline
+                )
+            except InvalidArgumentError:
+                continue  # "the path is not a valid Slurm path"
+            except VertexError as error:
+                raise SlurmUnreadableError(
+                    f"Slurm could not be reached: {error.user_message}"
+                ) from error
+            if reply.status == 404 and not reply.body.lstrip().startswith("{"):
+                continue  # a data parser it does not serve
+            words = _error_text(reply.body)
+            if reply.status != 200 or words:
+                raise SlurmRefusedError(
+                    words or f"slurmrestd answered HTTP {reply.status}", reply.status
+                )
+            return
+        raise SlurmUnreadableError(f"slurmrestd served no version to update node {node} with")
 
     async def shares(self, cluster: str) -> list[Share]:
         """The fair-share tree; slurmrestd serves it from data parser v0.0.40 on."""

@@ -284,6 +284,16 @@ async def cluster_method(request: web.Request) -> web.Response:
         sizes=sizes,
         overrides=switches.nodes,
     )
+    if method == "HTTP_METHOD_POST":
+        reply, node, changed = slurmrestd.update(path, body["body"])
+        if changed is not None:
+            back = changed["state"] == ["IDLE"] and not changed["reason"]
+            if back:  # resumed: the node is what the pool and the queue make it
+                switches.nodes.pop(node, None)
+            else:
+                switches.nodes[node] = changed
+            state.resettle(name)
+        return web.json_response(reply)
     return web.json_response(slurmrestd.reply(method, path))
 
 

@@ -26,39 +26,26 @@ from typing import Any
 from bot.sandbox.controlplane import pretty, wire
 from bot.sandbox.controlplane.slurm_parts import (
     BUSY_JOB_STATES,
+    DEFAULT_RELEASE,
     HELD_REASON_CODES,
     HELD_STATE_FLAGS,
     NEVER_REASON_CODES,
+    NOT_FOUND_24,
+    NOT_FOUND_25,
+    RELEASES,
     hostlist,
     number,
     share_documents,
     slurm_int,
     states_of,
 )
+from bot.sandbox.controlplane.slurm_update import NODE, update_node
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
 RESOURCES = re.compile(r"^(jobs|nodes|ping|shares)/?$")
 ONE_JOB = re.compile(r"^job/(\d+)/?$")
 CALLER = "clusterbot"  # the Linux account the bot's service account maps to
 
-# The data parsers each release ships (SchedMD/slurm src/plugins/data_parser/ at each tag)
-# and the release it reports in ``meta.slurm``.
-RELEASES = {
-    "24.05": ("24.05.5", ("v0.0.39", "v0.0.40", "v0.0.41")),
-    "24.11": ("24.11.5", ("v0.0.40", "v0.0.41", "v0.0.42")),
-    "25.05": ("25.05.4", ("v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43")),
-    "25.11": ("25.11.0", ("v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44")),
-    "26.05": ("26.05.1", ("v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45")),
-}
-DEFAULT_RELEASE = "24.11"
-# slurmrestd's answer to a URL it does not serve, as captured (Slurm-web
-# slurm-not-found.txt): 24.11's words until 25.11 changed them.
-NOT_FOUND_24 = "Unable find requested URL. Please view /openapi/v3 for API reference.\n"
-NOT_FOUND_25 = (
-    "Unable to find requested URL endpoint. Please query the '/openapi/v3' endpoint or visit "
-    "'https://slurm.schedmd.com/rest_api.html' for the OpenAPI specification which includes a "
-    "list of all possible slurmrestd endpoints.\n"
-)
 # sinfo(1): a node in one of these takes no new job
 UNUSABLE = {"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN"}
 POWERED_DOWN = ["IDLE", "CLOUD", "POWERED_DOWN"]  # a cloud node with no VM (power_save.html)
@@ -253,9 +240,16 @@ def _resources(template: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
 
 
 def node_document(
-    name: str, state: list[str], reason: str, partitions: list[str], version: str, now: int
+    name: str,
+    state: list[str],
+    reason: str,
+    partitions: list[str],
+    version: str,
+    now: int,
+    set_by: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
-    """A whole NODE: a captured node of the same data parser with this node's fields."""
+    """A whole NODE: a captured node of the same data parser with this node's fields;
+    ``set_by``: who set its reason, and when (else root, an hour ago)."""
     captured = _parser(version)
     document = dict(captured["node"])
     cpus = int(document.get("cpus") or 8)
@@ -266,8 +260,8 @@ def node_document(
         address=name,
         state=state,
         reason=reason,
-        reason_set_by_user="root" if reason else "",
-        reason_changed_at=number(now - 3600 if reason else 0),
+        reason_set_by_user=(set_by[0] if set_by else "root") if reason else "",
+        reason_changed_at=number((set_by[1] if set_by else now - 3600) if reason else 0),
         partitions=partitions,
         alloc_cpus=allocated,
         alloc_idle_cpus=cpus - allocated,
@@ -340,7 +334,15 @@ class Slurmrestd:
         elif kind == "nodes":
             placement = place(self.cluster, self.jobs, self.sizes, self.overrides)
             document["nodes"] = [
-                node_document(name, state, reason, placement.partitions[name], version, epoch)
+                node_document(
+                    name,
+                    state,
+                    reason,
+                    placement.partitions[name],
+                    version,
+                    epoch,
+                    self._set_by(name),
+                )
                 for name, (state, reason) in placement.states.items()
             ]
             document["last_update"] = number(epoch)
@@ -360,6 +362,27 @@ class Slurmrestd:
             document["last_update"] = number(epoch)
         document.update(errors=[], warnings=[])
         return {"status": 200, "body": pretty.dumps(document)}
+
+    def _set_by(self, node: str) -> tuple[str, int] | None:
+        """Who set the node's reason through a node update, and when."""
+        override = self.overrides.get(node) or {}
+        return (str(override["by"]), int(override.get("at") or 0)) if override.get("by") else None
+
+    def update(self, path: str, message: dict[str, Any]) -> tuple[dict[str, Any], str, Any]:
+        """A node update (``POST node/NAME``): the reply, the node, and its new override
+        (None: unchanged); a path that is not one is slurmrestd's 404."""
+        match = PATH.match(path)
+        assert match is not None
+        version, node = match.group(2), NODE.match(match["rest"])
+        if version not in self.served or match.group(1) != "slurm" or node is None:
+            return self._not_found(), "", None
+        meta = _meta(self.cluster_id, version, RELEASES[self.release][0])
+        placement = place(self.cluster, self.jobs, self.sizes, self.overrides)
+        name = node.group(1)
+        now = placement.states.get(name)
+        epoch = int(self.now.timestamp())
+        reply, changed = update_node(meta, name, now, message, CALLER, epoch)
+        return reply, name, changed
 
     def _unknown_job(self, document: dict[str, Any], job_id: str) -> dict[str, Any]:
         """As captured (Slurm-web slurm-job-unfound.json): a JSON 404 with an empty list."""

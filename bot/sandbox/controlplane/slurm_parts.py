@@ -26,6 +26,25 @@ NEVER_REASON_CODES = frozenset(
 )
 HELD_STATE_FLAGS = frozenset({"REQUEUE_HOLD", "SPECIAL_EXIT", "RESV_DEL_HOLD"})
 
+# The data parsers each release ships (SchedMD/slurm src/plugins/data_parser/ at each tag)
+# and the release it reports in ``meta.slurm``.
+RELEASES = {
+    "24.05": ("24.05.5", ("v0.0.39", "v0.0.40", "v0.0.41")),
+    "24.11": ("24.11.5", ("v0.0.40", "v0.0.41", "v0.0.42")),
+    "25.05": ("25.05.4", ("v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43")),
+    "25.11": ("25.11.0", ("v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44")),
+    "26.05": ("26.05.1", ("v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45")),
+}
+DEFAULT_RELEASE = "24.11"
+# slurmrestd's answer to a URL it does not serve, as captured (Slurm-web
+# slurm-not-found.txt): 24.11's words until 25.11 changed them.
+NOT_FOUND_24 = "Unable find requested URL. Please view /openapi/v3 for API reference.\n"
+NOT_FOUND_25 = (
+    "Unable to find requested URL endpoint. Please query the '/openapi/v3' endpoint or visit "
+    "'https://slurm.schedmd.com/rest_api.html' for the OpenAPI specification which includes a "
+    "list of all possible slurmrestd endpoints.\n"
+)
+
 
 def number(value: int | float) -> dict[str, Any]:
     """A number as slurmrestd writes one (v0.0.40+)."""

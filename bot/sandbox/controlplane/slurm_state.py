@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.sandbox.controlplane import rpc, wire
-from bot.sandbox.controlplane.slurm import DEFAULT_RELEASE, RELEASES, runnable
-from bot.sandbox.controlplane.slurm_parts import count_of
+from bot.sandbox.controlplane.slurm import runnable
+from bot.sandbox.controlplane.slurm_parts import DEFAULT_RELEASE, RELEASES, count_of
 
 # sinfo(1) NODE STATE CODES: base states and flags a node may be set to through /_sim/nodes
 NODE_STATES = frozenset(
