@@ -33,6 +33,7 @@ class ActionId(StrEnum):
     OPEN_RESIZE_FORM = "open_form_resize"
     OPEN_DELETE_FORM = "open_form_delete"
     OPEN_SCHEDULE_FORM = "open_form_schedule"
+    HEALTH_SWEEP_NOW = "health_sweep_now"
     SCHEDULE_SKIP = "schedule_skip"
     SCHEDULE_POSTPONE = "schedule_postpone"
 
@@ -196,6 +197,14 @@ class SweepNow:
 
 
 @dataclass(frozen=True)
+class HealthSweepNow:
+    """Sweep now, then show the clusters' health."""
+
+    action_id = ActionId.HEALTH_SWEEP_NOW
+    value = "sweep"
+
+
+@dataclass(frozen=True)
 class Night:
     """Skip tonight's "off" of a schedule, or postpone it two hours (operators), from the
     notice posted shortly before it; ``off_at`` names the night, so a late click on an old
@@ -233,6 +242,7 @@ Action = (
     | OpenForm
     | AuditPage
     | Night
+    | HealthSweepNow
 )
 
 

@@ -20,6 +20,7 @@ from handlers.actions import (
     ActionId,
     AuditPage,
     Decide,
+    HealthSweepNow,
     Keep,
     Night,
     Remedy,
@@ -141,6 +142,14 @@ CLICKS: tuple[Click, ...] = (
         "Sweeping",
         lambda s, c: s.reports.sweep_now(),
         in_place=lambda _a: True,  # a new report takes the place of the one clicked
+    ),
+    click(
+        (ActionId.HEALTH_SWEEP_NOW,),
+        lambda i, v: HealthSweepNow(),
+        Role.VIEWER,
+        "Sweeping",
+        lambda s, c: s.reports.sweep_now(health=True),
+        in_place=lambda _a: True,  # the new health takes the place of the one clicked
     ),
     click(
         (ActionId.RESTORE,),

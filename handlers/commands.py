@@ -33,6 +33,7 @@ from handlers.grammar import (
     echo,
     new_cluster_id,
 )
+from handlers.health.report import HEALTH, parse_health, run_health
 from handlers.policy import Role
 from handlers.reading.audit import Audit, parse_audit
 from handlers.replies import Code, FixedReply, Heading, Note, Reply, Table, Text
@@ -364,6 +365,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         "schedule", SCHEDULE, Role.OPERATOR, parse_schedule, run_schedule, form=schedule_form
     ),
     Subcommand("schedules", SCHEDULES, Role.VIEWER, parse_schedules, run_schedules),
+    Subcommand("health", HEALTH, Role.VIEWER, parse_health, run_health),
 )
 BY_NAME = {entry.name: entry for entry in REGISTRY}
 ALIASES = {"-h": "help", "--help": "help", "?": "help"}

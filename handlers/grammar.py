@@ -29,6 +29,7 @@ USAGE: dict[str, str] = {
     "schedule": "/cluster schedule CLUSTER [POOL] off [DAYS] HH:MM on [DAYS] HH:MM [tz ZONE]   "
     "(or pause|resume|end ID)",
     "schedules": "/cluster schedules",
+    "health": "/cluster health [CLUSTER]",
 }
 
 CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")

@@ -17,7 +17,8 @@ from handlers.desk import Desk
 from handlers.dispatch import Dispatcher
 from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
-from handlers.idle.sweep import ActivityObserver, Sweeper
+from handlers.idle.observe import ActivityObserver
+from handlers.idle.sweep import Sweeper
 from handlers.intake import Intake
 from handlers.messenger import Messenger
 from handlers.policy import Policy

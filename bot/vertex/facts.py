@@ -18,9 +18,18 @@ class NodeView(Protocol):
     def node_pool_id(self) -> str | None: ...
 
 
+class ErrorView(Protocol):
+    @property
+    def message(self) -> str: ...
+
+
 class StatusView(Protocol):
     @property
     def state(self) -> str | None: ...
+    @property
+    def detail(self) -> str | None: ...
+    @property
+    def error(self) -> ErrorView | None: ...
     @property
     def nodes_status(self) -> Sequence[NodeView] | None: ...
 
@@ -53,6 +62,15 @@ class ClusterFacts:
     @property
     def state(self) -> str:
         return (self.cluster_status.state if self.cluster_status else None) or "STATE_UNSPECIFIED"
+
+    @property
+    def status_message(self) -> str:
+        """The control plane's own words for the state (``clusterStatus.detail``, else its
+        ``error``'s message); "" when it gives none."""
+        status = self.cluster_status
+        if status is None:
+            return ""
+        return status.detail or (status.error.message if status.error else "") or ""
 
     def pool(self, pool_id: str) -> NodePool | None:
         """A pool by id; the API may return pools in another order than they were sent."""

@@ -28,8 +28,14 @@ class NodeSummary(_Read):
     node_pool_id: str | None = None
 
 
+class ErrorSummary(_Read):
+    message: str = ""
+
+
 class StatusSummary(_Read):
     state: ClusterState | str | None = open_enum()
+    detail: str | None = None  # the control plane's words for the state, for health
+    error: ErrorSummary | None = None
     nodes_status: list[NodeSummary] | None = None
 
 

@@ -26,7 +26,7 @@ from handlers.changes.plan import ChangePlan, PlanError
 from handlers.changes.resize import plan_scale_to_zero
 from handlers.entities import ApprovalRequest, Origin, Release, ReleaseState, RequestState
 from handlers.grammar import CommandError
-from handlers.idle.sweep import slurm_demand
+from handlers.idle.observe import slurm_demand
 from handlers.messenger import Messenger, MessengerError
 from handlers.policy import Policy, ReleaseAction
 from handlers.ports import ActivityReader, Clock, CrashPoint, ReleaseStore, no_crash

@@ -32,9 +32,10 @@ real slurmrestd captures (``tests/test_health_rules.py``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from bot.vertex.operations import SlurmJob, SlurmNode
 
@@ -163,3 +164,67 @@ def blocked_jobs(
             )
         found.append(BlockedJob(job.job_id, job.user, job.partition, job.reason, waited, nodes))
     return sorted(found, key=lambda j: -j.pending_for)
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    """One cluster's health at a sweep: plain data, kept in the sweep's report."""
+
+    nodes: tuple[BrokenNode, ...] = ()
+    trouble: ClusterTrouble | None = None
+    blocked: tuple[BlockedJob, ...] = ()
+    broken_hour: float | None = 0.0  # what the broken nodes' VMs cost an hour (None: unknown)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.nodes and self.trouble is None and not self.blocked
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": [
+                [n.name, str(n.trouble), n.reason, n.by, n.since, list(n.partitions), n.billed]
+                for n in self.nodes
+            ],
+            "trouble": [self.trouble.state, self.trouble.message] if self.trouble else None,
+            "blocked": [
+                [j.job_id, j.user, j.partition, j.reason, j.pending_for, list(j.nodes)]
+                for j in self.blocked
+            ],
+            "broken_hour": self.broken_hour,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClusterHealth:
+        nodes = tuple(
+            BrokenNode(n[0], NodeTrouble(n[1]), n[2], n[3], n[4], tuple(n[5]), bool(n[6]))
+            for n in data.get("nodes", [])
+        )
+        trouble = data.get("trouble")
+        blocked = tuple(
+            BlockedJob(int(j[0]), j[1], j[2], j[3], float(j[4]), tuple(j[5]))
+            for j in data.get("blocked", [])
+        )
+        return cls(
+            nodes,
+            ClusterTrouble(trouble[0], trouble[1]) if trouble else None,
+            blocked,
+            data.get("broken_hour"),
+        )
+
+
+def broken_cost(
+    broken: Iterable[BrokenNode], node_hour: Mapping[str, float | None]
+) -> float | None:
+    """What the broken nodes whose VM exists cost an hour: each at its partition's price
+    (``node_hour`` by partition), or at the dearest compute price when Slurm names none."""
+    total = 0.0
+    dearest = max((p for p in node_hour.values() if p is not None), default=None)
+    for node in broken:
+        if not node.billed:
+            continue
+        prices = [node_hour.get(p) for p in node.partitions if p in node_hour]
+        price = prices[0] if prices else dearest
+        if price is None:
+            return None
+        total += price
+    return total

@@ -61,6 +61,7 @@ class IdleEntry:
     snoozed_by: str | None = None
     snoozed_until: float | None = None
     auto_action_at: float | None = None
+    health: dict[str, Any] | None = None  # ClusterHealth.to_dict() as the sweep saw it
 
     @classmethod
     def of(
@@ -76,6 +77,7 @@ class IdleEntry:
         reservations: tuple[str, ...] = (),
         jobs_hidden: bool = False,
         notes: tuple[tuple[str, ...], ...] = (),
+        health: dict[str, Any] | None = None,
     ) -> IdleEntry:
         return cls(
             cluster=cluster,
@@ -96,6 +98,7 @@ class IdleEntry:
             snoozed_by=record.snoozed_by,
             snoozed_until=record.snoozed_until,
             auto_action_at=record.auto_action_at,
+            health=health,
         )
 
     @property

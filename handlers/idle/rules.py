@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from handlers.health.rules import ClusterHealth
 from handlers.idle.demand import NodeCensus as NodeCensus
 from handlers.idle.demand import QueueDemand as QueueDemand
 from handlers.idle.demand import Stall as Stall
@@ -85,6 +86,7 @@ class Observation:
     queue_notes: tuple[tuple[str, ...], ...] = ()  # pending jobs that are not demand
     node_notes: tuple[tuple[str, ...], ...] = ()  # nodes paid for that run nothing
     asleep: str | None = None  # asleep by its off-hours schedule: not idle
+    health: ClusterHealth | None = None  # its broken nodes and stuck jobs (None: not read)
     scheduled: str | None = None  # when its schedule takes it to zero anyway
 
     @property

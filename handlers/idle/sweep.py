@@ -14,31 +14,23 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from bot.vertex.errors import SlurmUnreadableError
-from bot.vertex.facts import ClusterFacts
 from bot.vertex.names import target_of
 from handlers.costs import PriceBook
 from handlers.idle.alert import IdleEntry
 from handlers.idle.alerts import IdleAlerts
+from handlers.idle.observe import ActivityObserver, Seen, Swept
 from handlers.idle.reach import REACH, Reach
 from handlers.idle.report import SweepReport, paced
 from handlers.idle.rules import (
-    EXEMPT_LABEL,
     IdleRecord,
     IdleRules,
-    NodeCensus,
-    Observation,
-    QueueDemand,
     Status,
     Verdict,
     assess,
-    node_census,
-    queue_demand,
 )
 from handlers.ports import (
-    ActivityReader,
     Clock,
     CrashPoint,
     IdleRecordStore,
@@ -49,120 +41,13 @@ from handlers.ports import (
     SpendStore,
     no_crash,
 )
-from handlers.reading.clusters import ClusterDirectory, pools_summary
+from handlers.reading.clusters import ClusterDirectory
 from handlers.replies import Strong
 from handlers.schedules.model import ScheduleState
-from handlers.spend.runs import PoolSeen, SpendRun, advance, closing, pools_seen, still_open
+from handlers.spend.runs import advance, closing, still_open
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
-
-
-@dataclass(frozen=True)
-class Swept:
-    """What a sweep keeps of a cluster, taken from each list page as it arrives: enough to
-    observe, judge and report it (about a kilobyte, where the whole resource is fifteen)."""
-
-    name: str
-    target: str
-    state: str
-    exempt_label: bool
-    paying_nodes: int
-    nodes: str  # e.g. "cpu: 4 x n2-standard-8"
-    cost_hour: float | None
-    freed_hour: float | None
-    reservations: tuple[str, ...]
-    pools: tuple[PoolSeen, ...] = ()  # every pool's nodes and price, for the spend ledger
-    labels: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def of(cls, cluster: ClusterFacts, prices: PriceBook) -> Swept:
-        compute = list(cluster.compute_pools())
-        paying = [p.id for p in compute if cluster.nodes(p)]
-        labels = cluster.labels or {}
-        pools = pools_seen(cluster, prices)
-        return cls(
-            name=cluster.name or "",
-            target=str(cluster.target),
-            state=str(cluster.state),
-            exempt_label=labels.get(EXEMPT_LABEL[0]) == EXEMPT_LABEL[1],
-            paying_nodes=sum(p.nodes for p in pools if p.compute),
-            nodes=pools_summary(cluster, paying) or "no compute nodes",
-            cost_hour=prices.pools_hour(cluster, compute),
-            freed_hour=prices.freed_hour(cluster, compute),
-            reservations=tuple(
-                p.reservation_name or p.id for p in compute if p.reserved and cluster.nodes(p)
-            ),
-            pools=pools,
-            labels=tuple(sorted(labels.items())),
-        )
-
-
-@dataclass
-class Seen:
-    """One cluster's observation and what the policy made of it."""
-
-    cluster: Swept
-    observation: Observation
-    verdict: Verdict | None = None
-    record: IdleRecord | None = None
-    entry: IdleEntry | None = field(default=None)
-    spent: list[SpendRun] = field(default_factory=list)  # runs this observation closed
-
-
-class ActivityObserver:
-    """Turns a cluster and what the bot is doing into one observation for the policy."""
-
-    def __init__(
-        self, reader: ActivityReader, clock: Clock, concurrency: int, idle_after: float
-    ) -> None:
-        self.reader = reader
-        self.clock = clock
-        self.concurrency = max(1, concurrency)
-        self.idle_after = idle_after
-
-    async def observe_all(self, clusters: list[Swept], busy: set[str]) -> list[Observation]:
-        """Every cluster observed, ``concurrency`` at a time by as many workers: not a task
-        per cluster, whose first steps would all run in one turn of the event loop (10,000 of
-        them, tens of milliseconds with every ack waiting) and whose frames would all be held
-        at once. A worker whose clusters need no Slurm query gives the loop back now and then."""
-        found: dict[int, Observation] = {}
-        todo = iter(enumerate(clusters))
-
-        async def worker() -> None:
-            async for index, cluster in paced(todo):
-                found[index] = await self.observe(cluster, busy)
-
-        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(clusters)))))
-        return [found[index] for index in range(len(clusters))]
-
-    async def observe(self, cluster: Swept, busy_clusters: set[str]) -> Observation:
-        name = cluster.name
-        seen = Observation(
-            at=self.clock(),
-            state=cluster.state,
-            tracked_operation=name in busy_clusters,
-            paying_nodes=cluster.paying_nodes,
-            exempt_label=cluster.exempt_label,
-        )
-        if seen.busy_reason() is not None:
-            return seen  # busy already: no need to ask Slurm
-        try:
-            demand, census = await slurm_demand(self.reader, name, self.clock(), self.idle_after)
-        except SlurmUnreadableError as error:
-            return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
-        return replace(seen, at=self.clock()).with_slurm(demand, census)
-
-
-async def slurm_demand(
-    reader: ActivityReader, cluster: str, now: float, idle_after: float
-) -> tuple[QueueDemand, NodeCensus | None]:
-    """Slurm's queue, and its nodes when the queue shows no demand (jobs may be hidden, or
-    an epilog may still run, and nodes out of service are named)."""
-    demand = queue_demand(await reader.jobs(cluster), now, idle_after)
-    if demand.active:
-        return demand, None
-    return demand, node_census(await reader.nodes(cluster))
 
 
 class Sweeper:
@@ -365,6 +250,7 @@ class Sweeper:
             reservations=cluster.reservations,
             jobs_hidden=item.observation.jobs_hidden,
             notes=item.observation.queue_notes + item.observation.node_notes + _said(item),
+            health=item.observation.health.to_dict() if item.observation.health else None,
         )
 
     async def _forget_deleted(self, present: set[str], listed_targets: set[str]) -> None:

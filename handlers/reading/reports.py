@@ -12,6 +12,7 @@ from bot.vertex.operations import Share
 from handlers.actions import SweepNow
 from handlers.costs import PriceBook
 from handlers.grammar import CommandError, echo
+from handlers.health.report import health_reply
 from handlers.idle.alert import report
 from handlers.idle.report import SweepReport
 from handlers.idle.since import as_now
@@ -155,18 +156,28 @@ class Reports:
             sweep_button=True,
         )
 
-    async def sweep_now(self) -> Reply:
-        """Sweep at once (unless another replica is sweeping) and report."""
+    async def sweep_now(self, health: bool = False) -> Reply:
+        """Sweep at once (unless another replica is sweeping) and report: idleness, or with
+        ``health``, the clusters' health."""
         if self.sweeper is None:
             return Reply("Idle report").add(Text(NO_IDLE))
         if self.sweep_elsewhere is not None:
             swept = await self.sweep_elsewhere(True)
         else:
             swept = await self.sweeper.sweep(force=True) is not None
-        reply = await self.idle()
+        reply = await (self.health(None) if health else self.idle())
         if not swept:
             reply.add(Text("Another replica is sweeping right now; this is the last report."))
         return reply
+
+    async def health(self, cluster: str | None) -> Reply:
+        """The last sweep's health of every cluster, or of one, at once."""
+        if self.sweeper is None:
+            return Reply("Cluster health").add(Text(NO_IDLE))
+        latest = await self.sweeper.latest()
+        entries = latest.entries if latest is not None else []
+        swept = latest.finished if latest is not None else None
+        return health_reply(entries, cluster, self.clock(), swept)
 
     async def ops(self) -> Reply:
         operations = [o for o in await self.operations.active_operations() if not o.done]

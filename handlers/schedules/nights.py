@@ -20,7 +20,7 @@ from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_pools
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
-from handlers.idle.sweep import slurm_demand
+from handlers.idle.observe import slurm_demand
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import ActivityReader, Calendar, Clock, CrashPoint, ScheduleStore, no_crash
 from handlers.reading.clusters import ClusterDirectory, error_text

@@ -1,0 +1,174 @@
+"""What a sweep sees of each cluster: the few fields it keeps from a listing (``Swept``), and
+one observation of it (``ActivityObserver``): its state, the operations clusterbot follows,
+Slurm's jobs and nodes, and from them its demand and its health. The release hook and the
+off-hours schedules read Slurm's demand the same way (``slurm_demand``)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+
+from bot.vertex.errors import SlurmUnreadableError
+from bot.vertex.facts import ClusterFacts
+from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.costs import PriceBook
+from handlers.health.rules import (
+    STUCK_AFTER,
+    ClusterHealth,
+    blocked_jobs,
+    broken_cost,
+    broken_nodes,
+    cluster_trouble,
+)
+from handlers.idle.alert import IdleEntry
+from handlers.idle.report import paced
+from handlers.idle.rules import (
+    EXEMPT_LABEL,
+    IdleRecord,
+    NodeCensus,
+    Observation,
+    QueueDemand,
+    Verdict,
+    node_census,
+    queue_demand,
+)
+from handlers.ports import ActivityReader, Clock
+from handlers.reading.clusters import pools_summary
+from handlers.spend.runs import PoolSeen, SpendRun, pools_seen
+
+
+@dataclass(frozen=True)
+class Swept:
+    """What a sweep keeps of a cluster, taken from each list page as it arrives: enough to
+    observe, judge and report it (about a kilobyte, where the whole resource is fifteen)."""
+
+    name: str
+    target: str
+    state: str
+    exempt_label: bool
+    paying_nodes: int
+    nodes: str  # e.g. "cpu: 4 x n2-standard-8"
+    cost_hour: float | None
+    freed_hour: float | None
+    reservations: tuple[str, ...]
+    pools: tuple[PoolSeen, ...] = ()  # every pool's nodes and price, for the spend ledger
+    labels: tuple[tuple[str, str], ...] = ()
+    status_message: str = ""  # the control plane's words for its state, for health
+
+    @classmethod
+    def of(cls, cluster: ClusterFacts, prices: PriceBook) -> Swept:
+        compute = list(cluster.compute_pools())
+        paying = [p.id for p in compute if cluster.nodes(p)]
+        labels = cluster.labels or {}
+        pools = pools_seen(cluster, prices)
+        return cls(
+            name=cluster.name or "",
+            target=str(cluster.target),
+            state=str(cluster.state),
+            exempt_label=labels.get(EXEMPT_LABEL[0]) == EXEMPT_LABEL[1],
+            paying_nodes=sum(p.nodes for p in pools if p.compute),
+            nodes=pools_summary(cluster, paying) or "no compute nodes",
+            cost_hour=prices.pools_hour(cluster, compute),
+            freed_hour=prices.freed_hour(cluster, compute),
+            reservations=tuple(
+                p.reservation_name or p.id for p in compute if p.reserved and cluster.nodes(p)
+            ),
+            pools=pools,
+            labels=tuple(sorted(labels.items())),
+            status_message=cluster.status_message,
+        )
+
+
+@dataclass
+class Seen:
+    """One cluster's observation and what the policy made of it."""
+
+    cluster: Swept
+    observation: Observation
+    verdict: Verdict | None = None
+    record: IdleRecord | None = None
+    entry: IdleEntry | None = field(default=None)
+    spent: list[SpendRun] = field(default_factory=list)  # runs this observation closed
+
+
+class ActivityObserver:
+    """Turns a cluster and what the bot is doing into one observation for the policy."""
+
+    def __init__(
+        self, reader: ActivityReader, clock: Clock, concurrency: int, idle_after: float
+    ) -> None:
+        self.reader = reader
+        self.clock = clock
+        self.concurrency = max(1, concurrency)
+        self.idle_after = idle_after
+
+    async def observe_all(self, clusters: list[Swept], busy: set[str]) -> list[Observation]:
+        """Every cluster observed, ``concurrency`` at a time by as many workers: not a task
+        per cluster, whose first steps would all run in one turn of the event loop (10,000 of
+        them, tens of milliseconds with every ack waiting) and whose frames would all be held
+        at once. A worker whose clusters need no Slurm query gives the loop back now and then."""
+        found: dict[int, Observation] = {}
+        todo = iter(enumerate(clusters))
+
+        async def worker() -> None:
+            async for index, cluster in paced(todo):
+                found[index] = await self.observe(cluster, busy)
+
+        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(clusters)))))
+        return [found[index] for index in range(len(clusters))]
+
+    async def observe(self, cluster: Swept, busy_clusters: set[str]) -> Observation:
+        name = cluster.name
+        seen = Observation(
+            at=self.clock(),
+            state=cluster.state,
+            tracked_operation=name in busy_clusters,
+            paying_nodes=cluster.paying_nodes,
+            exempt_label=cluster.exempt_label,
+        )
+        if cluster.state != "RUNNING":  # no Slurm to ask: its state is its health
+            trouble = cluster_trouble(
+                cluster.state,
+                cluster.status_message,
+                changing_for=None,
+                followed=seen.tracked_operation,
+                stuck_after=STUCK_AFTER,
+            )
+            return replace(seen, health=ClusterHealth(trouble=trouble))
+        if seen.busy_reason() is not None:
+            return seen  # a change of clusterbot's runs: no need to ask Slurm
+        try:
+            jobs, nodes = await self.reader.jobs(name), await self.reader.nodes(name)
+        except SlurmUnreadableError as error:
+            return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
+        now = self.clock()
+        demand = queue_demand(jobs, now, self.idle_after)
+        census = None if demand.active else node_census(nodes)
+        return replace(seen, at=now, health=health_of(cluster, jobs, nodes, now)).with_slurm(
+            demand, census
+        )
+
+
+def health_of(
+    cluster: Swept, jobs: list[SlurmJob], nodes: list[SlurmNode], now: float
+) -> ClusterHealth:
+    """Its broken nodes (priced by the pool a partition of the same name runs on, or at the
+    dearest), and its jobs held up by them."""
+    broken = broken_nodes(nodes)
+    prices = {p.pool: p.node_hour for p in cluster.pools if p.compute}
+    return ClusterHealth(
+        nodes=tuple(broken),
+        blocked=tuple(blocked_jobs(jobs, broken, now)),
+        broken_hour=broken_cost(broken, prices),
+    )
+
+
+async def slurm_demand(
+    reader: ActivityReader, cluster: str, now: float, idle_after: float
+) -> tuple[QueueDemand, NodeCensus | None]:
+    """Slurm's queue, and its nodes when the queue shows no demand (jobs may be hidden, or
+    an epilog may still run, and nodes out of service are named)."""
+    demand = queue_demand(await reader.jobs(cluster), now, idle_after)
+    if demand.active:
+        return demand, None
+    return demand, node_census(await reader.nodes(cluster))
