@@ -14,6 +14,7 @@ import pytest
 from bot.jobs import PeriodicJobs, digest_trigger
 from bot.store import Store
 from handlers.policy import Policy
+from handlers.spend.runs import SpendRun
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
 from tests.test_services_unit import ALERTS, C1, POLICY, Bot, make_bot
@@ -54,6 +55,9 @@ async def test_the_digest_names_the_idle_cluster_with_its_button(
     assert await fire(bot, MONDAY_9)
     [digest] = digests(bot)
     assert "# Weekly cost digest" in digest
+    # the ledger began an hour ago: no whole week before it to compare in percent
+    assert "clusterbot has watched since Mon 23 Nov: no whole week before it" in digest
+    assert "%" not in digest.split("The biggest")[0]
     assert "| c1 " in digest or "c1 " in digest
     assert "The biggest opportunities (1)" in digest
     assert "1. c1: idle now, scale it to zero: ~$" in digest
@@ -99,3 +103,22 @@ async def test_the_digest_cron_gives_each_replica_the_same_firing() -> None:
     await asyncio.gather(*jobs.running)
     [at] = fired
     assert at % 300 == 0 and time.time() - 300 < at <= time.time()
+
+
+async def test_a_week_is_compared_with_a_whole_week_before(
+    clock: ManualClock, store: Store
+) -> None:
+    clock.now = MONDAY_9
+    bot = digest_bot(clock, store)
+    week = 7 * 86400.0
+    # two weeks of c1 at 2 nodes, then one more node this week
+    await bot.store.record_spend(
+        [
+            SpendRun(C1, "gpu", MONDAY_9 - 2 * week, MONDAY_9 - week, 2, 10.0, False, "p/r"),
+            SpendRun(C1, "gpu", MONDAY_9 - week, MONDAY_9, 3, 10.0, False, "p/r"),
+        ]
+    )
+    assert await fire(bot, MONDAY_9)
+    [digest] = digests(bot)
+    assert "~$5,040 this week (+50% on last week's ~$3,360)" in digest
+    assert "+50%" in digest.split("CLUSTER")[1]

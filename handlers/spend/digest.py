@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 from handlers.actions import OpenForm, Remedy
@@ -30,6 +31,7 @@ WEEK = 7 * 24 * 3600.0
 ROWS = 20  # clusters in the table; the rest are summed
 OPPORTUNITIES = 3
 COMPARABLE = 1.0  # dollars: a week that cost less is not compared in percent
+SLACK = 6 * 3600.0  # a ledger begun this soon after the week before began still covers it
 
 
 class DigestStore(Protocol):
@@ -100,11 +102,18 @@ class Digest:
         this = totals(runs, week, until, saved=saved)
         last = totals(runs, before, week, saved=saved)
         whole, previous = overall(this), overall(last)
+        # a week is compared with the one before only when clusterbot watched that one
+        # whole: a ledger begun midweek would make any change look like thousands of percent
+        watched = min((r.start for r in runs), default=until)
+        whole_week = watched <= before + SLACK
+        if not whole_week:
+            last = {}
         reply = Reply(f"weekly cost digest: {money(whole.cost, per_hour=False)} this week")
         reply.add(
             Heading("Weekly cost digest"),
             Text(
-                f"{money(whole.cost, per_hour=False)} this week ({_against(whole, previous)}); "
+                f"{money(whole.cost, per_hour=False)} this week "
+                f"({_against(whole, previous) if whole_week else _since(watched)}); "
                 f"{money(whole.idle, per_hour=False)} of it idle; clusterbot saved "
                 f"{money(whole.saved, per_hour=False)}."
             ),
@@ -113,8 +122,8 @@ class Digest:
             (
                 name,
                 money(spend.cost, per_hour=False),
-                money(last.get(name, Spend()).cost, per_hour=False),
-                _change(spend, last.get(name, Spend())),
+                money(last.get(name, Spend()).cost, per_hour=False) if whole_week else "-",
+                _change(spend, last.get(name, Spend())) if whole_week else "-",
                 money(spend.idle, per_hour=False),
                 money(spend.saved, per_hour=False) if spend.saved else "-",
             )
@@ -184,6 +193,11 @@ class Digest:
 
     async def _clusters(self) -> list[str]:
         return [record.cluster for record in await self.spend.records.all()]
+
+
+def _since(watched: float) -> str:
+    day = datetime.fromtimestamp(watched, UTC)
+    return f"clusterbot has watched since {day:%a} {day.day} {day:%b}: no whole week before it"
 
 
 def _against(now: Spend, before: Spend) -> str:
