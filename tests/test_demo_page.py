@@ -228,4 +228,7 @@ async def test_the_cost_chart_and_a_schedule_in_the_browser(tmp_path: Path) -> N
         await page.select_option("#user-picker", "U0ALICE")
         await run(page, "/cluster schedule eval01")
         await expect(page.locator("#modal-title")).to_have_text("Off-hours schedule")
+        # the form starts at a weeknight schedule in UTC
+        for action, value in (("off_days", "Mon-Fri"), ("off_time", "20:00"), ("tz", "UTC")):
+            await expect(page.locator(f'[data-action-id="form_{action}"]')).to_have_value(value)
         assert errors == []

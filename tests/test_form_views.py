@@ -21,6 +21,7 @@ from handlers.forms.views import (
     delete_form,
     loading_form,
     resize_form,
+    schedule_form,
     script_form,
     setting_form,
 )
@@ -107,6 +108,15 @@ CASES = {
         state("script", "train01", which="epilog"), "Looking up train01…"
     ),
     "loading_setting": lambda: loading_form(state("setting", "train01"), "Looking up train01…"),
+    "schedule_empty": lambda: schedule_form(state("schedule", None), None),
+    "schedule_chosen": lambda: schedule_form(
+        state("schedule"),
+        CHOSEN,
+        POOLS[:1],
+        "a4",
+        "Europe/Berlin",
+        problems={"off_time": "'25:00' is not a time of day: write HH:MM, 00:00 to 23:59"},
+    ),
 }
 
 

@@ -133,6 +133,8 @@ def _element(field: FormField) -> dict[str, Any]:
         element["type"] = "plain_text_input"
         if field.ask == Ask.LONG_TEXT:
             element["multiline"] = True
+        if field.initial is not None:  # Block Kit's plain_text_input takes initial_value
+            element["initial_value"] = field.initial
     if field.max_length is not None:
         element["max_length"] = field.max_length
     return element
