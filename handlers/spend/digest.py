@@ -31,7 +31,7 @@ WEEK = 7 * 24 * 3600.0
 ROWS = 20  # clusters in the table; the rest are summed
 OPPORTUNITIES = 3
 COMPARABLE = 1.0  # dollars: a week that cost less is not compared in percent
-SLACK = 6 * 3600.0  # a ledger begun this soon after the week before began still covers it
+COVERED = 6 * 3600.0  # a ledger begun this soon after the week before began still covers it
 
 
 class DigestStore(Protocol):
@@ -105,7 +105,7 @@ class Digest:
         # a week is compared with the one before only when clusterbot watched that one
         # whole: a ledger begun midweek would make any change look like thousands of percent
         watched = min((r.start for r in runs), default=until)
-        whole_week = watched <= before + SLACK
+        whole_week = watched <= before + COVERED
         if not whole_week:
             last = {}
         reply = Reply(f"weekly cost digest: {money(whole.cost, per_hour=False)} this week")
