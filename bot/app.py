@@ -281,6 +281,9 @@ class ClusterbotService:
         self.metrics.idle_cost.set(summary.idle_cost)
         self.metrics.sweep_seconds.observe(summary.seconds)
         self.metrics.unreadable_targets.set(len(summary.unreadable))
+        self.metrics.unhealthy_nodes.clear()  # a node back in service leaves no series
+        for cluster, what, count in summary.unhealthy:
+            self.metrics.unhealthy_nodes.labels(cluster=cluster, reason=what).set(count)
         for target in summary.unreadable:
             self.metrics.target_failures.labels(target=target).inc()
         if summary.unreadable:

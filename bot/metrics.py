@@ -53,6 +53,14 @@ class BotMetrics:
             "Estimated USD per hour spent on idle clusters.",
             registry=self.registry,
         )
+        self.unhealthy_nodes = Gauge(
+            "clusterbot_unhealthy_nodes",
+            "Slurm nodes out of service at the last sweep, by cluster and by what is wrong "
+            "(down, drained, draining, failing, not responding: Slurm's state, not its "
+            "free-text reason, which would make a series per sentence).",
+            ["cluster", "reason"],
+            registry=self.registry,
+        )
         self.sweeping = Gauge(
             "clusterbot_sweeping",
             "1 while this replica sweeps (on its event loop or in its child process).",

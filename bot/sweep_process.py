@@ -27,9 +27,11 @@ import logging
 import pickle
 import signal
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 
 from bot.settings import Settings
+from handlers.health.rules import ClusterHealth
 from handlers.idle.report import SweepReport
 from handlers.idle.rules import Status
 from handlers.policy import Policy
@@ -56,6 +58,7 @@ class SweepSummary:
     seconds: float
     targets: int = 0
     unreadable: dict[str, str] = field(default_factory=dict)  # target -> why
+    unhealthy: list[tuple[str, str, int]] = field(default_factory=list)  # cluster, what, nodes
 
     @classmethod
     def of(cls, report: SweepReport) -> SweepSummary:
@@ -68,7 +71,18 @@ class SweepSummary:
             seconds=report.finished - report.started,
             targets=report.targets,
             unreadable=dict(report.unreadable_targets),
+            unhealthy=unhealthy(report),
         )
+
+
+def unhealthy(report: SweepReport) -> list[tuple[str, str, int]]:
+    """The broken nodes of each cluster, counted by what is wrong with them."""
+    counted: Counter[tuple[str, str]] = Counter()
+    for entry in report.entries:
+        if entry.health:
+            for node in ClusterHealth.from_dict(entry.health).nodes:
+                counted[entry.cluster_id, str(node.trouble)] += 1
+    return [(cluster, what, count) for (cluster, what), count in sorted(counted.items())]
 
 
 def shareable(database_url: str) -> bool:

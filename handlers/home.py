@@ -4,6 +4,7 @@
   the card itself, where Approve and Withdraw are);
 - operations in flight;
 - idle clusters and what they cost now, from the last sweep;
+- health problems from the last sweep: broken nodes and clusters out of RUNNING;
 - this month's spend, and what clusterbot saved, as of the last sweep (so a tab is
   published again only when a sweep changed it);
 - every cluster with its cost per hour.
@@ -22,13 +23,14 @@ from handlers.changes.approval_card import cost_change
 from handlers.changes.kinds import kind_of
 from handlers.costs import money
 from handlers.entities import ApprovalRequest, RequestState
+from handlers.health.rules import ClusterHealth
 from handlers.idle.alert import IDLE_PAYING
 from handlers.idle.report import SweepReport
 from handlers.policy import Policy, Role, may_approve
 from handlers.reading.reports import Reports
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Rule, Table, Text, Time
 from handlers.spend.report import SpendReport
-from handlers.words import duration
+from handlers.words import duration, plural
 
 ROWS = 15  # rows of each table; more are counted
 
@@ -72,6 +74,8 @@ class Home:
         shared = Reply("shared")
         await self._operations(shared)
         latest = await self._idle(shared)
+        if latest is not None:
+            _health(shared, latest)
         if latest is not None and self.spend is not None:
             await self._month(shared, latest.finished)
         clusters = await self.reports.clusters()
@@ -173,3 +177,28 @@ class Home:
             Note("From the sweep ", Time(latest.finished), "; act on the alert in the channel."),
         )
         return latest
+
+
+def _health(reply: Reply, latest: SweepReport) -> None:
+    """The clusters with a health problem at the last sweep, and what their broken nodes
+    cost an hour."""
+    found = [(e, ClusterHealth.from_dict(e.health)) for e in latest.entries if e.health]
+    sick = [(e, h) for e, h in found if not h.healthy]
+    reply.add(Rule(), Heading(f"Health problems ({len(sick)})"))
+    if not sick:
+        reply.add(Text("None: no node out of service, no cluster out of RUNNING."))
+        return
+    rows = [
+        (
+            e.cluster_id,
+            f"{plural(len(h.nodes), 'node')} out of service" if h.nodes else "-",
+            h.trouble.state if h.trouble else "RUNNING",
+            money(h.broken_hour, per_hour=False),
+        )
+        for e, h in sick[:ROWS]
+    ]
+    titles = ("CLUSTER", "NODES", "STATE", "BROKEN $/H")
+    reply.add(
+        Table.of(titles, rows, right=frozenset({3})),
+        Note("/cluster health shows each node, why, and since when."),
+    )

@@ -18,6 +18,7 @@ SERIES = (
     "clusterbot_idle_clusters",
     "clusterbot_idle_cost_per_hour",
     "clusterbot_sweep_seconds_count",
+    "clusterbot_unhealthy_nodes",
 )
 LINE = re.compile(r'^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+]+$')
 
@@ -61,5 +62,7 @@ async def test_metrics_after_a_scripted_flow(tmp_path: Path) -> None:
     )
     assert "clusterbot_idle_clusters 1" in text
     assert "clusterbot_idle_cost_per_hour 1.552" in text
+    # the demo's cpu01 has one node drained (ECC memory error)
+    assert 'clusterbot_unhealthy_nodes{cluster="cpu01",reason="drained"} 1.0' in text
     count = int(re.search(r"clusterbot_ack_seconds_count (\d+)", text).group(1))  # type: ignore[union-attr]
     assert count >= 5  # four commands and a click
