@@ -122,3 +122,17 @@ async def test_a_week_is_compared_with_a_whole_week_before(
     [digest] = digests(bot)
     assert "~$5,040 this week (+50% on last week's ~$3,360)" in digest
     assert "+50%" in digest.split("CLUSTER")[1]
+
+
+async def test_a_chart_that_cannot_be_shared_here_says_why(
+    clock: ManualClock, store: Store
+) -> None:
+    clock.now = MONDAY_9
+    bot = digest_bot(clock, store)
+    await bot.store.record_spend(
+        [SpendRun(C1, "gpu", MONDAY_9 - 3600, MONDAY_9, 2, 10.0, False, "p/r")]
+    )
+    bot.messenger.refuse = "not_in_channel"  # asked in a channel the bot is not in
+    shown = text(await bot.ask("U0CAROL", "cost since 7d"))
+    assert "The chart could not be shared here (not_in_channel): invite clusterbot" in shown
+    assert bot.messenger.shared == []
