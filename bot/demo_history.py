@@ -106,9 +106,9 @@ async def _schedule(
     store, prices = service.store, service.core.approvals.prices
     pool = cluster.pool(POOL)
     zero = apply_sizes(cluster, {POOL: (0, 0)})
+    down = plan_pools(cluster, {POOL: (0, 0)}, prices)
+    up = plan_pools(zero, {POOL: (pool.min_nodes, pool.max_nodes)}, prices)
     for night, (off, on) in enumerate(slept):
-        down = plan_pools(cluster, {POOL: (0, 0)}, prices)
-        up = plan_pools(zero, {POOL: (pool.min_nodes, pool.max_nodes)}, prices)
         await store.add_request(_done(f"r-demo-off{night}", down, off))
         await store.add_request(_done(f"r-demo-on{night}", up, on))
     freed = prices.freed_hour(cluster, [pool]) or 0.0

@@ -23,7 +23,7 @@ from handlers.changes.approval_card import cost_change
 from handlers.changes.kinds import kind_of
 from handlers.costs import money
 from handlers.entities import ApprovalRequest, RequestState
-from handlers.health.rules import ClusterHealth
+from handlers.health.report import unhealthy
 from handlers.idle.alert import IDLE_PAYING
 from handlers.idle.report import SweepReport
 from handlers.policy import Policy, Role, may_approve
@@ -182,8 +182,7 @@ class Home:
 def _health(reply: Reply, latest: SweepReport) -> None:
     """The clusters with a health problem at the last sweep, and what their broken nodes
     cost an hour."""
-    found = [(e, ClusterHealth.from_dict(e.health)) for e in latest.entries if e.health]
-    sick = [(e, h) for e, h in found if not h.healthy]
+    sick = unhealthy(latest.entries)
     reply.add(Rule(), Heading(f"Health problems ({len(sick)})"))
     if not sick:
         reply.add(Text("None: no node out of service, no cluster out of RUNNING."))

@@ -38,6 +38,12 @@ def parse_health(args: list[str]) -> Health:
     return Health(cluster_word(args[0], "health") if args else None)
 
 
+def unhealthy(entries: Sequence[IdleEntry]) -> list[tuple[IdleEntry, ClusterHealth]]:
+    """The swept clusters with a health problem, each with its health."""
+    read = ((e, ClusterHealth.from_dict(e.health)) for e in entries if e.health)
+    return [(e, h) for e, h in read if not h.healthy]
+
+
 def health_reply(
     entries: Sequence[IdleEntry], cluster: str | None, now: float, swept_at: float | None
 ) -> Reply:
@@ -50,8 +56,7 @@ def health_reply(
     chosen = [e for e in entries if cluster in (None, e.cluster, e.cluster_id)]
     if cluster is not None and not chosen:
         reply.add(Text(f"{cluster} was not in the last sweep."))
-    sick = [(e, ClusterHealth.from_dict(e.health)) for e in chosen if e.health]
-    sick = [(e, h) for e, h in sick if not h.healthy]
+    sick = unhealthy(chosen)
     unread = [e.cluster_id for e in chosen if e.health is None]
     if not sick and chosen:
         reply.add(

@@ -22,7 +22,7 @@ from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, ScheduleStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.schedules.model import ScheduleState
-from handlers.spend.chart import daily
+from handlers.spend.chart import Chart, daily
 from handlers.spend.report import NOTE, SpendReport
 from handlers.spend.totals import Spend, overall, totals
 
@@ -82,23 +82,22 @@ class Digest:
             return False
         if not await self.store.claim_digest(fired_at, self.owner, self.clock()):
             return False
-        reply, whole = await self.build(self.clock())
+        reply, whole, chart = await self.build(self.clock())
         try:
             message = await self.messenger.post(self.channel, reply)
         except MessengerError as error:
             log.warning("weekly digest not posted: %s", error.code)
             return False
         await self.store.digest_posted(fired_at, message)
-        runs = await self.spend.runs(self.clock() - WEEK, self.clock())
-        saved = await self.spend.saved(runs)
-        chart = daily(runs, saved, self.clock() - WEEK, self.clock(), "all clusters, last 7d")
         await self.spend.share_chart(chart, self.channel, whole)
         return True
 
-    async def build(self, until: float) -> tuple[Reply, Spend]:
+    async def build(self, until: float) -> tuple[Reply, Spend, Chart]:
+        """The digest, this week's spend, and its chart, from one read of the ledger."""
         week, before = until - WEEK, until - 2 * WEEK
         runs = await self.spend.runs(before, until)
         saved = await self.spend.saved(runs)
+        chart = daily(runs, saved, week, until, "all clusters, last 7d")
         this = totals(runs, week, until, saved=saved)
         last = totals(runs, before, week, saved=saved)
         whole, previous = overall(this), overall(last)
@@ -134,7 +133,7 @@ class Digest:
             reply.add(Table.of(titles, rows, right=frozenset({1, 2, 3, 4, 5})))
         await self._opportunities(reply, this)
         reply.add(Note(NOTE))
-        return reply, whole
+        return reply, whole, chart
 
     async def _opportunities(self, reply: Reply, this: dict[str, Spend]) -> None:
         found = await self.opportunities(this)
