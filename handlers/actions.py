@@ -3,13 +3,25 @@ and reads them back from clicks, so a card and the code that answers it cannot d
 
 On the wire an action is a platform's action id and a short value (Slack: ``action_id`` and
 ``value``, at most 2,000 characters): ``approve`` + ``r-1a2b``, ``idle_snooze`` +
-``3600|projects/.../cpu01``.
+``3600|projects/.../cpu01``. Any class with those two attributes is an ``Action``: a
+capability may declare its own beside the click that answers it (``handlers.clicks``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
+
+
+class Action(Protocol):
+    """What a button carries: the id of the click that answers it, and its value."""
+
+    @property
+    def action_id(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
 
 
 class ActionError(ValueError):
@@ -34,8 +46,6 @@ class ActionId(StrEnum):
     OPEN_DELETE_FORM = "open_form_delete"
     OPEN_SCHEDULE_FORM = "open_form_schedule"
     HEALTH_SWEEP_NOW = "health_sweep_now"
-    SCHEDULE_SKIP = "schedule_skip"
-    SCHEDULE_POSTPONE = "schedule_postpone"
 
 
 @dataclass(frozen=True)
@@ -151,7 +161,7 @@ class OpenForm:
         return self.kind if self.cluster is None else f"{self.kind}|{self.cluster}"
 
 
-def open_form(action_id: ActionId, value: str) -> OpenForm:
+def open_form(action_id: str, value: str) -> OpenForm:
     _, _, cluster = value.partition("|")
     return OpenForm(action_id.removeprefix("open_form_"), cluster or None)
 
@@ -202,48 +212,6 @@ class HealthSweepNow:
 
     action_id = ActionId.HEALTH_SWEEP_NOW
     value = "sweep"
-
-
-@dataclass(frozen=True)
-class Night:
-    """Skip tonight's "off" of a schedule, or postpone it two hours (operators), from the
-    notice posted shortly before it; ``off_at`` names the night, so a late click on an old
-    notice does nothing to the next one."""
-
-    schedule_id: str
-    off_at: int  # epoch seconds of the "off" the notice was for
-    postpone: bool = False
-
-    @property
-    def action_id(self) -> ActionId:
-        return ActionId.SCHEDULE_POSTPONE if self.postpone else ActionId.SCHEDULE_SKIP
-
-    @property
-    def value(self) -> str:
-        return f"{self.schedule_id}|{self.off_at}"
-
-
-def night(action_id: ActionId, value: str) -> Night:
-    schedule_id, _, off_at = value.partition("|")
-    if not schedule_id or not off_at.isdigit():
-        raise ActionError("That schedule's night is not one clusterbot offers.")
-    return Night(schedule_id, int(off_at), postpone=action_id == ActionId.SCHEDULE_POSTPONE)
-
-
-Action = (
-    Decide
-    | Withdraw
-    | Remedy
-    | Snooze
-    | Unsnooze
-    | Keep
-    | SweepNow
-    | RestoreClicked
-    | OpenForm
-    | AuditPage
-    | Night
-    | HealthSweepNow
-)
 
 
 def snooze(value: str) -> Snooze:

@@ -1,18 +1,15 @@
-"""Every click a person can make, each declared once: the action ids it answers and how its
-value is read back, the role it needs (and what it is called when refused), whether its value
-names a cluster (``CLUSTERBOT_TARGETS`` holds for it), whether its answer takes the clicked
-message's place, and what it does.
+"""Every click a person can make, in one table: the core's clicks here, each capability's
+beside the actions its cards carry (``handlers/schedules/clicks.py``), each declared once
+(``handlers.clicking.click``).
 
 The dispatcher's role checks and metrics, and the platform's listeners, all come from this
-table; building it refuses two clicks that answer one action id, and an id no click answers.
-A new button is its typed action (``handlers.actions``) and one ``Click`` here.
+table; building it refuses two clicks that answer one action id, and an id of ``ActionId``
+that no click answers. A new button is its typed action and one ``click`` beside it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from collections.abc import Sequence
 
 from handlers.actions import (
     Action,
@@ -22,7 +19,6 @@ from handlers.actions import (
     Decide,
     HealthSweepNow,
     Keep,
-    Night,
     Remedy,
     RestoreClicked,
     SweepNow,
@@ -30,63 +26,23 @@ from handlers.actions import (
     Withdraw,
     audit_page,
     needs,
-    night,
     open_form,
     snooze,
 )
+from handlers.clicking import Click, Clicked, click
 from handlers.desk import Desk
 from handlers.policy import Role
 from handlers.reading.audit import Audit
 from handlers.reading.reports import NO_IDLE
 from handlers.replies import Reply, notice
-
-A = TypeVar("A")
-
-
-@dataclass(frozen=True)
-class Clicked(Generic[A]):
-    """A click as read: the action, and who made it where."""
-
-    action: A
-    user: str
-    role: Role
-    card_message: str | None
-    channel: str | None
-
-
-Run = Callable[[Desk, Clicked[Any]], Awaitable[Reply | None]]
-
-
-@dataclass(frozen=True)
-class Click:
-    ids: tuple[ActionId, ...]
-    read: Callable[[ActionId, str], Action]
-    role: Role
-    doing: str  # "Deciding requests needs the viewer role; you are ..."
-    run: Run
-    names_cluster: bool = False  # its value names a cluster: the targets' boundary holds
-    in_place: Callable[[Any], bool] = lambda _action: False  # its answer replaces the message
-
-
-def click(
-    ids: tuple[ActionId, ...],
-    read: Callable[[ActionId, str], A],
-    role: Role,
-    doing: str,
-    run: Callable[[Desk, Clicked[A]], Awaitable[Reply | None]],
-    *,
-    names_cluster: bool = False,
-    in_place: Callable[[A], bool] = lambda _action: False,
-) -> Click:
-    """One click, its ``run`` and ``in_place`` checked against the action ``read`` makes."""
-    return Click(ids, read, role, doing, run, names_cluster, in_place)  # type: ignore[arg-type]
+from handlers.schedules.clicks import CLICKS as SCHEDULE_CLICKS
 
 
 async def _no_idle() -> Reply:
     return notice("Idle report", NO_IDLE)
 
 
-CLICKS: tuple[Click, ...] = (
+CORE: tuple[Click, ...] = (
     click(
         (ActionId.APPROVE, ActionId.REJECT),
         lambda i, v: Decide(needs(v), approve=i == ActionId.APPROVE),
@@ -167,13 +123,6 @@ CLICKS: tuple[Click, ...] = (
         lambda s, c: _typed(f"Type /cluster {c.action.kind} with its words instead."),
     ),
     click(
-        (ActionId.SCHEDULE_SKIP, ActionId.SCHEDULE_POSTPONE),
-        night,
-        Role.OPERATOR,
-        "Skipping or postponing a schedule's night",
-        lambda s, c: _night(s, c),
-    ),
-    click(
         (ActionId.AUDIT_PAGE, ActionId.AUDIT_CSV),
         lambda i, v: audit_page(v, csv=i == ActionId.AUDIT_CSV),
         Role.VIEWER,
@@ -182,15 +131,7 @@ CLICKS: tuple[Click, ...] = (
         in_place=lambda a: not a.csv,  # the next page takes the place of the one clicked
     ),
 )
-
-
-async def _night(services: Desk, clicked: Clicked[Night]) -> Reply:
-    if services.schedules is None:
-        return notice("Schedule", "This clusterbot keeps no schedules.")
-    night = clicked.action
-    return await services.schedules.night(
-        clicked.user, night.schedule_id, night.off_at, night.postpone
-    )
+CLICKS: tuple[Click, ...] = (*CORE, *SCHEDULE_CLICKS)
 
 
 async def _typed(text: str) -> Reply:
@@ -210,11 +151,11 @@ class ClickTable:
 
     def __init__(self, clicks: Sequence[Click] = CLICKS) -> None:
         self.by_id: dict[str, Click] = {}
-        for click in clicks:
-            for action_id in click.ids:
+        for declared in clicks:
+            for action_id in declared.ids:
                 if action_id in self.by_id:
                     raise ValueError(f"two clicks answer the action id {action_id}")
-                self.by_id[action_id] = click
+                self.by_id[action_id] = declared
         unanswered = sorted(set(ActionId) - set(self.by_id))
         if unanswered:
             raise ValueError(f"no click answers {', '.join(unanswered)}")
@@ -224,4 +165,4 @@ class ClickTable:
         click = self.by_id.get(action_id)
         if click is None:
             raise ActionError(f"clusterbot offers no action {action_id[:40]!r}")
-        return click, click.read(ActionId(action_id), value)
+        return click, click.read(action_id, value)

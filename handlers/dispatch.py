@@ -11,7 +11,8 @@ from typing import Any
 
 from bot.vertex.errors import VertexError
 from handlers.actions import ActionError
-from handlers.clicks import Clicked, ClickTable
+from handlers.clicking import Clicked
+from handlers.clicks import ClickTable
 from handlers.commands import BY_NAME, Caller, Help, Subcommand, entry_for
 from handlers.desk import Desk
 from handlers.forms.asks import FormAsk
@@ -82,6 +83,11 @@ class Dispatcher:
         self.policy = policy
         self.roles = roles
         self.clicks_table = ClickTable()  # refuses a collision, or an id left unanswered
+
+    @property
+    def action_ids(self) -> tuple[str, ...]:
+        """Every action id a click answers: what a platform's listeners subscribe to."""
+        return tuple(self.clicks_table.by_id)
 
     async def command(self, user: str, channel: str, text: str | Read) -> Answer:
         """The one answer to ``/cluster TEXT`` (its words read, or to be read)."""

@@ -16,10 +16,11 @@ import pytest
 from bot.sandbox.slack.blockkit import view_problems
 from bot.slack.modal_views import entries_of, modal, state_of, state_values, unreadable_form
 from handlers.forms.choices import Estimate
-from handlers.forms.model import Ask, BadState, Choice, Entry, FormField, FormState
+from handlers.forms.flow import FormFlow
+from handlers.forms.kinds import FORMS
+from handlers.forms.model import Ask, BadState, Choice, Entry, Form, FormField, FormState
 from handlers.forms.views import (
     delete_form,
-    loading_form,
     resize_form,
     schedule_form,
     script_form,
@@ -29,6 +30,12 @@ from handlers.replies import Strong
 from tests.support.golden import assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "forms"
+
+
+def loading(state: FormState, note: str) -> Form:
+    return FORMS[state.kind].loading(state, note)
+
+
 TRAIN01 = "projects/p/locations/us-central1/modelDevelopmentClusters/train01"
 CHOSEN = Choice(TRAIN01, "train01 · us-central1 · $1,234.00/h")
 POOLS = [
@@ -103,11 +110,12 @@ CASES = {
             Choice("SchedulerParameters", "SchedulerParameters = bf_continue"),
         ],
     ),
-    "loading_resize": lambda: loading_form(state("resize", "train01"), "Looking up train01…"),
-    "loading_script": lambda: loading_form(
+    "loading_resize": lambda: loading(state("resize", "train01"), "Looking up train01…"),
+    "loading_script": lambda: loading(
         state("script", "train01", which="epilog"), "Looking up train01…"
     ),
-    "loading_setting": lambda: loading_form(state("setting", "train01"), "Looking up train01…"),
+    "loading_setting": lambda: loading(state("setting", "train01"), "Looking up train01…"),
+    "loading_schedule": lambda: loading(state("schedule", "train01"), "Looking up train01…"),
     "schedule_empty": lambda: schedule_form(state("schedule", None), None),
     "schedule_chosen": lambda: schedule_form(
         state("schedule"),
@@ -156,9 +164,20 @@ def test_a_modal_reads_back_as_the_forms_state_and_entries() -> None:
     entries = entries_of(state_values(view))
     assert entries["cluster"] == Entry(choice=TRAIN01) and entries["pool"].choice == "a4"
     assert entries["min"] == Entry(text="3", scope="a4") and entries["max"] == Entry(scope="a4")
-    for metadata in ("[]", "not json", json.dumps({"kind": "resize"})):
+    forged = json.dumps({"kind": "launch", "channel": "C0X"})  # no form of ours
+    for metadata in ("[]", "not json", json.dumps({"kind": "resize"}), forged):
         with pytest.raises(BadState):
             state_of({"private_metadata": metadata})
+
+
+def test_every_form_opens_under_its_own_title() -> None:
+    """While its cluster is read, a form has its own title (the schedule's read "Add a
+    prolog script" when its kind had no title of its own)."""
+    for kind, spec in FORMS.items():
+        opening = FormFlow.first(FormState(kind, "C0X", "train01", which="epilog"))
+        assert opening.title == spec.title_of(opening.state) and opening.submit is None
+    schedule = FormFlow.first(FormState("schedule", "C0X", "train01"))
+    assert schedule.title == "Off-hours schedule"
 
 
 def test_a_field_with_a_scope_gets_a_block_of_its_own_per_scope() -> None:

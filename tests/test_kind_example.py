@@ -4,12 +4,9 @@ approval service and executor as every other kind, against the simulator."""
 
 from __future__ import annotations
 
-import importlib.util
-import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -25,26 +22,13 @@ from handlers.policy import Role
 from handlers.reading.audit import change_words
 from tests.conftest import ManualClock, Simulator
 from tests.support.fakes import FakeMessenger
+from tests.support.page import module_from_page
 from tests.support.text_adapter import text
 from tests.test_approvals_unit import service
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "ARCHITECTURE.md"
 TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
-
-
-def example_module(tmp_path: Path) -> ModuleType:
-    """The module the page shows, written where its first line says and imported."""
-    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
-    [source] = [b for b in blocks if b.startswith("# handlers/changes/labels.py\n")]
-    path = tmp_path / "labels.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("labels_example", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["labels_example"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_page_counts_the_files_it_touches() -> None:
@@ -57,7 +41,7 @@ def test_the_page_counts_the_files_it_touches() -> None:
 
 @pytest.fixture
 async def labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
-    module = example_module(tmp_path)
+    module = module_from_page("# handlers/changes/labels.py", "labels_example", tmp_path)
     monkeypatch.setitem(KINDS, module.NAME, module.LABELS)  # the registry's one entry
     yield module
     sys.modules.pop("labels_example", None)

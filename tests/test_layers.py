@@ -395,6 +395,19 @@ def test_what_a_person_can_do_is_declared_once() -> None:
     assert readers == ["dispatch.py"]  # the one place a command's text becomes words
 
 
+def test_every_kind_of_form_goes_through_the_same_flow() -> None:
+    """A kind of form is one entry in ``FORMS``: the flow and the platform's modals run any
+    kind without naming one (no ladder of ``if state.kind == ...``)."""
+    from handlers.forms.asks import FormKind
+    from handlers.forms.kinds import FORMS
+
+    kinds = {v for k, v in vars(FormKind).items() if not k.startswith("_")}
+    assert set(FORMS) == kinds
+    for path in ("handlers/forms/flow.py", "bot/slack/modals.py", "bot/slack/listeners.py"):
+        source = (ROOT / path).read_text()
+        assert "FormKind" not in source and ".kind ==" not in source, path
+
+
 def test_the_composition_root_reaches_slack_only_through_its_adapter() -> None:
     """The platform seam: ``bot/app.py`` builds the core and hands it to one Slack adapter;
     the service's routes and the pipeline hook are given what they call, not the service.

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from slack_bolt.async_app import AsyncApp
 
 from bot.slack.responder import Responder
-from handlers.actions import ActionId
 from handlers.dispatch import Answer, Dispatcher, Read, read
 from handlers.forms.asks import FormAsk
+from handlers.forms.kinds import FORMS
 from handlers.replies import Reply, Text
 
 if TYPE_CHECKING:
@@ -101,8 +101,8 @@ class SlackEdge:
 
     def register(self) -> None:
         self.app.command(COMMAND)(self.command)
-        for action in ActionId:
-            self.app.action(str(action))(self.action)
+        for action_id in self.dispatcher.action_ids:
+            self.app.action(action_id)(self.action)
 
     # Bolt passes arguments by parameter name.
     async def command(self, ack: Any, body: dict[str, Any]) -> None:
@@ -113,7 +113,7 @@ class SlackEdge:
         words = read(str(body.get("text", "")))  # read once, for the form and the answer
         ask = words.form if body.get("trigger_id") else None
         if ask is not None and self.open_form is not None:
-            self.on_command(ask.subcommand, "form")
+            self.on_command(FORMS[ask.kind].subcommand, "form")
             await self.open_form(ack, body, ask)
             return
         answer = await self._answer(body, words, instant=True)

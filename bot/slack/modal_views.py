@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from bot.slack.render import mrkdwn
+from handlers.forms.kinds import FORMS
 from handlers.forms.model import (
     Ask,
     BadState,
@@ -150,7 +151,10 @@ def state_of(view: dict[str, Any]) -> FormState:
         data = json.loads(str(view.get("private_metadata") or "") or "{}")
     except ValueError:
         raise BadState("private_metadata is not JSON") from None
-    return FormState.of(data)
+    state = FormState.of(data)
+    if state.kind not in FORMS:
+        raise BadState(f"no form of ours is a {state.kind[:40]!r} form")
+    return state
 
 
 def state_values(view: dict[str, Any]) -> dict[str, dict[str, Any]]:

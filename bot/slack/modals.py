@@ -42,10 +42,11 @@ from bot.vertex.errors import VertexError
 from handlers.actions import ActionId, open_form
 from handlers.dispatch import Dispatcher
 from handlers.entities import Submission
-from handlers.forms.asks import FormAsk, FormKind
+from handlers.forms.asks import FormAsk
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, last_field
 from handlers.forms.flow import state_of as state_asked
+from handlers.forms.kinds import FORMS
 from handlers.forms.model import BadState, Entries, FormState
 from handlers.intake import Intake, submission_key
 from handlers.replies import Reply, Text, error_reply, plain
@@ -90,7 +91,7 @@ class Modals:
     async def open(self, ack: Any, body: dict[str, Any], ask: FormAsk) -> None:
         """Open the form a command asked for (or say why not, in the ack)."""
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
-        refusal = await self.dispatcher.refusal(user, channel, ask.subcommand, ask.role)
+        refusal = await self.dispatcher.refusal(user, channel, FORMS[ask.kind].subcommand, ask.role)
         if refusal is not None and refusal.reply is not None:
             await ack(**self.responder.message(refusal.reply))
             return
@@ -111,10 +112,11 @@ class Modals:
         # from a message in a channel (a digest), the request goes there; from the Home tab,
         # to the home channel
         channel = str((body.get("channel") or {}).get("id") or self.home_channel or "")
-        if kind not in (FormKind.RESIZE, FormKind.DELETE, FormKind.SCHEDULE):
+        spec = FORMS.get(kind)
+        if spec is None or not spec.clickable:
             return
         ask = FormAsk(kind, clicked.cluster)
-        refusal = await self.dispatcher.refusal(user, channel, ask.subcommand, ask.role)
+        refusal = await self.dispatcher.refusal(user, channel, FORMS[ask.kind].subcommand, ask.role)
         if refusal is not None:
             log.info("form %s not opened for %s: %s", kind, user, refusal.reason)
             return
@@ -260,8 +262,8 @@ class Modals:
     async def _problems(self, user: str, state: FormState, entries: Entries) -> dict[str, str]:
         """What is wrong, by field name ({} when the request was made)."""
         files: list[str] = []
-        if state.kind == FormKind.SCRIPT:
-            uploaded = entries["file"].files if "file" in entries else ()
+        if "file" in entries:  # a form with a file field (a script's)
+            uploaded = entries["file"].files
             files, problem = await self._files(uploaded)
             if problem:
                 return {"file": problem}

@@ -40,10 +40,6 @@ class FormAsk:
         """Every form asks for a change: an operator's (reading needs no form)."""
         return Role.OPERATOR
 
-    @property
-    def subcommand(self) -> str:
-        return "slurm" if self.kind in (FormKind.SCRIPT, FormKind.SETTING) else self.kind
-
 
 def _guarded(read: Callable[[list[str]], FormAsk | None]) -> Callable[[list[str]], FormAsk | None]:
     """A reader that answers None (no form: the parser says what is wrong) for bad words."""

@@ -10,31 +10,13 @@ from typing import Any
 from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
 from handlers.dispatch import Dispatcher, Outcome
-from handlers.forms.asks import FormAsk, FormKind
-from handlers.forms.choices import Forms, check_setting, setting_choices
+from handlers.forms.asks import FormAsk
+from handlers.forms.choices import Forms
+from handlers.forms.kinds import FORMS, Filled
 from handlers.forms.model import Entries, Entry, Form, FormState
-from handlers.forms.views import (
-    SCHEDULE_FIELDS,
-    delete_form,
-    loading_form,
-    resize_form,
-    schedule_form,
-    script_form,
-    setting_form,
-)
 from handlers.grammar import CommandError
-from handlers.slurm.scripts import scripts_of
 
-# Where a problem that belongs to no field of the form is shown: its last field.
-LAST_FIELD = {
-    FormKind.RESIZE: "max",
-    FormKind.DELETE: "confirm",
-    FormKind.SCRIPT: "place",
-    FormKind.SETTING: "value",
-    FormKind.SCHEDULE: "tz",
-}
 NOTHING = Entry()
-SCHEDULE_ENTRIES = (*(name for name, _, _ in SCHEDULE_FIELDS), "tz")
 
 
 def state_of(ask: FormAsk, channel: str) -> FormState:
@@ -48,7 +30,9 @@ def state_of(ask: FormAsk, channel: str) -> FormState:
 
 
 def last_field(kind: str) -> str:
-    return LAST_FIELD.get(kind, "cluster")
+    """Where a problem that belongs to no field of the form is shown: its last field."""
+    spec = FORMS.get(kind)
+    return "cluster" if spec is None else spec.last
 
 
 class FormFlow:
@@ -60,13 +44,10 @@ class FormFlow:
     @staticmethod
     def first(state: FormState) -> Form:
         """The form as it opens, at once: a cluster named in the command is read after."""
+        spec = FORMS[state.kind]
         if state.cluster:
-            return loading_form(state, f"Looking up {state.cluster}…")
-        if state.kind == FormKind.DELETE:
-            return delete_form(state, None)
-        if state.kind == FormKind.SCHEDULE:
-            return schedule_form(state, None)
-        return resize_form(state, None)
+            return spec.loading(state, f"Looking up {state.cluster}…")
+        return spec.blank(state)
 
     async def filled(self, state: FormState, pool: str | None) -> Form:
         """The form for a cluster named in the command, once the cluster is read."""
@@ -83,9 +64,7 @@ class FormFlow:
     def _unfound(state: FormState, why: str) -> Form:
         """The form again without the cluster the command named, saying why."""
         state.cluster = None
-        if state.kind == FormKind.RESIZE:
-            return resize_form(state, None, note=why)
-        return loading_form(state, f"{why}. Close this and try again.")
+        return FORMS[state.kind].unfound(state, why)
 
     async def changed(self, state: FormState, entries: Entries) -> Form | None:
         """The form after a live field changed; None when there is nothing to redraw."""
@@ -100,38 +79,7 @@ class FormFlow:
         return self.drawn(state, cluster, entries)
 
     def drawn(self, state: FormState, cluster: Cluster, entries: Entries) -> Form:
-        forms = self.forms
-        chosen = forms.cluster_choice(cluster)
-        if state.kind == FormKind.DELETE:
-            return delete_form(state, chosen, cluster.cluster_id, forms.deletes(cluster))
-        if state.kind == FormKind.SETTING:
-            return setting_form(state, cluster.cluster_id, setting_choices(cluster))
-        if state.kind == FormKind.SCHEDULE:
-            picked = entries.get("pool", NOTHING).choice
-            return schedule_form(state, chosen, forms.schedule_pools(cluster), picked)
-        if state.kind == FormKind.SCRIPT:
-            which = state.which or "prolog"
-            heads = [(s.splitlines() or [""])[0] for s in scripts_of(cluster, which)]
-            return script_form(state, cluster.cluster_id, forms.places(cluster, which), heads)
-        pool_id = entries.get("pool", NOTHING).choice
-        pool = cluster.pool(pool_id) if pool_id else None
-        if pool is None:
-            return resize_form(state, chosen, forms.pools(cluster))
-        # counts typed for another pool (the pool just changed) start afresh at this one's
-        low_text, high_text = (
-            entry.text if entry.scope == pool.id else None
-            for entry in (entries.get("min", NOTHING), entries.get("max", NOTHING))
-        )
-        estimate, problems = forms.typed_resize(cluster, pool.id, low_text, high_text)
-        return resize_form(
-            state,
-            chosen,
-            forms.pools(cluster),
-            pool.id,
-            (pool.min_nodes, pool.max_nodes),
-            estimate,
-            problems=problems,
-        )
+        return FORMS[state.kind].drawn(self.forms, Filled(state, cluster, entries))
 
     async def submitted(
         self, user: str, state: FormState, entries: Entries, files: Sequence[str] = ()
@@ -148,7 +96,7 @@ class FormFlow:
             if errors or command is None:
                 return errors
             channel = state.channel or self.home_channel or ""
-            name = FormAsk(state.kind).subcommand
+            name = FORMS[state.kind].subcommand
             answer = await self.dispatcher.submit(user, channel, name, command)
         except CommandError as error:
             return {"cluster": error.reason}
@@ -161,20 +109,4 @@ class FormFlow:
     def _command(
         self, state: FormState, cluster: Cluster, entries: Entries, files: Sequence[str]
     ) -> tuple[Any, dict[str, str]]:
-        def entry(name: str) -> Entry:
-            return entries.get(name, NOTHING)
-
-        if state.kind == FormKind.DELETE:
-            return self.forms.check_delete(cluster, entry("confirm").text)
-        if state.kind == FormKind.SETTING:
-            return check_setting(cluster, entry("key").choice, entry("value").text)
-        if state.kind == FormKind.SCHEDULE:
-            texts = {name: entry(name).text for name in SCHEDULE_ENTRIES}
-            return self.forms.check_schedule(cluster, {**texts, "pool": entry("pool").choice})
-        if state.kind == FormKind.SCRIPT:
-            which = state.which or "prolog"
-            place, pasted = entry("place").choice, entry("paste").text
-            return self.forms.check_script(cluster, which, place, pasted, files)
-        return self.forms.check_resize(
-            cluster, entry("pool").choice, entry("min").text, entry("max").text
-        )
+        return FORMS[state.kind].command(self.forms, Filled(state, cluster, entries, files))

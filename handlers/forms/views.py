@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from handlers.forms.asks import EVERY_POOL, FormKind
+from handlers.forms.asks import EVERY_POOL
 from handlers.forms.choices import Estimate
 from handlers.forms.model import Ask, Choice, Form, FormField, FormState
 from handlers.replies import Code, Field, Fields, Line, Note, Strong, Text
@@ -26,7 +26,7 @@ ASK = "Ask for approval"
 SCRIPT_TEXT_LIMIT = 3000  # what a pasted script may hold; a longer one is uploaded
 
 
-def _cluster_field(chosen: Choice | None) -> FormField:
+def cluster_field(chosen: Choice | None) -> FormField:
     return FormField(
         "cluster",
         "Cluster",
@@ -51,7 +51,7 @@ def resize_form(
     """The resize form; ``problems`` (by field: min, max) are shown under their field while
     the counts are typed, before any submission."""
     problems = problems or {}
-    form = Form(state, RESIZE_TITLE, ASK).add(_cluster_field(chosen))
+    form = Form(state, RESIZE_TITLE, ASK).add(cluster_field(chosen))
     if chosen is None or not pools:
         return form.add(Note(note or "Choose a cluster to see its node pools and their cost."))
     picked = next((p for p in pools if p.value == pool), None)
@@ -122,7 +122,7 @@ def _count(
 def delete_form(
     state: FormState, chosen: Choice | None, cluster_id: str = "", summary: Line = ()
 ) -> Form:
-    form = Form(state, DELETE_TITLE, "Ask to delete").add(_cluster_field(chosen))
+    form = Form(state, DELETE_TITLE, "Ask to delete").add(cluster_field(chosen))
     if chosen is None:
         return form.add(Note("Choose the cluster to delete."))
     if summary:
@@ -193,14 +193,8 @@ def setting_form(state: FormState, cluster_id: str, choices: Sequence[Choice]) -
     )
 
 
-def loading_form(state: FormState, note: str) -> Form:
+def loading_form(state: FormState, title: str, note: str) -> Form:
     """A form whose cluster is being read; it has no fields yet, so nothing to submit."""
-    titles = {
-        FormKind.RESIZE: RESIZE_TITLE,
-        FormKind.DELETE: DELETE_TITLE,
-        FormKind.SETTING: SETTING_TITLE,
-    }
-    title = titles.get(state.kind, f"Add a {state.which or 'prolog'} script")
     return Form(state, title, None).add(Note(note))
 
 
@@ -214,7 +208,7 @@ def schedule_form(
 ) -> Form:
     """The off-hours schedule: which pools, when off, when on, in which zone."""
     problems = problems or {}
-    form = Form(state, SCHEDULE_TITLE, ASK).add(_cluster_field(chosen))
+    form = Form(state, SCHEDULE_TITLE, ASK).add(cluster_field(chosen))
     if chosen is None:
         return form.add(Note("Choose a cluster to put its compute pools on a schedule."))
     every = Choice(EVERY_POOL, "every compute pool")

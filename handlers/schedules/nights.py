@@ -14,7 +14,6 @@ import logging
 from typing import Any
 
 from bot.vertex.errors import SlurmUnreadableError, VertexError
-from handlers.actions import Night
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_pools
@@ -25,6 +24,7 @@ from handlers.messenger import Messenger, MessengerError
 from handlers.ports import ActivityReader, Calendar, Clock, CrashPoint, ScheduleStore, no_crash
 from handlers.reading.clusters import ClusterDirectory, error_text
 from handlers.replies import Button, Buttons, Line, Reply, Strong, Text, UserRef
+from handlers.schedules.clicks import Night
 from handlers.schedules.model import Bounds, Phase, Schedule, ScheduleState
 from handlers.schedules.times import local
 from handlers.words import duration

@@ -1,0 +1,205 @@
+"""Every kind of form, registered once.
+
+A kind of form is one ``FormKindSpec``: how it opens with no cluster, how it is drawn once
+its cluster is read (and again after a live field changed), and how a submission becomes
+the typed command the subcommand would have parsed, or the problems by field. ``FormFlow``
+and the platform's adapter run any kind through ``FORMS`` without knowing which it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from bot.vertex.models import Cluster
+from handlers.forms.asks import FormKind
+from handlers.forms.choices import Forms, check_setting, setting_choices
+from handlers.forms.model import Entries, Entry, Form, FormState
+from handlers.forms.views import (
+    DELETE_TITLE,
+    RESIZE_TITLE,
+    SCHEDULE_FIELDS,
+    SCHEDULE_TITLE,
+    SETTING_TITLE,
+    delete_form,
+    loading_form,
+    resize_form,
+    schedule_form,
+    script_form,
+    setting_form,
+)
+from handlers.slurm.scripts import scripts_of
+
+NOTHING = Entry()
+Checked = tuple[Any, dict[str, str]]  # the typed command, or None and the problems by field
+
+
+@dataclass(frozen=True)
+class Filled:
+    """A form on its cluster: what it is about, the cluster read, and what was entered
+    (``files``: the uploaded files' texts, read by the adapter)."""
+
+    state: FormState
+    cluster: Cluster
+    entries: Entries
+    files: Sequence[str] = ()
+
+    def text(self, name: str) -> str | None:
+        return self.entries.get(name, NOTHING).text
+
+    def choice(self, name: str) -> str | None:
+        return self.entries.get(name, NOTHING).choice
+
+
+class FormKindSpec:
+    """One kind of form. ``last`` is the field where a problem that belongs to no field of
+    the form is shown; ``clickable`` says a button may open it with nothing typed (the Home
+    tab, a digest's opportunity)."""
+
+    kind: ClassVar[str]
+    subcommand: ClassVar[str]
+    title: ClassVar[str]
+    last: ClassVar[str] = "cluster"
+    clickable: ClassVar[bool] = False
+
+    def title_of(self, state: FormState) -> str:
+        return self.title
+
+    def loading(self, state: FormState, note: str) -> Form:
+        """The form while its cluster is read: no fields yet, so nothing to submit."""
+        return loading_form(state, self.title_of(state), note)
+
+    def blank(self, state: FormState) -> Form:
+        """The form as it opens with no cluster named."""
+        return self.loading(state, "Close this and name a cluster.")
+
+    def unfound(self, state: FormState, why: str) -> Form:
+        """The form again without the cluster its command named, saying why."""
+        return self.loading(state, f"{why}. Close this and try again.")
+
+    def drawn(self, forms: Forms, filled: Filled) -> Form:
+        raise NotImplementedError
+
+    def command(self, forms: Forms, filled: Filled) -> Checked:
+        raise NotImplementedError
+
+
+class ResizeForm(FormKindSpec):
+    kind = FormKind.RESIZE
+    subcommand = "resize"
+    title = RESIZE_TITLE
+    last = "max"
+    clickable = True
+
+    def blank(self, state: FormState) -> Form:
+        return resize_form(state, None)
+
+    def unfound(self, state: FormState, why: str) -> Form:
+        return resize_form(state, None, note=why)
+
+    def drawn(self, forms: Forms, filled: Filled) -> Form:
+        cluster, chosen = filled.cluster, forms.cluster_choice(filled.cluster)
+        pool_id = filled.choice("pool")
+        pool = cluster.pool(pool_id) if pool_id else None
+        if pool is None:
+            return resize_form(filled.state, chosen, forms.pools(cluster))
+        # counts typed for another pool (the pool just changed) start afresh at this one's
+        low_text, high_text = (
+            typed.text if typed.scope == pool.id else None
+            for typed in (filled.entries.get(n, NOTHING) for n in ("min", "max"))
+        )
+        estimate, problems = forms.typed_resize(cluster, pool.id, low_text, high_text)
+        return resize_form(
+            filled.state,
+            chosen,
+            forms.pools(cluster),
+            pool.id,
+            (pool.min_nodes, pool.max_nodes),
+            estimate,
+            problems=problems,
+        )
+
+    def command(self, forms: Forms, filled: Filled) -> Checked:
+        low, high = filled.text("min"), filled.text("max")
+        return forms.check_resize(filled.cluster, filled.choice("pool"), low, high)
+
+
+class DeleteForm(FormKindSpec):
+    kind = FormKind.DELETE
+    subcommand = "delete"
+    title = DELETE_TITLE
+    last = "confirm"
+    clickable = True
+
+    def blank(self, state: FormState) -> Form:
+        return delete_form(state, None)
+
+    def drawn(self, forms: Forms, filled: Filled) -> Form:
+        cluster = filled.cluster
+        chosen = forms.cluster_choice(cluster)
+        return delete_form(filled.state, chosen, cluster.cluster_id, forms.deletes(cluster))
+
+    def command(self, forms: Forms, filled: Filled) -> Checked:
+        return forms.check_delete(filled.cluster, filled.text("confirm"))
+
+
+class SettingForm(FormKindSpec):
+    kind = FormKind.SETTING
+    subcommand = "slurm"
+    title = SETTING_TITLE
+    last = "value"
+
+    def drawn(self, forms: Forms, filled: Filled) -> Form:
+        cluster = filled.cluster
+        return setting_form(filled.state, cluster.cluster_id, setting_choices(cluster))
+
+    def command(self, forms: Forms, filled: Filled) -> Checked:
+        return check_setting(filled.cluster, filled.choice("key"), filled.text("value"))
+
+
+class ScriptForm(FormKindSpec):
+    kind = FormKind.SCRIPT
+    subcommand = "slurm"
+    title = "Add a script"
+    last = "place"
+
+    def title_of(self, state: FormState) -> str:
+        return f"Add a {state.which or 'prolog'} script"
+
+    def drawn(self, forms: Forms, filled: Filled) -> Form:
+        cluster, which = filled.cluster, filled.state.which or "prolog"
+        heads = [(s.splitlines() or [""])[0] for s in scripts_of(cluster, which)]
+        places = forms.places(cluster, which)
+        return script_form(filled.state, cluster.cluster_id, places, heads)
+
+    def command(self, forms: Forms, filled: Filled) -> Checked:
+        which = filled.state.which or "prolog"
+        place, pasted = filled.choice("place"), filled.text("paste")
+        return forms.check_script(filled.cluster, which, place, pasted, filled.files)
+
+
+class ScheduleForm(FormKindSpec):
+    kind = FormKind.SCHEDULE
+    subcommand = "schedule"
+    title = SCHEDULE_TITLE
+    last = "tz"
+    clickable = True
+    texts = (*(name for name, _, _ in SCHEDULE_FIELDS), "tz")
+
+    def blank(self, state: FormState) -> Form:
+        return schedule_form(state, None)
+
+    def drawn(self, forms: Forms, filled: Filled) -> Form:
+        chosen, pools = forms.cluster_choice(filled.cluster), forms.schedule_pools(filled.cluster)
+        return schedule_form(filled.state, chosen, pools, filled.choice("pool"))
+
+    def command(self, forms: Forms, filled: Filled) -> Checked:
+        texts = {name: filled.text(name) for name in self.texts}
+        return forms.check_schedule(filled.cluster, {**texts, "pool": filled.choice("pool")})
+
+
+FORMS: dict[str, FormKindSpec] = {
+    spec.kind: spec
+    for spec in (ResizeForm(), DeleteForm(), SettingForm(), ScriptForm(), ScheduleForm())
+}
