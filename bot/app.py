@@ -90,6 +90,7 @@ class ClusterbotService:
         )
         self.slack = SlackAdapter(settings, policy, self.redactor)
         self.records = IdleRecords(self.store)
+        slurm = SlurmReader(vertex=self.vertex, pinned=settings.slurm_api_version, book=self.store)
         ports = Ports(
             requests=self.store,
             operations=self.store,
@@ -97,9 +98,8 @@ class ClusterbotService:
             reports=self.store,
             records=self.records,
             control_plane=self.vertex,
-            activity=SlurmReader(
-                vertex=self.vertex, pinned=settings.slurm_api_version, book=self.store
-            ),
+            activity=slurm,
+            nodes=slurm,
             messenger=self.slack.messenger,
             roles=self.slack.roles,
             people=self.slack.people,
@@ -284,6 +284,8 @@ class ClusterbotService:
         self.metrics.unhealthy_nodes.clear()  # a node back in service leaves no series
         for cluster, what, count in summary.unhealthy:
             self.metrics.unhealthy_nodes.labels(cluster=cluster, reason=what).set(count)
+        for change, count in summary.episodes.items():
+            self.metrics.health_episodes.labels(change=change).inc(count)
         for target in summary.unreadable:
             self.metrics.target_failures.labels(target=target).inc()
         if summary.unreadable:

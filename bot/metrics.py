@@ -61,6 +61,13 @@ class BotMetrics:
             ["cluster", "reason"],
             registry=self.registry,
         )
+        self.health_episodes = Counter(
+            "clusterbot_health_episodes",
+            "Health episodes (a cluster's broken nodes, state out of RUNNING or queue held "
+            "up) opened and healed by this replica's sweeps; change is opened or healed.",
+            ["change"],
+            registry=self.registry,
+        )
         self.sweeping = Gauge(
             "clusterbot_sweeping",
             "1 while this replica sweeps (on its event loop or in its child process).",

@@ -59,6 +59,7 @@ class SweepSummary:
     targets: int = 0
     unreadable: dict[str, str] = field(default_factory=dict)  # target -> why
     unhealthy: list[tuple[str, str, int]] = field(default_factory=list)  # cluster, what, nodes
+    episodes: dict[str, int] = field(default_factory=dict)  # health episodes opened, healed
 
     @classmethod
     def of(cls, report: SweepReport) -> SweepSummary:
@@ -72,6 +73,7 @@ class SweepSummary:
             targets=report.targets,
             unreadable=dict(report.unreadable_targets),
             unhealthy=unhealthy(report),
+            episodes=dict(report.episodes),
         )
 
 

@@ -31,6 +31,7 @@ from handlers.actions import (
 )
 from handlers.clicking import Click, Clicked, click
 from handlers.desk import Desk
+from handlers.health.clicks import CLICKS as HEALTH_CLICKS
 from handlers.policy import Role
 from handlers.reading.audit import Audit
 from handlers.reading.reports import NO_IDLE
@@ -131,7 +132,7 @@ CORE: tuple[Click, ...] = (
         in_place=lambda a: not a.csv,  # the next page takes the place of the one clicked
     ),
 )
-CLICKS: tuple[Click, ...] = (*CORE, *SCHEDULE_CLICKS)
+CLICKS: tuple[Click, ...] = (*CORE, *SCHEDULE_CLICKS, *HEALTH_CLICKS)
 
 
 async def _typed(text: str) -> Reply:

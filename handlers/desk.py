@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
+    from handlers.health.clicks import HealthClicks
     from handlers.idle.clicks import IdleClicks
     from handlers.reading.reports import Reports
     from handlers.schedules.service import Schedules
@@ -22,3 +23,4 @@ class Desk:
     idle: IdleClicks | None = None
     spend: SpendReport | None = None  # None: the store keeps no spend ledger
     schedules: Schedules | None = None  # None: no schedule store
+    health: HealthClicks | None = None  # None: no health alerts are posted

@@ -61,6 +61,7 @@ class Origin(StrEnum):
     IDLE_AUTO = "idle-auto"  # the idle policy's auto-action
     PIPELINE = "pipeline"  # a pipeline's release, once its cluster's queue emptied
     SCHEDULE = "schedule"  # an off-hours schedule's off or on, approved with the schedule
+    HEALTH = "health"  # a node's Resume or Drain clicked on a health alert
 
 
 @dataclass

@@ -27,6 +27,8 @@ Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
     off = "Mon-Fri 20:00"
     on = "Mon-Fri 08:00"
     tz = "Europe/Berlin"
+    [health.channels]                    # a cluster's health alerts: the first pattern its id
+    "train-*" = "C0GPUOPS"               # matches; the others go to the alert channel
 
 Decisions are pure functions of (policy, who, what), so every rule is tested without Slack.
 """
@@ -118,6 +120,22 @@ class ScheduleProfile(BaseModel):
         return off, on, parse_zone(self.tz, "schedule")
 
 
+class HealthPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # a cluster id, or a pattern with ``*``, -> the channel its health alerts go to
+    channels: dict[str, str] = Field(default_factory=dict)
+
+    def channel_for(self, cluster_id: str) -> str | None:
+        """The channel the policy names for the cluster's health alerts, or None."""
+        if cluster_id in self.channels:
+            return self.channels[cluster_id]
+        for pattern, channel in self.channels.items():
+            if "*" in pattern and fnmatch.fnmatchcase(cluster_id, pattern):
+                return channel
+        return None
+
+
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -134,6 +152,7 @@ class Policy(BaseModel):
     # Off-hours schedules by cluster label, in the spirit of Cloud Custodian's offhours tag:
     # a cluster labelled ``clusterbot-schedule: NAME`` is offered the schedule NAME on a card.
     schedules: dict[str, ScheduleProfile] = Field(default_factory=dict)
+    health: HealthPolicy = Field(default_factory=HealthPolicy)
 
     @field_validator("schedules")
     @classmethod

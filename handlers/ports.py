@@ -154,6 +154,18 @@ class ActivityReader(Protocol):
         ...
 
 
+class NodeUpdater(Protocol):
+    """Sets a Slurm node's state through the control plane's proxy (slurmrestd's
+    ``POST /slurm/vX/node/NAME``); ``SlurmRefusedError`` with slurmrestd's words when it
+    refuses, ``SlurmUnreadableError`` when it cannot be reached."""
+
+    async def update_node(
+        self, cluster: str, node: str, states: Sequence[str], reason: str | None = None
+    ) -> None: ...
+
+    async def nodes(self, cluster: str) -> list[SlurmNode]: ...
+
+
 class Charts(Protocol):
     """Draws a chart as a PNG (the service's: matplotlib's Agg backend, ``bot/charts.py``)."""
 

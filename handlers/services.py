@@ -15,6 +15,8 @@ from handlers.changes.tracking import Tracker
 from handlers.costs import PriceBook
 from handlers.desk import Desk
 from handlers.dispatch import Dispatcher
+from handlers.health.alerts import HealthAlerts
+from handlers.health.clicks import HealthClicks
 from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
 from handlers.idle.observe import ActivityObserver
@@ -31,6 +33,7 @@ from handlers.ports import (
     CrashPoint,
     IdleRecordStore,
     LeaseStore,
+    NodeUpdater,
     OperationStore,
     People,
     ReleaseStore,
@@ -73,6 +76,7 @@ class Ports:
     calendar: Calendar | None = None  # when a schedule's times come (with ``schedules``)
     charts: Charts | None = None  # draws the cost chart; None: the cost report is a table
     digests: DigestStore | None = None  # the weekly digest's firings; None: no digest
+    nodes: NodeUpdater | None = None  # sets Slurm node states; None: no node changes
 
 
 @dataclass(frozen=True)
@@ -120,12 +124,19 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         rules=policy.idle,
         clock=clock,
     )
+    health = HealthAlerts(
+        board=board,
+        messenger=ports.messenger,
+        channel=options.alert_channel,
+        policy=policy.health,
+        clock=clock,
+    )
     ledger = RequestLedger(
         store=ports.requests,
         messenger=ports.messenger,
         clock=clock,
         people=ports.people,
-        on_ended=[board.remedy_ended],
+        on_ended=[board.remedy_ended, health.request_ended],
     )
     executor = Executor(
         store=ports.requests,
@@ -135,6 +146,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         owner=owner,
         crash=crash,
         lease=lease,
+        nodes=ports.nodes,
     )
     approvals = Approvals(
         store=ports.requests,
@@ -161,6 +173,9 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         stagger=options.poll_stagger,
     )
     remedies = Remedies(board, approvals, ports.control_plane, prices)
+    health_clicks = HealthClicks(
+        alerts=health, directory=directory, approvals=approvals, prices=prices, clock=clock
+    )
     alerts = IdleAlerts(board, remedies, clock)
     clicks = IdleClicks(board, remedies, clock)
     sweeper = Sweeper(
@@ -180,6 +195,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         interval=options.sweep_interval,
         spend=ports.spend,
         schedules=ports.schedules,
+        health=health,
         crash=crash,
     )
     reports = Reports(
@@ -255,7 +271,9 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         spending=spending,
         digest=_digest(ports, options, spending, sweeper),
         dispatcher=Dispatcher(
-            Desk(reports, approvals, clicks, spending, schedules), policy, ports.roles
+            Desk(reports, approvals, clicks, spending, schedules, health_clicks),
+            policy,
+            ports.roles,
         ),
     )
 

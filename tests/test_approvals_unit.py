@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.slack.people import SLACK_PEOPLE
 from bot.store import Store
 from bot.vertex.client import VertexClient
 from bot.vertex.names import Target
@@ -24,6 +23,7 @@ from handlers.policy import Policy
 from handlers.reading.clusters import ClusterDirectory
 from tests.conftest import ManualClock
 from tests.support.fakes import FakeMessenger
+from tests.support.text_adapter import TextPeople
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 def service(
     store: Store, client: VertexClient, clock: ManualClock, messenger: FakeMessenger
 ) -> Approvals:
-    ledger = RequestLedger(store=store, messenger=messenger, clock=clock, people=SLACK_PEOPLE)
+    ledger = RequestLedger(store=store, messenger=messenger, clock=clock, people=TextPeople())
     executor = Executor(store=store, vertex=client, ledger=ledger, clock=clock, owner="me")
     directory = ClusterDirectory(client, [Target("demo-project", "us-central1")])
     return Approvals(

@@ -69,8 +69,8 @@ async def test_home_shows_requests_operations_and_clusters(stack: Stack) -> None
     assert "Operations in flight (0)" in text
     assert "train01" in text and "cpu01" in text and "$/H" in text
     assert "Resize a pool…" in text
-    # the demo's cpu01 has a drained node: a health problem from the last sweep
-    assert "Health problems (1)" in text and "1 node out of service" in text
+    # the demo's cpu01 and train01 each have a drained node: health problems at the last sweep
+    assert "Health problems (2)" in text and "1 node out of service" in text
     month = time.strftime("%B %Y", time.gmtime())
     assert f"{month}: ~$" in text and "clusterbot saved ~$" in text  # as of the last sweep
 

@@ -14,6 +14,7 @@ from bot.vertex.operations import SlurmJob, SlurmNode
 from handlers.idle.alert import IdleEntry
 from handlers.idle.rules import Status
 from handlers.policy import Policy
+from handlers.replies import Reply
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.test_services_unit import ALERTS, make_bot, running, text
@@ -49,6 +50,11 @@ def node(name: str, state: str, reason: str = "") -> SlurmNode:
 
 
 IDLE_NODES = [node("c1-gpu-0", "IDLE"), node("c1-gpu-1", "IDLE")]
+
+
+def idle_alerts(posted: list[tuple[str, str, Reply, str | None]]) -> int:
+    """The idle alerts posted in the alert channel (a drained node's health alert aside)."""
+    return sum(1 for p in posted if p[0] == ALERTS and p[2].summary.startswith("Idle cluster"))
 
 
 @dataclass(frozen=True)
@@ -130,13 +136,13 @@ async def test_a_week_of_real_slurm_states() -> None:
         hours = (clock() - START) / H
         phase = phase_at(hours)
         plane.add(running(cluster_doc(cluster_id="c1", nodes=phase.paying), nodes=phase.paying))
-        before = len([p for p in messenger.posted if p[0] == ALERTS])
+        before = idle_alerts(messenger.posted)
         report = await services.sweeper.sweep(force=True)
         assert report is not None
         [entry] = report.entries
         price = entry.cost_hour if phase.paying else price
         statuses.append((hours, entry.status, None))
-        if len([p for p in messenger.posted if p[0] == ALERTS]) > before:
+        if idle_alerts(messenger.posted) > before:
             alerted_at.append(hours)
             assert not phase.busy, f"alerted at {hours:.2f} h while busy ({entry.reason})"
         if phase.busy:
@@ -160,7 +166,11 @@ async def test_a_week_of_real_slurm_states() -> None:
     # the powered-down week end is free, never alerted
     assert all(s == Status.FREE for h, s, _ in statuses if h >= 90.25)
     # what the alerts said of the queue and the nodes
-    said = [text(r) for channel, _, r, _ in messenger.posted if channel == ALERTS]
+    posted = [(r.summary, text(r)) for channel, _, r, _ in messenger.posted if channel == ALERTS]
+    said = [shown for summary, shown in posted if summary.startswith("Idle cluster")]
+    # the drained node is also a health episode: one alert for it, edited as it changes
+    health = [shown for summary, shown in posted if summary.startswith("Health:")]
+    assert len(health) == 1 and "c1-gpu-0  drained  ECC memory error" in health[0]
     assert "2 jobs of dana" not in said[0]
     assert "1 job of dana held by its user (JobHeldUser)" in said[0]
     assert "scontrol release" in said[0]

@@ -21,7 +21,14 @@ from handlers.forms.flow import FormFlow, state_of
 from handlers.forms.model import Entry
 from handlers.idle.rules import Status
 from handlers.policy import Policy, Role
-from handlers.ports import ActivityReader, CrashPoint, ReleaseStore, ScheduleStore, no_crash
+from handlers.ports import (
+    ActivityReader,
+    CrashPoint,
+    NodeUpdater,
+    ReleaseStore,
+    ScheduleStore,
+    no_crash,
+)
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
 from handlers.spend.digest import DigestStore
@@ -104,6 +111,7 @@ def make_bot(
     messenger: FakeMessenger | None = None,
     schedules: ScheduleStore | None = None,
     digests: DigestStore | None = None,
+    nodes: NodeUpdater | None = None,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
@@ -135,6 +143,7 @@ def make_bot(
         calendar=CronCalendar() if schedules is not None else None,
         charts=AggCharts(),
         digests=digests,
+        nodes=nodes,
     )
     options = Options(
         owner=owner or ("me" if same_world_as is None else "restarted"),

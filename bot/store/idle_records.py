@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.store import schema
 from bot.store.store import Store
+from handlers.health.episodes import Episode
 from handlers.idle.rules import IdleRecord, Run
 from handlers.spend.runs import OpenRun
 
@@ -27,6 +28,7 @@ def _record_json(record: IdleRecord) -> str:
     document = {_STORED_AS.get(name, name): getattr(record, name) for name in _RECORD_FIELDS}
     document["history"] = [[r.start, r.end, r.busy] for r in record.history]
     document["spending"] = [run.to_list() for run in record.spending]
+    document["episode"] = record.episode.to_dict() if record.episode else None
     return json.dumps(document, separators=(",", ":"))
 
 
@@ -38,6 +40,8 @@ def _record(text: str) -> IdleRecord:
     document["history"] = tuple(Run(*run) for run in document.get("history", []))
     document["spending"] = tuple(OpenRun.from_list(r) for r in document.get("spending", []))
     document["labels"] = tuple((str(k), str(v)) for k, v in document.get("labels", []))
+    episode = document.get("episode")
+    document["episode"] = Episode.from_dict(episode) if isinstance(episode, dict) else None
     # A record written by another version may carry fields this one does not know.
     return IdleRecord(**{k: v for k, v in document.items() if k in _RECORD_FIELDS})
 

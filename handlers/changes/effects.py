@@ -1,6 +1,7 @@
 """What sending a change does to the control plane, and what recovery looks for, by the
 shape of the change: a PATCH of the cluster (resize, Slurm settings, partitions and login
-pool, prolog and epilog scripts), its DELETE, or its CREATE (restore).
+pool, prolog and epilog scripts), its DELETE, its CREATE (restore), nothing at all (a
+standing change, recorded), or a change that ends as it is sent (a Slurm node's state).
 
 The executor and its recovery run every change through its kind's effect without knowing
 which kind it is; the kind answers for what "applied" and "drifted" mean for it.
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from bot.vertex.errors import SlurmRefusedError, SlurmUnreadableError
 from bot.vertex.models import Cluster, ClusterState
 from bot.vertex.names import ClusterName
-from bot.vertex.operations import Operation
+from bot.vertex.operations import Operation, SlurmNode
 from handlers.changes.plan import ChangePlan
-from handlers.ports import ControlPlane
+from handlers.entities import RequestState
+from handlers.ports import ControlPlane, NodeUpdater
 
 if TYPE_CHECKING:
     from handlers.changes.kind import ChangeKind
@@ -38,19 +41,36 @@ class Look:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class Planes:
+    """What an effect sends to: the control plane, and Slurm's node updates through it."""
+
+    vertex: ControlPlane
+    nodes: NodeUpdater | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A change that ended as it was sent (no operation to follow): how, and in what words."""
+
+    state: RequestState
+    outcome: str
+
+
 class Effect(Protocol):
     wants_absent: bool  # the cluster must not exist when the change is sent
     keeps_spec: bool  # the cluster's spec is kept before sending, to restore it from
     removes: bool  # the cluster is gone when it is done
-    local: bool  # nothing is sent: approving it is what it does (a standing change)
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         """Why the change no longer fits the cluster as read just before sending."""
         ...
 
     async def send(
-        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
-    ) -> Operation: ...
+        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+    ) -> Operation | Finished:
+        """The operation to follow, or how the change ended as it was sent."""
+        ...
 
     def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         """After a crash or a lost reply, from the cluster as it is now (None: absent)."""
@@ -63,16 +83,15 @@ class Patch:
     wants_absent = False
     keeps_spec = False
     removes = False
-    local = False
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else kind.drift(plan, current)
 
     async def send(
-        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
-    ) -> Operation:
+        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+    ) -> Operation | Finished:
         assert current is not None
-        return await vertex.update_cluster(kind.apply(current, plan), list(plan.update_mask))
+        return await planes.vertex.update_cluster(kind.apply(current, plan), list(plan.update_mask))
 
     def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         if current is None:
@@ -90,15 +109,14 @@ class Remove:
     wants_absent = False
     keeps_spec = True
     removes = True
-    local = False
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else kind.drift(plan, current)
 
     async def send(
-        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
-    ) -> Operation:
-        return await vertex.delete_cluster(plan.cluster)
+        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+    ) -> Operation | Finished:
+        return await planes.vertex.delete_cluster(plan.cluster)
 
     def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         if current is None or current.state == ClusterState.STOPPING:
@@ -112,16 +130,15 @@ class Create:
     wants_absent = True
     keeps_spec = False
     removes = False
-    local = False
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else f"{plan.cluster_id} exists now"
 
     async def send(
-        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
-    ) -> Operation:
+        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+    ) -> Operation | Finished:
         name = ClusterName.parse(plan.cluster)
-        return await vertex.create_cluster(name.target, name.cluster_id, kind.created(plan))
+        return await planes.vertex.create_cluster(name.target, name.cluster_id, kind.created(plan))
 
     def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         if current is None:
@@ -138,18 +155,90 @@ class Record:
     wants_absent = False
     keeps_spec = False
     removes = False
-    local = True
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None
 
     async def send(
-        self, vertex: ControlPlane, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
-    ) -> Operation:
-        raise NotImplementedError("a standing change sends nothing")
+        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+    ) -> Operation | Finished:
+        return Finished(RequestState.SUCCEEDED, kind.recorded)  # approved is done
 
     def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
         return Look(Next.SEND)  # nothing was sent: record it
+
+
+class NodeChange(Protocol):
+    """What a kind of change to one Slurm node tells ``NodeUpdate``."""
+
+    def node(self, plan: Plan) -> str: ...
+
+    def message(self, plan: Plan) -> tuple[list[str], str | None]:
+        """The update_node_msg's ``state`` and ``reason``."""
+        ...
+
+    def shows(self, plan: Plan, node: SlurmNode) -> bool:
+        """Whether the node as Slurm lists it shows the change."""
+        ...
+
+    def done(self, plan: Plan) -> str: ...
+
+
+class NodeUpdate:
+    """A Slurm node's state, set through the control plane's proxy (slurmrestd's
+    ``POST /slurm/vX/node/NAME``, the update_node of SchedMD's OpenAPI spec). It ends as it is
+    sent: slurmctld applies it at once, so there is no operation to follow. The node is read
+    before every send, so a change sent just before a crash is found applied and not sent a
+    second time."""
+
+    wants_absent = False
+    keeps_spec = False
+    removes = False
+
+    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+        if current is None or current.state == ClusterState.RUNNING:
+            return None
+        return f"{plan.cluster_id} is now {current.state}, so its Slurm cannot be reached"
+
+    async def send(
+        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+    ) -> Operation | Finished:
+        change, updater = cast(NodeChange, kind), planes.nodes
+        if updater is None:
+            return Finished(RequestState.REFUSED, "this clusterbot does not reach Slurm")
+        name = change.node(plan)
+        found = await self._node(updater, plan, name)
+        if isinstance(found, Finished):
+            return found
+        if change.shows(plan, found):  # sent before a crash, or done by someone else
+            return Finished(RequestState.SUCCEEDED, f"{change.done(plan)} (found so)")
+        states, reason = change.message(plan)
+        try:
+            await updater.update_node(plan.cluster, name, states, reason)
+        except SlurmRefusedError as error:
+            return Finished(RequestState.REFUSED, f"slurmrestd refused it: {error.reason}")
+        except SlurmUnreadableError as error:  # sent, its reply lost: look at the node
+            after = await self._node(updater, plan, name)
+            if isinstance(after, SlurmNode) and change.shows(plan, after):
+                return Finished(RequestState.SUCCEEDED, change.done(plan))
+            return Finished(RequestState.UNKNOWN, f"{error.reason}; check node {name}")
+        return Finished(RequestState.SUCCEEDED, change.done(plan))
+
+    @staticmethod
+    async def _node(updater: NodeUpdater, plan: Plan, name: str) -> SlurmNode | Finished:
+        try:
+            nodes = await updater.nodes(plan.cluster)
+        except SlurmUnreadableError as error:
+            return Finished(RequestState.REFUSED, f"nothing was sent: {error.reason}")
+        found = next((n for n in nodes if n.name == name), None)
+        if found is None:
+            return Finished(RequestState.REFUSED, f"Slurm has no node {name} now")
+        return found
+
+    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
+        if current is None:
+            return Look(Next.UNKNOWN, f"{plan.cluster_id} no longer exists")
+        return Look(Next.SEND)  # the send reads the node first: never twice
 
 
 def _resend_or_unknown(kind: ChangeKind[Any], plan: Plan, current: Cluster) -> Look:
@@ -163,3 +252,4 @@ def _resend_or_unknown(kind: ChangeKind[Any], plan: Plan, current: Cluster) -> L
 
 
 PATCH, REMOVE, CREATE, RECORD = Patch(), Remove(), Create(), Record()
+SLURM_NODE = NodeUpdate()

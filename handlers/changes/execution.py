@@ -27,7 +27,7 @@ from bot.vertex.errors import (
     VertexError,
 )
 from bot.vertex.models import Cluster
-from handlers.changes.effects import Next
+from handlers.changes.effects import Finished, Next, Planes
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
 from handlers.entities import (
@@ -37,7 +37,7 @@ from handlers.entities import (
     RequestState,
     TrackedOperation,
 )
-from handlers.ports import Clock, ControlPlane, CrashPoint, RequestStore, no_crash
+from handlers.ports import Clock, ControlPlane, CrashPoint, NodeUpdater, RequestStore, no_crash
 from handlers.reading.clusters import error_text
 from handlers.replies import UserRef
 
@@ -61,9 +61,11 @@ class Executor:
         owner: str,
         crash: CrashPoint = no_crash,
         lease: float = LEASE,
+        nodes: NodeUpdater | None = None,
     ) -> None:
         self.store = store
         self.vertex = vertex
+        self.planes = Planes(vertex, nodes)
         self.ledger = ledger
         self.clock = clock
         self.owner = owner
@@ -131,11 +133,8 @@ class Executor:
             kept = KeptSpec(plan.cluster, current.spec(), self.clock(), request.id)
             await self.store.keep_spec(kept)
         self.crash("before-patch")
-        if effect.local:  # a standing change: approved is done
-            await self._end(request, RequestState.SUCCEEDED, kind.recorded)
-            return
         try:
-            operation = await effect.send(self.vertex, kind, plan, current)
+            operation = await effect.send(self.planes, kind, plan, current)
         except AppliedWithoutReplyError:
             await self._follow_cluster(request)
             return
@@ -151,6 +150,9 @@ class Executor:
             )
             return
         self.crash("after-patch")
+        if isinstance(operation, Finished):  # it ended as it was sent
+            await self._end(request, operation.state, operation.outcome)
+            return
         # The tracker takes the duration from the operation's own times when it ends.
         await self._follow(
             request,

@@ -20,11 +20,22 @@ from handlers.changes.resize import RESIZE
 from handlers.changes.restore import RESTORE
 from handlers.changes.scripts import SLURM_SCRIPTS
 from handlers.changes.settings import SLURM_SETTINGS
+from handlers.health.kinds import NODE_DRAIN, NODE_RESUME
 from handlers.schedules.kind import SCHEDULE
 
 KINDS: dict[str, ChangeKind[Any]] = {
     kind.name: kind
-    for kind in (RESIZE, DELETE, RESTORE, SLURM_SETTINGS, SLURM_LAYOUT, SLURM_SCRIPTS, SCHEDULE)
+    for kind in (
+        RESIZE,
+        DELETE,
+        RESTORE,
+        SLURM_SETTINGS,
+        SLURM_LAYOUT,
+        SLURM_SCRIPTS,
+        SCHEDULE,
+        NODE_RESUME,
+        NODE_DRAIN,
+    )
 }
 
 

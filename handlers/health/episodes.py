@@ -16,8 +16,9 @@ episode changes and when it heals, and posted again only after a quiet period.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
+from typing import Any
 
 from handlers.health.rules import ClusterHealth
 
@@ -45,10 +46,24 @@ class Episode:
     broken_hour: float | None = 0.0  # what was broken at the last sweep costs an hour
     healed_at: float | None = None
     alert_message: str | None = None  # its alert, once posted
+    alert_channel: str | None = None
+    owed: bool = False  # its alert is to be posted or drawn again (saved before it is)
+    snoozed_until: float | None = None  # no new alert before then (the alert is still edited)
+    health: dict[str, Any] | None = None  # the last sweep's health, to draw the alert again
 
     @property
     def open(self) -> bool:
         return self.healed_at is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Episode:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["problems"] = tuple(values.get("problems", ()))
+        return cls(**values)
 
 
 def problems_of(health: ClusterHealth) -> tuple[str, ...]:

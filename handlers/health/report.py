@@ -13,7 +13,19 @@ from handlers.costs import money
 from handlers.grammar import arity, cluster_word
 from handlers.health.rules import ClusterHealth
 from handlers.idle.alert import IdleEntry
-from handlers.replies import Button, Buttons, Code, Heading, Note, Reply, Strong, Table, Text, Time
+from handlers.replies import (
+    Button,
+    Buttons,
+    Code,
+    Heading,
+    Note,
+    Part,
+    Reply,
+    Strong,
+    Table,
+    Text,
+    Time,
+)
 from handlers.words import duration, plural
 
 if TYPE_CHECKING:
@@ -66,7 +78,7 @@ def health_reply(
             )
         )
     for entry, health in sick:
-        _cluster(reply, entry, health, now)
+        reply.add(*health_parts(entry.cluster_id, entry.target, health, now))
     if unread:
         reply.add(
             Note(
@@ -81,14 +93,16 @@ def health_reply(
     )
 
 
-def _cluster(reply: Reply, entry: IdleEntry, health: ClusterHealth, now: float) -> None:
-    said: list[str | Strong | Code] = [Strong(entry.cluster_id), " (", Code(entry.target), ")"]
+def health_parts(cluster_id: str, target: str, health: ClusterHealth, now: float) -> list[Part]:
+    """What is wrong with one cluster: its broken nodes (reason, who, how long) and what they
+    cost an hour while broken, its state out of RUNNING, the jobs held up."""
+    said: list[str | Strong | Code] = [Strong(cluster_id), " (", Code(target), ")"]
     if health.nodes:
         cost = money(health.broken_hour)
         said.append(f": {plural(len(health.nodes), 'node')} out of service, {cost} while broken")
-    reply.add(Text(*said, "."))
+    parts: list[Part] = [Text(*said, ".")]
     if health.trouble is not None:
-        reply.add(Text(f"State {health.trouble.state}: {health.trouble.message}."))
+        parts.append(Text(f"State {health.trouble.state}: {health.trouble.message}."))
     if health.nodes:
         rows = [
             (
@@ -100,14 +114,15 @@ def _cluster(reply: Reply, entry: IdleEntry, health: ClusterHealth, now: float) 
             )
             for n in health.nodes[:ROWS]
         ]
-        reply.add(
+        parts.append(
             Table.of(("NODE", "STATE", "REASON", "SET BY", "FOR"), rows, right=frozenset({4}))
         )
     for job in health.blocked[:5]:
         nodes = ", ".join(job.nodes) or "nodes Slurm does not name"
-        reply.add(
+        parts.append(
             Text(
                 f"Job {job.job_id} ({job.user}, {job.partition}) has waited "
                 f"{duration(job.pending_for)} on {nodes} ({job.reason})."
             )
         )
+    return parts

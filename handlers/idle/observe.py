@@ -12,6 +12,7 @@ from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.facts import ClusterFacts
 from bot.vertex.operations import SlurmJob, SlurmNode
 from handlers.costs import PriceBook
+from handlers.health.episodes import Change
 from handlers.health.rules import (
     STUCK_AFTER,
     ClusterHealth,
@@ -89,6 +90,7 @@ class Seen:
     record: IdleRecord | None = None
     entry: IdleEntry | None = field(default=None)
     spent: list[SpendRun] = field(default_factory=list)  # runs this observation closed
+    health_change: Change = Change.NONE  # what this sweep changed in its health episode
 
 
 class ActivityObserver:

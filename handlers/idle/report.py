@@ -24,6 +24,7 @@ class SweepReport:
     alerts: int = 0
     targets: int = 0
     unreadable_targets: dict[str, str] = field(default_factory=dict)  # target -> why
+    episodes: dict[str, int] = field(default_factory=dict)  # health episodes opened, healed
 
     def head(self) -> dict[str, Any]:
         return {
@@ -33,6 +34,7 @@ class SweepReport:
             "failures": list(self.failures),
             "targets": self.targets,
             "unreadable_targets": dict(self.unreadable_targets),
+            "episodes": dict(self.episodes),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,6 +62,7 @@ class SweepReport:
             unreadable_targets={
                 str(k): str(v) for k, v in dict(data.get("unreadable_targets", {})).items()
             },
+            episodes={str(k): int(v) for k, v in dict(data.get("episodes", {})).items()},
         )
 
 

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from handlers.health.episodes import Episode
 from handlers.idle.history import Recommendation, Run
 from handlers.spend.runs import OpenRun
 
@@ -72,6 +73,7 @@ class IdleRecord:
     alert: dict[str, object] | None = None  # what the alert showed, to draw it again
     spending: tuple[OpenRun, ...] = ()  # each pool's run of spend since it last changed
     labels: tuple[tuple[str, str], ...] = ()  # the cluster's labels when last seen
+    episode: Episode | None = None  # its health: the last episode, open or healed
 
 
 @dataclass(frozen=True)

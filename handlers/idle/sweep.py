@@ -18,6 +18,9 @@ from dataclasses import replace
 
 from bot.vertex.names import target_of
 from handlers.costs import PriceBook
+from handlers.health import episodes
+from handlers.health.alerts import HealthAlerts
+from handlers.health.episodes import Episode
 from handlers.idle.alert import IdleEntry
 from handlers.idle.alerts import IdleAlerts
 from handlers.idle.observe import ActivityObserver, Seen, Swept
@@ -69,6 +72,7 @@ class Sweeper:
         lease: float = 600.0,
         spend: SpendStore | None = None,
         schedules: ScheduleStore | None = None,
+        health: HealthAlerts | None = None,
         crash: CrashPoint = no_crash,
     ) -> None:
         self.directory = directory
@@ -86,6 +90,7 @@ class Sweeper:
         self.lease = lease
         self.spend = spend
         self.schedules = schedules
+        self.health = health
         self.crash = crash
         self.lock = asyncio.Lock()
 
@@ -154,6 +159,10 @@ class Sweeper:
             async for item in paced(seen):
                 assert item.entry and item.verdict and item.record
                 posted += await self.alerts.announce(item.entry, item.verdict, item.record)
+        if alerts and self.health is not None:
+            async for item in paced(seen):
+                assert item.record is not None
+                await self.health.tell(item.record, item.cluster.target)
         entries = [item.entry for item in seen if item.entry is not None]
         failures += [
             f"{e.cluster_id}: activity unknown ({e.reason}); not alerted"
@@ -170,6 +179,7 @@ class Sweeper:
             posted,
             targets=len(listings),
             unreadable_targets=unreadable,
+            episodes=_episodes(seen),
         )
 
     async def _schedule_notes(self) -> dict[str, tuple[str | None, str | None]]:
@@ -229,7 +239,26 @@ class Sweeper:
             record.spending, seen.at, cluster.pools, idle=idle, interval=self.interval
         )
         item.spent = closing(cluster.name, cluster.target, dict(cluster.labels), ended)
-        return replace(after, spending=runs, labels=cluster.labels), verdict
+        episode = self._episode(record.episode, item)
+        return replace(after, spending=runs, labels=cluster.labels, episode=episode), verdict
+
+    def _episode(self, before: Episode | None, item: Seen) -> Episode | None:
+        """The cluster's health episode after this sweep: its alert is owed when it changed
+        (saved before the alert is drawn), and a snooze carries into a new episode."""
+        health = item.observation.health
+        if health is None:  # not read this sweep: nothing is known to have changed
+            return before
+        episode, item.health_change = episodes.advance(
+            before, item.cluster.name, health, item.observation.at, self.interval
+        )
+        if episode is None:
+            return None
+        if before is not None and episode.opened_at != before.opened_at:
+            episode = replace(episode, snoozed_until=before.snoozed_until)
+        owed = episode.owed or item.health_change != episodes.Change.NONE
+        if not episode.open and not owed:
+            return episode
+        return replace(episode, owed=owed, health=health.to_dict())
 
     async def _record_spend(self, seen: Sequence[Seen]) -> None:
         runs = [run for item in seen for run in item.spent]
@@ -268,6 +297,17 @@ class Sweeper:
                 )
                 await self.spend.record_spend(ended)
             await self.records.delete(record.cluster)
+
+
+def _episodes(seen: Sequence[Seen]) -> dict[str, int]:
+    """How many health episodes this sweep opened (a new one, or one back within the quiet
+    period) and healed."""
+    changes = [item.health_change for item in seen]
+    opened = (episodes.Change.OPENED, episodes.Change.REOPENED)
+    return {
+        "opened": sum(1 for c in changes if c in opened),
+        "healed": changes.count(episodes.Change.HEALED),
+    }
 
 
 def _said(item: Seen) -> tuple[tuple[str, ...], ...]:

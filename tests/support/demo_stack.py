@@ -115,11 +115,15 @@ class Stack:
             await asyncio.sleep(0.05)
 
     async def reply_to(self, user: str, text: str) -> dict[str, Any]:
-        """Run a command and return the one new message only ``user`` sees."""
-        before = len(await self.messages())
+        """Run a command and return the new message it answered with (an alert a sweep
+        posts meanwhile is not it)."""
+        seen = {m["ts"] for m in await self.messages()}
+
+        def new(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [m for m in messages if m["ts"] not in seen and not from_a_sweep(m)]
+
         await self.command(user, text)
-        messages = await self.wait(lambda ms: len(ms) > before)
-        return messages[-1]
+        return new(await self.wait(new))[-1]
 
     async def card(self, user: str, text: str) -> dict[str, Any]:
         """Run a change command and return the new approval card it posts."""
@@ -144,6 +148,12 @@ class Stack:
 def pool_of(cluster: dict[str, Any], pool_id: str) -> dict[str, Any]:
     """A node pool of a stored cluster by id (the API does not keep the pools' order)."""
     return next(p for p in cluster["nodePools"] if p["id"] == pool_id)
+
+
+def from_a_sweep(message: dict[str, Any]) -> bool:
+    """A health or idle alert, posted in the channel by a sweep, not in answer to anyone."""
+    said = message.get("text") or ""
+    return message.get("ephemeral_to") is None and said.startswith(("Health: ", "Idle cluster "))
 
 
 def is_card(message: dict[str, Any]) -> bool:

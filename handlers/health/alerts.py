@@ -1,0 +1,123 @@
+"""Health alerts: one message per episode, in the alert channel or the channel the policy
+names for the cluster, posted once and edited as the episode changes and when it heals.
+
+The sweep advances each cluster's episode and saves it in the cluster's idle record with
+``owed`` set *before* the alert is drawn; only the replica that swept (under the sweep's
+lease) draws it, and clears ``owed`` by compare-and-set once it has. A crash in between
+draws it again at the next sweep: an edit is harmless, and a post cut off before its
+message was recorded is posted again rather than lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from handlers.entities import ApprovalRequest, Origin, RequestState
+from handlers.health.alert import health_card
+from handlers.health.episodes import Episode
+from handlers.health.kinds import DRAIN, RESUME
+from handlers.idle.alerts import AlertBoard
+from handlers.idle.rules import IdleRecord
+from handlers.messenger import MessageId, Messenger, MessengerError
+from handlers.policy import HealthPolicy
+from handlers.ports import Clock
+from handlers.replies import Code, Line, Reply, Strong, UserRef
+
+log = logging.getLogger(__name__)
+
+
+class HealthAlerts:
+    def __init__(
+        self,
+        *,
+        board: AlertBoard,
+        messenger: Messenger,
+        channel: str | None,
+        policy: HealthPolicy,
+        clock: Clock,
+    ) -> None:
+        self.board = board
+        self.messenger = messenger
+        self.channel = channel
+        self.policy = policy
+        self.clock = clock
+
+    def channel_for(self, cluster_id: str) -> str | None:
+        return self.policy.channel_for(cluster_id) or self.channel
+
+    async def tell(self, record: IdleRecord, target: str) -> None:
+        """Draw the record's episode where it is owed: post it, or edit its alert."""
+        episode = record.episode
+        if episode is None or not episode.owed:
+            return
+        cluster_id = record.cluster.rsplit("/", 1)[-1]
+        channel = episode.alert_channel or self.channel_for(cluster_id)
+        now = self.clock()
+        message = episode.alert_message
+        if channel is None:
+            pass  # nowhere to post: the episode is kept, and shown by /cluster health
+        elif message is not None:
+            await self._edit(channel, message, health_card(episode, cluster_id, target, now))
+        elif episode.open and not (episode.snoozed_until and episode.snoozed_until > now):
+            message = await self._post(channel, health_card(episode, cluster_id, target, now))
+        await self._drawn(record.cluster, episode, channel if message else None, message)
+
+    async def _post(self, channel: str, card: Reply) -> MessageId | None:
+        try:
+            return await self.messenger.post(channel, card)
+        except MessengerError as error:
+            log.warning("could not post a health alert in %s: %s", channel, error.code)
+            return None
+
+    async def _edit(self, channel: str, message: MessageId, card: Reply) -> None:
+        try:
+            await self.messenger.update(channel, message, card)
+        except MessengerError as error:
+            log.warning("could not edit the health alert %s: %s", message, error.code)
+
+    async def _drawn(
+        self, cluster: str, drawn: Episode, channel: str | None, message: MessageId | None
+    ) -> None:
+        """Clear ``owed`` on the same episode, unless a later sweep has moved it on."""
+
+        def change(record: IdleRecord) -> IdleRecord:
+            now = record.episode
+            if now is None or now.opened_at != drawn.opened_at or now.seen_at != drawn.seen_at:
+                return record
+            return replace(
+                record,
+                episode=replace(
+                    now,
+                    owed=False,
+                    alert_message=message or now.alert_message,
+                    alert_channel=channel or now.alert_channel,
+                ),
+            )
+
+        await self.board.update(cluster, change)
+
+    async def note(self, cluster: str, target: str, note: Line) -> None:
+        """Draw the alert again with a note (a fix asked from it, and how it went)."""
+        record, _ = await self.board.records.get(cluster)
+        episode = record.episode
+        if episode is None or episode.alert_message is None or episode.alert_channel is None:
+            return
+        card = health_card(episode, cluster.rsplit("/", 1)[-1], target, self.clock(), note)
+        await self._edit(episode.alert_channel, episode.alert_message, card)
+
+    async def request_ended(self, request: ApprovalRequest) -> None:
+        """A Resume or Drain asked from an alert ended: say how on the alert (the next sweep
+        says whether the node is back)."""
+        if request.origin != Origin.HEALTH or request.kind not in (RESUME, DRAIN):
+            return
+        node = request.plan.detail.node
+        verb = "Resume" if request.kind == RESUME else "Drain"
+        said: Line = (Strong(f"{verb} {node}"), " (request ", Code(request.id), ") ")
+        if request.state == RequestState.SUCCEEDED:
+            said += (f"done: {request.outcome}. The next sweep looks at it again.",)
+        else:
+            who = request.decided_by or request.requester
+            said += (Strong(str(request.state)), " by ", UserRef(who))
+            said += (f": {request.outcome}." if request.outcome else ".",)
+        await self.note(request.cluster, request.plan.target, said)

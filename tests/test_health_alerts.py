@@ -1,0 +1,180 @@
+"""Health alerts on the core: a node fails and one alert is posted; it worsens and the same
+alert is edited; Resume, asked from the alert and approved by a second person, sends one node
+update; the next sweep edits the alert to say healed. Replicas sweeping the same world post
+it once, and a problem back within the quiet period edits the same alert again."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bot.vertex.errors import SlurmRefusedError
+from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.entities import RequestState
+from handlers.health.episodes import QUIET
+from handlers.policy import Policy
+from tests.conftest import ManualClock
+from tests.support.text_adapter import text
+from tests.test_services_unit import ALERTS, C1, POLICY, Bot, make_bot
+
+XID = "Xid 79: GPU has fallen off the bus"
+
+
+@dataclass
+class Slurm:
+    """c1's Slurm: node states that a test sets, and RESUME and DRAIN as slurmctld takes
+    them (update_node refuses a RESUME of a node in service, as node_mgr.c does)."""
+
+    states: dict[str, set[str]] = field(
+        default_factory=lambda: {"c1-gpu-0": {"IDLE"}, "c1-gpu-1": {"IDLE"}}
+    )
+    reasons: dict[str, str] = field(default_factory=dict)
+    updates: list[tuple[str, tuple[str, ...], str | None]] = field(default_factory=list)
+
+    def fail(self, node: str, *flags: str, reason: str = XID) -> None:
+        self.states[node] = {"IDLE", *flags}
+        self.reasons[node] = reason
+
+    async def jobs(self, cluster: str) -> list[SlurmJob]:
+        return []
+
+    async def nodes(self, cluster: str) -> list[SlurmNode]:
+        return [
+            SlurmNode(name, frozenset(states), self.reasons.get(name, ""), ("gpu",), "root")
+            for name, states in sorted(self.states.items())
+        ]
+
+    async def shares(self, cluster: str) -> list[object]:
+        return []
+
+    async def update_node(
+        self, cluster: str, node: str, states: Sequence[str], reason: str | None = None
+    ) -> None:
+        self.updates.append((node, tuple(states), reason))
+        if "RESUME" in states:
+            if not self.states[node] & {"DOWN", "DRAIN", "FAIL"}:
+                raise SlurmRefusedError("Invalid node state transition", 422)
+            self.states[node] = {"IDLE"}
+            self.reasons.pop(node, None)
+
+
+def health_bot(clock: ManualClock, slurm: Slurm, same_world_as: Bot | None = None) -> Bot:
+    policy = Policy.model_validate(POLICY)
+    return make_bot(clock, policy, same_world_as=same_world_as, activity=slurm, nodes=slurm)  # type: ignore[arg-type]
+
+
+def alerts(bot: Bot) -> list[tuple[str, str]]:
+    """The health alerts posted: their ts and text."""
+    return [
+        (ts, text(reply))
+        for channel, ts, reply, thread in bot.messenger.posted
+        if channel == ALERTS and reply.summary.startswith("Health:")
+    ]
+
+
+async def sweep(bot: Bot) -> None:
+    bot.clock.advance(60)
+    await bot.services.sweeper.sweep(force=True)
+
+
+async def test_one_alert_an_episode_edited_until_a_resume_heals_it(clock: ManualClock) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    bot = health_bot(clock, slurm)
+    await sweep(bot)
+    assert alerts(bot) == []  # healthy: nothing to say
+
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)
+    [(ts, shown)] = alerts(bot)
+    assert "c1-gpu-1  drained  Xid 79: GPU has fallen off the bus  root" in shown
+    assert "[Resume c1-gpu-1](health_resume)" in shown and "Snooze" in shown
+    await sweep(bot)
+    assert len(alerts(bot)) == 1 and bot.edits_of(ts) == []  # nothing changed: not edited
+
+    slurm.fail("c1-gpu-0", "DOWN", reason="Not responding")
+    await sweep(bot)
+    assert len(alerts(bot)) == 1  # worse: the same alert, edited
+    worse = text(bot.edits_of(ts)[-1])
+    assert "2 nodes out of service" in worse and "c1-gpu-0  down" in worse
+    assert "[Resume a node… ▾" in worse and "resize its pool down and up" in worse
+
+    refused = await bot.click("U0CAROL", "health_resume", f"{C1}|c1-gpu-1")
+    assert refused is not None and "needs the operator role" in text(refused)
+    asked = await bot.click("U0ALICE", "health_resume", f"{C1}|c1-gpu-1")
+    assert asked is not None and "Asked: request" in text(asked)
+    request = await bot.only_request()
+    card = text(bot.cards()[-1][1])
+    assert "Resume node request: c1 / c1-gpu-1" in card and "Xid 79" in card
+    assert slurm.updates == []  # nothing before a second person approves
+    await bot.click("U0BOB", "approve", request.id)
+    assert slurm.updates == [("c1-gpu-1", ("RESUME",), None)]  # one node update
+    done = await bot.store.get_request(request.id)
+    assert done is not None and done.state == RequestState.SUCCEEDED
+    assert done.outcome == "c1-gpu-1 is back in service"
+    assert "Resume c1-gpu-1* (request" in text(bot.edits_of(ts)[-1])
+    audit = [e.action for e in await bot.store.audit_log(cluster=C1)]
+    assert "approved" in audit
+
+    await sweep(bot)
+    better = text(bot.edits_of(ts)[-1])  # better: the resumed node is gone from it
+    assert "1 node out of service" in better and "c1-gpu-1  drained" not in better
+    slurm.states["c1-gpu-0"] = {"IDLE"}  # back by itself
+    await sweep(bot)
+    healed = text(bot.edits_of(ts)[-1])
+    assert "*Healed*: c1" in healed and "health_resume" not in healed
+    assert len(alerts(bot)) == 1
+    report = await bot.services.sweeper.latest()
+    assert report is not None and report.episodes == {"opened": 0, "healed": 1}
+
+
+async def test_a_problem_back_within_the_quiet_period_edits_the_same_alert(
+    clock: ManualClock,
+) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    bot = health_bot(clock, slurm)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)
+    slurm.states["c1-gpu-1"] = {"IDLE"}
+    await sweep(bot)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)  # a minute after healing
+    [(ts, _)] = alerts(bot)
+    assert "c1-gpu-1  drained" in text(bot.edits_of(ts)[-1])
+    slurm.states["c1-gpu-1"] = {"IDLE"}
+    await sweep(bot)
+    clock.advance(QUIET)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)  # past the quiet period: a new episode, a new alert
+    assert len(alerts(bot)) == 2
+
+
+async def test_two_replicas_post_one_alert(clock: ManualClock) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    first = health_bot(clock, slurm)
+    second = health_bot(clock, slurm, same_world_as=first)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(first)
+    await second.services.sweeper.sweep(force=True)
+    await sweep(second)
+    assert len(alerts(first)) == 1
+
+
+async def test_a_snooze_holds_back_the_next_episodes_alert(clock: ManualClock) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    bot = health_bot(clock, slurm)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)
+    answer = await bot.click("U0ALICE", "health_snooze", f"{24 * 3600}|{C1}")
+    assert answer is not None and "No new health alert for it until" in text(answer)
+    slurm.states["c1-gpu-1"] = {"IDLE"}
+    await sweep(bot)
+    clock.advance(QUIET)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)
+    assert len(alerts(bot)) == 1  # the new episode is not posted while snoozed
+    health = text(await bot.ask("U0CAROL", "health c1"))
+    assert "c1-gpu-1  drained" in health  # and still shown where asked
