@@ -1,0 +1,87 @@
+"""Kill `clusterbot serve` at each step of a node's Resume, asked from a health alert and
+approved by a second person, or stop it with SIGTERM just after the approval; restart it and
+check that the change is finished, not lost or done twice: exactly one node update reaches
+slurmrestd, the request ends succeeded, and one message in the card's thread tells the end.
+On SQLite and on PostgreSQL.
+
+The demo's train01 has a B200 node drained by a prolog health check: the first sweep posts
+its health alert.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.jobs import CRASH_EXIT
+from tests.support.demo_stack import ends_and_mentions
+from tests.support.postgres import query
+from tests.support.processes import Sandbox, replica, sandbox, wait_until
+from tests.test_crash_points import database
+
+NODE = "train01-a4-1"
+POINTS = ["after-approval", "after-reread", "before-patch", "after-patch", "sigterm"]
+
+
+def node_updates(box: Sandbox) -> list[dict[str, Any]]:
+    """The node updates slurmrestd received through the control plane's proxy."""
+    posts = box.requests("POST")
+    return [
+        r["body"]
+        for r in posts
+        if r["path"].endswith("/train01:callSlurmRestApi")
+        and str((r.get("body") or {}).get("path", "")).endswith(f"/node/{NODE}")
+    ]
+
+
+def alert(box: Sandbox) -> dict[str, Any] | None:
+    return next(
+        (m for m in box.messages() if (m.get("text") or "").startswith("Health: train01")), None
+    )
+
+
+def resumed(url: str) -> bool:
+    states = query(url, "SELECT state, plan FROM approval_requests")
+    return len(states) == 1 and states[0][0] in ("succeeded", "refused", "unknown", "failed")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+@pytest.mark.parametrize("point", POINTS)
+def test_a_crash_at_any_step_of_a_resume_sends_one_node_update(
+    point: str, kind: str, tmp_path: Path
+) -> None:
+    with sandbox(tmp_path) as box, database(kind, tmp_path) as url:
+        crash = {} if point == "sigterm" else {"CLUSTERBOT_DEBUG_CRASH_AT": point}
+        one = replica(tmp_path, box, "one", url, **crash)
+        box.point_at(one.events)
+        try:
+            one.start()
+            posted = wait_until(lambda: alert(box), limit=60, what="the health alert")
+            box.click("alice", posted["ts"], "health_resume")
+            card = box.card("Resume node request: train01")
+            box.click("bob", card["ts"], "approve")
+            if point == "sigterm":
+                one.terminate()  # a drain of what was under way, then the restart
+            else:
+                assert one.wait_exit(limit=60) == CRASH_EXIT, one.log.read_text()[-2000:]
+                assert f"exiting at {point}" in one.log.read_text()
+            one.env.pop("CLUSTERBOT_DEBUG_CRASH_AT", None)
+            one.start()  # the same replica, restarted: it recovers what it held
+            wait_until(lambda: resumed(url), limit=60, what=f"the resume to end after {point}")
+        finally:
+            one.stop()
+        [(state, plan)] = query(url, "SELECT state, plan FROM approval_requests")
+        assert state == "succeeded" and json.loads(plan)["detail"]["node"] == NODE
+        assert node_updates(box) == [
+            {
+                "method": "HTTP_METHOD_POST",
+                "path": f"/slurm/v0.0.42/node/{NODE}",
+                "body": {"state": ["RESUME"]},
+            }
+        ]  # sent once, whatever died
+        thread, mentions = ends_and_mentions(box.thread(card["ts"]))
+        assert len(thread) == 1 and "back in service" in thread[0], thread
+        assert len(mentions) == 1 and "<@U0ALICE>" in mentions[0]  # told once
