@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Protocol
 from bot.vertex.names import ClusterName, Target
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from bot.vertex.models import NodePool
 
 
@@ -43,6 +45,7 @@ class ClusterFacts:
         labels: dict[str, str] | None
         node_pools: list[NodePool]
         cluster_status: StatusView | None
+        update_time: datetime | None
 
         @property
         def login_pool_id(self) -> str | None: ...
@@ -71,6 +74,11 @@ class ClusterFacts:
         if status is None:
             return ""
         return status.detail or (status.error.message if status.error else "") or ""
+
+    @property
+    def updated_at(self) -> float | None:
+        """When the cluster last changed (``updateTime``), epoch seconds; None when unsaid."""
+        return self.update_time.timestamp() if self.update_time else None
 
     def pool(self, pool_id: str) -> NodePool | None:
         """A pool by id; the API may return pools in another order than they were sent."""

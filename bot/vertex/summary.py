@@ -11,6 +11,8 @@ is checked as strictly as in ``Cluster``: a pool that cannot be read names the c
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -53,6 +55,7 @@ class ClusterSummary(ClusterFacts, _Read):
     node_pools: list[NodePool] = Field(default_factory=list)
     orchestrator_spec: OrchestratorSummary | None = None
     cluster_status: StatusSummary | None = None
+    update_time: datetime | None = None  # when its state last changed: a stuck change
 
     @property
     def login_pool_id(self) -> str | None:

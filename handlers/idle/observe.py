@@ -55,6 +55,7 @@ class Swept:
     pools: tuple[PoolSeen, ...] = ()  # every pool's nodes and price, for the spend ledger
     labels: tuple[tuple[str, str], ...] = ()
     status_message: str = ""  # the control plane's words for its state, for health
+    updated_at: float | None = None  # updateTime: since when a change has been under way
 
     @classmethod
     def of(cls, cluster: ClusterFacts, prices: PriceBook) -> Swept:
@@ -77,6 +78,7 @@ class Swept:
             pools=pools,
             labels=tuple(sorted(labels.items())),
             status_message=cluster.status_message,
+            updated_at=cluster.updated_at,
         )
 
 
@@ -129,10 +131,11 @@ class ActivityObserver:
             exempt_label=cluster.exempt_label,
         )
         if cluster.state != "RUNNING":  # no Slurm to ask: its state is its health
+            since = cluster.updated_at
             trouble = cluster_trouble(
                 cluster.state,
                 cluster.status_message,
-                changing_for=None,
+                changing_for=None if since is None else seen.at - since,
                 followed=seen.tracked_operation,
                 stuck_after=STUCK_AFTER,
             )

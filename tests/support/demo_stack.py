@@ -66,9 +66,13 @@ class Stack:
         assert body["status"] == 200, body
         return dict(body)
 
-    async def click(self, user: str, ts: str, action: str, channel: str = "ml-infra") -> Any:
+    async def click(
+        self, user: str, ts: str, action: str, channel: str = "ml-infra", value: str | None = None
+    ) -> Any:
+        """Click a button, or pick a menu's option by its ``value`` (the first by default)."""
+        clicked = {"user": user, "channel": channel, "ts": ts, "action_id": action}
         status, body = await self.post(
-            "/sandbox/api/click", {"user": user, "channel": channel, "ts": ts, "action_id": action}
+            "/sandbox/api/click", clicked if value is None else {**clicked, "value": value}
         )
         assert status == 200, body
         return body

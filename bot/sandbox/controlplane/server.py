@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.sandbox.controlplane import secrets, slurm
+from bot.sandbox.controlplane.cluster_routes import sim_clusters
 from bot.sandbox.controlplane.faults import Fault
 from bot.sandbox.controlplane.http import STATE, json_body
 from bot.sandbox.controlplane.rpc import STATUS_OF_HTTP, SimError, invalid
@@ -359,6 +360,7 @@ def create_app(state: SimulatorState, prefix: str = "") -> web.Application:
     app.router.add_route("*", "/_sim/config", sim_config)
     app.router.add_route("*", "/_sim/slurm", sim_slurm)
     app.router.add_route("*", "/_sim/nodes", sim_nodes)
+    app.router.add_route("*", "/_sim/clusters", sim_clusters)
     secrets.add_routes(app)
     return app
 

@@ -24,6 +24,7 @@ from importlib import resources
 from typing import Any
 
 from bot.sandbox.controlplane import pretty, wire
+from bot.sandbox.controlplane.slurm_blocked import blocked
 from bot.sandbox.controlplane.slurm_parts import (
     BUSY_JOB_STATES,
     DEFAULT_RELEASE,
@@ -178,16 +179,21 @@ def job_document(
     job_id = int(job.get("job_id", 100 + key))
     held = job.get("hold") is True or bool(HELD_STATE_FLAGS & set(states))
     begin = slurm_int(job.get("begin_time"))
-    submitted = epoch - 600
+    submitted = epoch - int(job.get("submitted_ago", 600))
     eligible = begin if begin is not None else submitted
-    reason = job.get("state_reason") or (
-        "None"
-        if running
-        else "JobHeldUser"
-        if held
-        else "BeginTime"
-        if begin is not None and begin > epoch
-        else "Priority"
+    waits = None if running else blocked(job, placement.states, placement.partitions)
+    reason = (
+        job.get("state_reason")
+        or (waits[0] if waits else None)
+        or (
+            "None"
+            if running
+            else "JobHeldUser"
+            if held
+            else "BeginTime"
+            if begin is not None and begin > epoch
+            else "Priority"
+        )
     )
     nodes = placement.nodes.get(str(key), [])
     start = epoch - 300 if running else max(eligible, epoch + 120)  # a forecast, as Slurm's
@@ -222,6 +228,8 @@ def job_document(
         standard_output=output,
         standard_error=output,
     )
+    if waits and reason == waits[0]:  # every data parser's job has it: the why in words
+        document["state_description"] = waits[1]
     if running:
         document["job_resources"] = _resources(captured["running"]["job_resources"], nodes)
     return document

@@ -105,7 +105,7 @@ class SlurmQueue:
             return low
         return max(low, min(high, self.demand(cluster, str(pool["id"]))))
 
-    def _nodes(self, cluster: dict[str, Any], state: str) -> list[dict[str, Any]]:
+    def nodes_status(self, cluster: dict[str, Any], state: str) -> list[dict[str, Any]]:
         cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
         login = wire.slurm_spec(cluster).get("loginNodePoolId")
         now = rfc3339(self.wall())
@@ -147,7 +147,7 @@ class SlurmQueue:
         cluster = self.clusters.get(name)
         status = (cluster or {}).get("clusterStatus") or {}
         if cluster is not None and status.get("state") == "RUNNING":
-            status["nodesStatus"] = self._nodes(cluster, "RUNNING")
+            status["nodesStatus"] = self.nodes_status(cluster, "RUNNING")
 
     def switches(self, name: str) -> SlurmSwitches:
         return self.slurm.setdefault(name, SlurmSwitches())

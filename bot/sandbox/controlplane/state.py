@@ -142,7 +142,7 @@ class SimulatorState(SlurmQueue, FaultLog):
             cluster.setdefault("updateTime", now)
             cluster.setdefault("startTime", now)
             cluster.setdefault("clusterStatus", {"state": "RUNNING"})
-            cluster["clusterStatus"]["nodesStatus"] = self._nodes(cluster, "RUNNING")
+            cluster["clusterStatus"]["nodesStatus"] = self.nodes_status(cluster, "RUNNING")
             cluster.setdefault("clusterEvents", [])
             self.clusters[name] = cluster
         for key, spec in document.get("jobs", {}).items():
@@ -214,7 +214,7 @@ class SimulatorState(SlurmQueue, FaultLog):
                 restored = copy.deepcopy(restored)
                 restored["clusterStatus"] = {
                     "state": "RUNNING",
-                    "nodesStatus": self._nodes(restored, "RUNNING"),
+                    "nodesStatus": self.nodes_status(restored, "RUNNING"),
                 }
                 self._event(restored, "OPERATION_FAILED", operation.error["message"])
                 self.clusters[operation.cluster] = restored
@@ -228,7 +228,7 @@ class SimulatorState(SlurmQueue, FaultLog):
             return
         cluster["clusterStatus"] = {
             "state": "RUNNING",
-            "nodesStatus": self._nodes(cluster, "RUNNING"),
+            "nodesStatus": self.nodes_status(cluster, "RUNNING"),
         }
         cluster["updateTime"] = operation.update_time
         operation.response = {"@type": CLUSTER_TYPE, **copy.deepcopy(cluster)}
@@ -326,7 +326,7 @@ class SimulatorState(SlurmQueue, FaultLog):
             n["instanceName"]: n
             for n in (current.get("clusterStatus") or {}).get("nodesStatus", [])
         }
-        after = self._nodes(proposed, "PREPARING")
+        after = self.nodes_status(proposed, "PREPARING")
         for node in after:
             if node["instanceName"] in before:
                 node.update(before[node["instanceName"]])
