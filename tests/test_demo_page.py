@@ -232,3 +232,36 @@ async def test_the_cost_chart_and_a_schedule_in_the_browser(tmp_path: Path) -> N
         for action, value in (("off_days", "Mon-Fri"), ("off_time", "20:00"), ("tz", "UTC")):
             await expect(page.locator(f'[data-action-id="form_{action}"]')).to_have_value(value)
         assert errors == []
+
+
+async def test_a_drained_gpu_node_is_alerted_and_healed_in_the_browser(tmp_path: Path) -> None:
+    """The demo's train01 has a B200 node drained by a prolog health check (Xid 79): its
+    alert is in #ml-infra; alice asks to resume it, bob approves, and the next sweep edits
+    the same alert to say healed."""
+    require(chromium_available(), "Chromium (/usr/bin/chromium)")
+    async with demo_stack(tmp_path, sweep_interval=1) as stack, chromium() as browser:
+        page, errors = await open_sandbox(browser, stack.url)
+        await page.select_option("#user-picker", "U0ALICE")
+        alert = page.locator(
+            "#messages .message", has=page.locator(".block-header", has_text="Health: train01")
+        )
+        await expect(alert).to_be_visible(timeout=15_000)
+        await expect(alert).to_contain_text("Xid 79: GPU has fallen off the bus")
+        await expect(alert).to_contain_text("1 node out of service")
+        ts = await alert.get_attribute("data-ts")
+        health = page.locator(f'#messages .message[data-ts="{ts}"]')
+        await keep_screenshot(page, "health-alert.png")
+        await health.locator("button", has_text="Resume train01-a4-1").click()
+        card = page.locator(
+            "#messages .message", has=page.locator(".block-header", has_text="Resume node request")
+        )
+        await expect(card).to_be_visible()
+        await page.select_option("#user-picker", "U0BOB")
+        await card.locator("button", has_text="Approve").click()
+        await expect(card).to_contain_text("Done: approved by @bob", timeout=15_000)
+        await expect(health).to_contain_text("Healed", timeout=15_000)
+        await expect(health.locator("button")).to_have_count(0)  # nothing left to fix
+        assert errors == []
+        posts = await stack.requests("POST")
+        updates = [r for r in posts if "/node/" in str((r.get("body") or {}).get("path", ""))]
+        assert len(updates) == 1

@@ -98,9 +98,9 @@ def health_card(
         *health_parts(cluster_id, target, health, now),
         Fields(
             (
-                Field("Since", Time(episode.opened_at)),
+                Field("Broken since", Time(_since(episode, health))),
                 Field("Broken nodes cost", money(health.broken_hour)),
-                Field("So far", money(episode.cost, per_hour=False)),
+                Field("Cost since alerted", money(episode.cost, per_hour=False)),
             )
         ),
     )
@@ -122,6 +122,12 @@ def health_card(
         Note("This message is edited as the problem changes, and when it heals."),
         Buttons(tuple(controls)),
     )
+
+
+def _since(episode: Episode, health: ClusterHealth) -> float:
+    """When it broke: the earliest reason Slurm dates, else when clusterbot first saw it."""
+    dated = [n.since for n in health.nodes if n.since]
+    return min([*dated, episode.opened_at])
 
 
 def _summary(health: ClusterHealth) -> str:
