@@ -28,9 +28,7 @@ from bot.sandbox.controlplane.slurm_blocked import blocked
 from bot.sandbox.controlplane.slurm_parts import (
     BUSY_JOB_STATES,
     DEFAULT_RELEASE,
-    HELD_REASON_CODES,
     HELD_STATE_FLAGS,
-    NEVER_REASON_CODES,
     NOT_FOUND_24,
     NOT_FOUND_25,
     RELEASES,
@@ -77,23 +75,6 @@ def _unset() -> dict[str, Any]:
 def is_whole(job: dict[str, Any]) -> bool:
     """A whole slurmrestd job object, served as it is (not the short form)."""
     return "job_resources" in job or isinstance(job.get("priority"), dict)
-
-
-def runnable(job: dict[str, Any], now: float) -> bool:
-    """Whether Slurm would give the job nodes now: running, or pending and neither held,
-    never to start, nor waiting for a begin time. power_save.html: a powered-down node is
-    resumed when a job is allocated to it, and a pending job that cannot start is allocated
-    nothing. The held and never-starting reasons are the ones job_reason_codes.html gives
-    (``slurm_parts``)."""
-    states = set(states_of(job))
-    if BUSY_JOB_STATES & states:
-        return True
-    if "PENDING" not in states or HELD_STATE_FLAGS & states or job.get("hold") is True:
-        return False
-    if job.get("state_reason") in HELD_REASON_CODES | NEVER_REASON_CODES:
-        return False
-    begin = slurm_int(job.get("begin_time")) or slurm_int(job.get("eligible_time"))
-    return begin is None or begin <= now
 
 
 def _uid(user: str) -> int:

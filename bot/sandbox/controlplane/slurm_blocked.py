@@ -1,4 +1,5 @@
-"""Which pending jobs Slurm holds up on nodes that are not available, and how it says so.
+"""Which pending jobs Slurm would start, and which it holds up on nodes that are not
+available, and how it says so.
 
 slurmctld's node_scheduler.c: a job whose required nodes are not available waits with
 ``state_reason`` WAIT_NODE_NOT_AVAIL (``ReqNodeNotAvail``) and ``state_desc``
@@ -12,6 +13,15 @@ partition has in service.
 from __future__ import annotations
 
 from typing import Any
+
+from bot.sandbox.controlplane.slurm_parts import (
+    BUSY_JOB_STATES,
+    HELD_REASON_CODES,
+    HELD_STATE_FLAGS,
+    NEVER_REASON_CODES,
+    slurm_int,
+    states_of,
+)
 
 # out of service (a node powered down by power saving is not: Slurm resumes it for a job)
 OUT = {"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING"}
@@ -44,3 +54,20 @@ def blocked(
     if down:
         return "ReqNodeNotAvail", f"ReqNodeNotAvail, UnavailableNodes:{','.join(down)}"
     return "ReqNodeNotAvail", "ReqNodeNotAvail, May be reserved for other job"
+
+
+def runnable(job: dict[str, Any], now: float) -> bool:
+    """Whether Slurm would give the job nodes now: running, or pending and neither held,
+    never to start, nor waiting for a begin time. power_save.html: a powered-down node is
+    resumed when a job is allocated to it, and a pending job that cannot start is allocated
+    nothing. The held and never-starting reasons are the ones job_reason_codes.html gives
+    (``slurm_parts``)."""
+    states = set(states_of(job))
+    if BUSY_JOB_STATES & states:
+        return True
+    if "PENDING" not in states or HELD_STATE_FLAGS & states or job.get("hold") is True:
+        return False
+    if job.get("state_reason") in HELD_REASON_CODES | NEVER_REASON_CODES:
+        return False
+    begin = slurm_int(job.get("begin_time")) or slurm_int(job.get("eligible_time"))
+    return begin is None or begin <= now

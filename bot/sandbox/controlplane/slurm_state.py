@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.sandbox.controlplane import rpc, wire
-from bot.sandbox.controlplane.slurm import runnable
+from bot.sandbox.controlplane.slurm_blocked import runnable
 from bot.sandbox.controlplane.slurm_parts import DEFAULT_RELEASE, RELEASES, count_of
 
 # sinfo(1) NODE STATE CODES: base states and flags a node may be set to through /_sim/nodes
