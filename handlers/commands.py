@@ -33,6 +33,7 @@ from handlers.grammar import (
     echo,
     new_cluster_id,
 )
+from handlers.health.commands import NODE, node_form, node_role, parse_node, run_node
 from handlers.health.report import HEALTH, parse_health, run_health
 from handlers.policy import Role
 from handlers.reading.audit import Audit, parse_audit
@@ -54,6 +55,8 @@ from handlers.slurm.commands import (
     SlurmScripts,
     parse_jobs,
     parse_slurm,
+    run_slurm,
+    slurm_role,
 )
 from handlers.spend.report import COST, Cost, parse_cost
 
@@ -225,25 +228,6 @@ async def _run_help(services: Desk, command: Help, caller: Caller) -> Reply:
     return help_reply(command.topic)
 
 
-def _slurm_role(command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts) -> Role:
-    """Reading the settings or a script is a viewer's; changing them an operator's."""
-    reads = isinstance(command, Slurm) or (isinstance(command, SlurmScripts) and command.shows)
-    return Role.VIEWER if reads else Role.OPERATOR
-
-
-async def _run_slurm(
-    services: Desk,
-    command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts,
-    caller: Caller,
-) -> Reply | None:
-    if isinstance(command, Slurm):
-        return await services.reports.slurm(command.cluster)
-    if isinstance(command, SlurmScripts) and command.shows:
-        return await services.reports.slurm_script(command.cluster, command.which, command.index)
-    await services.approvals.request_change(caller.user, caller.channel, command)
-    return None  # the approval card is the answer
-
-
 async def _run_restore(services: Desk, command: Restore, caller: Caller) -> None:
     """The approval card is the answer."""
     await services.approvals.request_restore(
@@ -291,8 +275,8 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         "the login pool or the prolog/epilog scripts (a second person approves)",
         Role.VIEWER,
         parse_slurm,
-        _run_slurm,
-        role_for=_slurm_role,
+        run_slurm,
+        role_for=slurm_role,
         form=slurm_form,
     ),
     Subcommand(
@@ -366,6 +350,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
     ),
     Subcommand("schedules", SCHEDULES, Role.VIEWER, parse_schedules, run_schedules),
     Subcommand("health", HEALTH, Role.VIEWER, parse_health, run_health),
+    Subcommand("node", NODE, Role.VIEWER, parse_node, run_node, role_for=node_role, form=node_form),
 )
 BY_NAME = {entry.name: entry for entry in REGISTRY}
 ALIASES = {"-h": "help", "--help": "help", "?": "help"}

@@ -30,6 +30,7 @@ USAGE: dict[str, str] = {
     "(or pause|resume|end ID)",
     "schedules": "/cluster schedules",
     "health": "/cluster health [CLUSTER]",
+    "node": "/cluster node CLUSTER NODE [resume | drain REASON…]",
 }
 
 CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")

@@ -174,7 +174,12 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
     )
     remedies = Remedies(board, approvals, ports.control_plane, prices)
     health_clicks = HealthClicks(
-        alerts=health, directory=directory, approvals=approvals, prices=prices, clock=clock
+        alerts=health,
+        directory=directory,
+        approvals=approvals,
+        slurm=ports.activity,
+        prices=prices,
+        clock=clock,
     )
     alerts = IdleAlerts(board, remedies, clock)
     clicks = IdleClicks(board, remedies, clock)

@@ -29,7 +29,7 @@ from tests.test_services_unit import POLICY, make_bot
 def test_the_shipped_table_answers_every_id_once() -> None:
     table = ClickTable()
     capabilities = {"schedule_skip", "schedule_postpone"}
-    capabilities |= {"health_resume", "health_drain", "health_snooze"}  # the design's ids
+    capabilities |= {"health_resume", "health_drain", "health_snooze", "health_show"}
     assert set(table.by_id) == {str(a) for a in ActionId} | capabilities
     click, action = table.read("approve", "r-1")
     assert action == Decide("r-1", approve=True) and click.role == Role.VIEWER

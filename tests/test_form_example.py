@@ -16,8 +16,9 @@ from bot.sandbox.slack.blockkit import view_problems
 from bot.slack.modal_views import modal
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, last_field
-from handlers.forms.kinds import FORMS, Filled
+from handlers.forms.kinds import FORMS
 from handlers.forms.model import Entry, FormState
+from handlers.forms.spec import Filled
 from handlers.policy import Policy
 from tests.conftest import ManualClock
 from tests.support.page import module_from_page
@@ -32,8 +33,9 @@ def test_the_page_counts_the_files_it_touches() -> None:
     text = PAGE.read_text()
     assert "plus\n`form=` on the subcommand whose words open it: **3 files**" in text
     registry = (ROOT / "handlers" / "forms" / "kinds.py").read_text()
-    [line] = [x for x in registry.splitlines() if x.strip().startswith("for spec in (")]
-    assert line.replace("))", "), LABEL_FORM)") in text  # the entry is that one line
+    start = registry.index("    for spec in (\n")
+    listed = registry[start : registry.index("    )\n", start)]
+    assert listed + "        LABEL_FORM,\n    )" in text  # the entry is one line more
 
 
 @pytest.fixture

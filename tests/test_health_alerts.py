@@ -10,11 +10,15 @@ from dataclasses import dataclass, field
 
 from bot.vertex.errors import SlurmRefusedError
 from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers import dispatch
 from handlers.entities import RequestState
+from handlers.forms.choices import Forms
+from handlers.forms.flow import FormFlow, state_of
+from handlers.forms.model import Entry
 from handlers.health.episodes import QUIET
 from handlers.policy import Policy
 from tests.conftest import ManualClock
-from tests.support.text_adapter import text
+from tests.support.text_adapter import form_text, text
 from tests.test_services_unit import ALERTS, C1, POLICY, Bot, make_bot
 
 XID = "Xid 79: GPU has fallen off the bus"
@@ -56,6 +60,9 @@ class Slurm:
                 raise SlurmRefusedError("Invalid node state transition", 422)
             self.states[node] = {"IDLE"}
             self.reasons.pop(node, None)
+        elif "DRAIN" in states:
+            self.states[node] |= {"DRAIN"}
+            self.reasons[node] = reason or ""
 
 
 def health_bot(clock: ManualClock, slurm: Slurm, same_world_as: Bot | None = None) -> Bot:
@@ -178,3 +185,74 @@ async def test_a_snooze_holds_back_the_next_episodes_alert(clock: ManualClock) -
     assert len(alerts(bot)) == 1  # the new episode is not posted while snoozed
     health = text(await bot.ask("U0CAROL", "health c1"))
     assert "c1-gpu-1  drained" in health  # and still shown where asked
+
+
+async def test_a_node_typed_shown_drained_with_a_reason_and_its_form(clock: ManualClock) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    slurm.fail("c1-gpu-1", "DRAIN")
+    bot = health_bot(clock, slurm)
+    shown = text(await bot.ask("U0CAROL", "node c1 c1-gpu-1"))
+    assert "# c1-gpu-1 of c1" in shown and "Slurm state: DRAIN+IDLE" in shown
+    assert (
+        "Reason: Xid 79: GPU has fallen off the bus" in shown and "In service: no: drained" in shown
+    )
+    for words, said in (
+        ("node c1", "node needs NODE"),
+        ("node c1 c1-gpu-0 reboot", "a node can be resumed or drained, not 'reboot'"),
+        ("node c1 c1-gpu-0 drain", "drain needs a reason"),
+        ("node c1 c1-gpu-0 resume now", "resume takes no reason"),
+        ("node c1 c1-gpu-0 resume", "c1-gpu-0 is in service: there is nothing to resume"),
+        ("node c1 c1-gpu-9 resume", "Slurm has no node c1-gpu-9 in c1"),
+    ):
+        answer = text(await bot.ask("U0ALICE", words))
+        assert said in answer, (words, answer)
+    refused = text(await bot.ask("U0CAROL", "node c1 c1-gpu-0 drain flaky NVLink"))
+    assert "needs the operator role" in refused
+
+    await bot.ask("U0ALICE", "node c1 c1-gpu-0 drain flaky NVLink, see ticket 4711")
+    request = await bot.only_request()
+    card = text(bot.cards()[-1][1])
+    assert "Drain node request: c1 / c1-gpu-0" in card and "flaky NVLink, see ticket 4711" in card
+    await bot.click("U0BOB", "approve", request.id)
+    assert slurm.updates == [("c1-gpu-0", ("DRAIN",), "flaky NVLink, see ticket 4711")]
+    done = await bot.store.get_request(request.id)
+    assert done is not None and done.state == RequestState.SUCCEEDED
+    again = text(await bot.ask("U0ALICE", "node c1 c1-gpu-0 drain still flaky"))
+    assert "c1-gpu-0 is drained already" in again
+
+
+async def test_the_drain_form_asks_for_the_reason(clock: ManualClock) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    bot = health_bot(clock, slurm)
+    core = bot.services
+    flow = FormFlow(Forms(core.directory, core.approvals.prices), core.dispatcher, None)
+    read = dispatch.read("node c1 c1-gpu-0 drain")
+    assert read.form is not None
+    state = state_of(read.form, "C0INFRA")
+    opening = form_text(flow.first(state))
+    assert opening.startswith("# Drain a Slurm node") and "Looking up c1" in opening
+    filled = form_text(await flow.filled(state, None))
+    assert (
+        "Drain *c1-gpu-0* of *c1*." in filled
+        and "[Reason (Slurm keeps it on the node): line] *" in filled
+    )
+    assert await flow.submitted("U0ALICE", state, {"reason": Entry(text="  ")}) == {
+        "reason": "a drain needs a reason"
+    }
+    assert await flow.submitted("U0ALICE", state, {"reason": Entry(text="bad DIMM")}) == {}
+    request = await bot.only_request()
+    assert request.plan.detail.reason == "bad DIMM" and request.plan.kind == "node_drain"
+
+
+async def test_show_from_the_alert(clock: ManualClock) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    slurm.fail("c1-gpu-1", "DRAIN")
+    bot = health_bot(clock, slurm)
+    await sweep(bot)
+    [(_, shown)] = alerts(bot)
+    assert "[Show c1-gpu-1](health_show)" in shown
+    detail = await bot.click("U0CAROL", "health_show", f"{C1}|c1-gpu-1")
+    assert detail is not None and "Slurm state: DRAIN+IDLE" in text(detail)

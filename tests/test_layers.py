@@ -387,6 +387,7 @@ def test_what_a_person_can_do_is_declared_once() -> None:
         "delete",
         "slurm",
         "schedule",
+        "node",
     }
     ids = [i for click in CLICKS for i in click.ids]
     assert len(ids) == len(set(ids))

@@ -76,6 +76,10 @@ def test_two_replicas_act_as_one_bot(pair: tuple[Sandbox, str, Replica, Replica]
     )
     alerts = [m for m in box.messages() if "Idle cluster: cpu01" in text_of(m)]
     assert len(alerts) == 1 == len(alert)
+    # each cluster's drained node is one health episode, with one alert, whoever swept
+    for cluster in ("train01", "cpu01"):
+        health = [m for m in box.messages() if m["text"].startswith(f"Health: {cluster}")]
+        assert len(health) == 1, (cluster, [m["text"] for m in health])
     owners = {row[0] for row in query(url, "SELECT owner FROM leases")}
     assert owners <= {None, "one", "two"}
 

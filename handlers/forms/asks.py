@@ -19,6 +19,7 @@ class FormKind:
     SCRIPT = "script"
     SETTING = "setting"  # one slurm.conf key
     SCHEDULE = "schedule"  # an off-hours schedule
+    DRAIN = "drain"  # a Slurm node's drain, with its reason
 
 
 EVERY_POOL = "*"  # a schedule form's pool choice for every compute pool
@@ -31,7 +32,7 @@ class FormAsk:
     kind: str
     cluster: str | None = None
     pool: str | None = None
-    which: str | None = None  # SCRIPT: "prolog" or "epilog"
+    which: str | None = None  # SCRIPT: "prolog" or "epilog"; DRAIN: the node
     replace: int | None = None  # SCRIPT: the place of the script to replace
     place: int | None = None  # SCRIPT: where to add (None: at the end)
 

@@ -12,8 +12,9 @@ from bot.vertex.models import Cluster
 from handlers.dispatch import Dispatcher, Outcome
 from handlers.forms.asks import FormAsk
 from handlers.forms.choices import Forms
-from handlers.forms.kinds import FORMS, Filled
+from handlers.forms.kinds import FORMS
 from handlers.forms.model import Entries, Entry, Form, FormState
+from handlers.forms.spec import Filled
 from handlers.grammar import CommandError
 
 NOTHING = Entry()

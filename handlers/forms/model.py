@@ -67,7 +67,7 @@ class FormState:
     kind: str  # handlers/forms/asks.FormKind
     channel: str  # where the request's card goes
     cluster: str | None = None  # full name once chosen (or the typed id until resolved)
-    which: str | None = None  # SCRIPT: "prolog" or "epilog"
+    which: str | None = None  # SCRIPT: "prolog" or "epilog"; DRAIN: the node
     place: str | None = None  # SCRIPT: "add:N" or "replace:N" preset by the command
 
     def to_dict(self) -> dict[str, str]:

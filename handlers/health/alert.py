@@ -4,7 +4,8 @@ cost while broken, and a fix on a button; edited as the episode changes and when
 Buttons (action ids of the design's contract): ``health_resume`` (Resume node: Slurm's
 RESUME, a change a second person approves), ``health_drain`` (Drain node: for a node that
 fails or does not respond while Slurm still schedules onto it), ``health_snooze`` (no new
-health alert for the cluster for a while; this one is still edited).
+health alert for the cluster for a while; this one is still edited); and ``health_show``
+(the node as slurmrestd lists it now, told to whoever clicked).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from handlers.words import duration, plural
 RESUME: Final = "health_resume"
 DRAIN: Final = "health_drain"
 SNOOZE: Final = "health_snooze"
+SHOW: Final = "health_show"
 SNOOZES = ((4 * 3600, "4 hours"), (24 * 3600, "1 day"), (7 * 24 * 3600, "1 week"))
 RESUMABLE = frozenset({NodeTrouble.DOWN, NodeTrouble.DRAINED, NodeTrouble.DRAINING})
 DRAINABLE = frozenset({NodeTrouble.FAILING, NodeTrouble.NOT_RESPONDING})
@@ -65,6 +67,24 @@ def node_action(action_id: str, value: str) -> NodeAction:
     if not cluster or not node:
         raise ActionError("That node is not one clusterbot offers.")
     return NodeAction(cluster, node, drain=action_id == DRAIN)
+
+
+@dataclass(frozen=True)
+class ShowNode:
+    """One node as slurmrestd lists it now, told to whoever clicked."""
+
+    cluster: str
+    node: str
+    action_id = SHOW
+
+    @property
+    def value(self) -> str:
+        return f"{self.cluster}|{self.node}"
+
+
+def show_node(action_id: str, value: str) -> ShowNode:
+    picked = node_action(action_id, value)
+    return ShowNode(picked.cluster, picked.node)
 
 
 @dataclass(frozen=True)
@@ -152,6 +172,13 @@ def _controls(cluster: str, health: ClusterHealth) -> list[Button | Select]:
         elif nodes:
             options = tuple((_label(n), NodeAction(cluster, n.name, drain=drain)) for n in nodes)
             controls.append(Select(f"{verb} a node…", options))
+    shown = health.nodes[:MENU]
+    if len(shown) == 1:
+        controls.append(Button(ShowNode(cluster, shown[0].name), f"Show {shown[0].name}"))
+    elif shown:
+        controls.append(
+            Select("Show a node…", tuple((_label(n), ShowNode(cluster, n.name)) for n in shown))
+        )
     snoozes = tuple((label, HealthSnooze(cluster, seconds)) for seconds, label in SNOOZES)
     controls.append(Select("Snooze…", snoozes))
     return controls

@@ -7,76 +7,132 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from bot.vertex.errors import VertexError
+from bot.vertex.errors import SlurmUnreadableError, VertexError
+from bot.vertex.operations import SlurmNode
 from handlers.changes.approvals import Approvals
 from handlers.changes.plan import ChangePlan, PlanError
 from handlers.clicking import Click, Clicked, click
 from handlers.costs import PriceBook
 from handlers.desk import Desk
-from handlers.entities import Origin
+from handlers.entities import ApprovalRequest, Origin
 from handlers.grammar import CommandError
 from handlers.health.alert import (
     DRAIN,
     RESUME,
+    SHOW,
     SNOOZE,
     HealthSnooze,
     NodeAction,
+    ShowNode,
     health_snooze,
     node_action,
+    show_node,
 )
 from handlers.health.alerts import HealthAlerts
 from handlers.health.kinds import plan_drain, plan_resume
-from handlers.health.rules import ClusterHealth
+from handlers.health.rules import NodeTrouble, broken_nodes
 from handlers.idle.rules import IdleRecord
 from handlers.policy import Role
-from handlers.ports import Clock
+from handlers.ports import ActivityReader, Clock
 from handlers.reading.clusters import ClusterDirectory
-from handlers.replies import Code, Reply, Time, UserRef, notice
+from handlers.replies import Code, Field, Fields, Heading, Note, Reply, Time, UserRef, notice
 
 
 class HealthClicks:
+    """A node's detail, and its Resume or Drain asked for, from an alert or typed."""
+
     def __init__(
         self,
         *,
         alerts: HealthAlerts,
         directory: ClusterDirectory,
         approvals: Approvals,
+        slurm: ActivityReader,
         prices: PriceBook,
         clock: Clock,
     ) -> None:
         self.alerts = alerts
         self.directory = directory
         self.approvals = approvals
+        self.slurm = slurm
         self.prices = prices
         self.clock = clock
 
     async def node(self, user: str, action: NodeAction) -> Reply:
-        """Ask for the node's Resume or Drain, on a card in the alert's channel."""
+        """From an alert: ask on a card in the alert's channel, with the alert told."""
         verb = "Drain" if action.drain else "Resume"
         record, _ = await self.alerts.board.records.get(action.cluster)
-        health = ClusterHealth.from_dict((record.episode and record.episode.health) or {})
-        broken = next((n for n in health.nodes if n.name == action.node), None)
-        if record.episode is None or not record.episode.open or broken is None:
-            return notice(f"{verb} node", f"{action.node} was in service at the last sweep.")
+        episode = record.episode
+        channel = (episode.alert_channel if episode else None) or self.alerts.channel_for(
+            action.cluster.rsplit("/", 1)[-1]
+        )
         try:
-            cluster = await self.directory.resolve(action.cluster, "health")
-            plan: ChangePlan[Any] = (
-                plan_drain(cluster, broken.name, _reason(broken.trouble, user), self.prices)
-                if action.drain
-                else plan_resume(cluster, broken, self.prices)
-            )
-            channel = record.episode.alert_channel or self.alerts.channel_for(cluster.cluster_id)
-            request = await self.approvals.submit(user, channel or "", plan, origin=Origin.HEALTH)
-        except (PlanError, CommandError, VertexError) as error:
-            why = error.reason if isinstance(error, CommandError) else str(error)
-            return notice(f"{verb} node", f"Not asked: {why}")
-        said = (f"{verb} {broken.name} asked by ", UserRef(user), " (request ", Code(request.id))
+            request = await self.ask(user, channel or "", action.cluster, action.node, action.drain)
+        except (PlanError, CommandError, VertexError, SlurmUnreadableError) as error:
+            return notice(f"{verb} node", f"Not asked: {_why(error)}")
+        said = (f"{verb} {action.node} asked by ", UserRef(user), " (request ", Code(request.id))
         await self.alerts.note(
-            action.cluster, plan.target, (*said, "); its card is in the channel.")
+            action.cluster, request.plan.target, (*said, "); its card is below.")
         )
-        return notice(
-            f"{verb} node", f"Asked: request {request.id}; an approver decides on its card."
+        return notice(f"{verb} node", f"Asked: request {request.id}; an approver decides.")
+
+    async def ask(
+        self, user: str, channel: str, key: str, node: str, drain: bool, reason: str = ""
+    ) -> ApprovalRequest:
+        """Plan the node's Resume or Drain on Slurm as it is now and post its card; raises
+        ``PlanError`` (nothing to do, or it cannot be done) or ``CommandError``."""
+        cluster = await self.directory.resolve(key, "node")
+        found = await self._node(cluster.name or key, node)
+        broken = broken_nodes([found])
+        plan: ChangePlan[Any]
+        if drain:
+            if broken and broken[0].trouble in (NodeTrouble.DRAINED, NodeTrouble.DRAINING):
+                raise PlanError(f"{node} is {broken[0].trouble} already")
+            trouble = str(broken[0].trouble) if broken else ""
+            said = reason or _reason(trouble or "drained", user)
+            plan = plan_drain(cluster, node, said, self.prices, trouble)
+        else:
+            if not broken:
+                raise PlanError(f"{node} is in service: there is nothing to resume")
+            plan = plan_resume(cluster, broken[0], self.prices)
+        return await self.approvals.submit(user, channel, plan, origin=Origin.HEALTH)
+
+    async def _node(self, cluster: str, node: str) -> SlurmNode:
+        for found in await self.slurm.nodes(cluster):
+            if found.name == node:
+                return found
+        raise PlanError(f"Slurm has no node {node} in {cluster.rsplit('/', 1)[-1]}")
+
+    async def show(self, key: str, node: str) -> Reply:
+        """The node as slurmrestd lists it now: its state, its reason, who set it, since when."""
+        try:
+            cluster = await self.directory.resolve(key, "node")
+            found = await self._node(cluster.name or key, node)
+        except (PlanError, SlurmUnreadableError) as error:
+            return notice(f"Node {node}", _why(error))
+        broken = next(iter(broken_nodes([found])), None)
+        since = found.reason_at
+        reply = Reply(f"{node}: {'+'.join(sorted(found.states))}").add(
+            Heading(f"{node} of {cluster.cluster_id}"),
+            Fields(
+                (
+                    Field("Slurm state", "+".join(sorted(found.states))),
+                    Field("Partitions", ", ".join(found.partitions) or "-"),
+                    Field("Reason", found.reason or "none"),
+                    Field("Set by", found.reason_by or "-"),
+                    Field("Since", *((Time(since),) if since else ("-",))),
+                    Field("In service", "no: " + str(broken.trouble) if broken else "yes"),
+                )
+            ),
         )
+        if broken is not None and broken.trouble != NodeTrouble.NOT_RESPONDING:
+            reply.add(
+                Note(
+                    Code(f"/cluster node {cluster.cluster_id} {node} resume"),
+                    " asks to return it to service.",
+                )
+            )
+        return reply
 
     async def snooze(self, user: str, action: HealthSnooze) -> Reply:
         until = self.clock() + action.seconds
@@ -94,6 +150,12 @@ class HealthClicks:
         return notice("Snooze", "No new health alert for it until ", Time(until), ".")
 
 
+def _why(error: Exception) -> str:
+    if isinstance(error, CommandError | SlurmUnreadableError):
+        return error.reason
+    return str(error)
+
+
 def _reason(trouble: str, user: str) -> str:
     """The reason Slurm keeps on a node drained from an alert: what was wrong, and who."""
     return f"clusterbot: {trouble} (drained from the health alert by {user})"
@@ -103,6 +165,12 @@ async def _node(services: Desk, clicked: Clicked[NodeAction]) -> Reply:
     if services.health is None:
         return notice("Health", "This clusterbot posts no health alerts.")
     return await services.health.node(clicked.user, clicked.action)
+
+
+async def _show(services: Desk, clicked: Clicked[ShowNode]) -> Reply:
+    if services.health is None:
+        return notice("Health", "This clusterbot reads no Slurm nodes.")
+    return await services.health.show(clicked.action.cluster, clicked.action.node)
 
 
 async def _snooze(services: Desk, clicked: Clicked[HealthSnooze]) -> Reply:
@@ -120,6 +188,7 @@ CLICKS: tuple[Click, ...] = (
         _node,
         names_cluster=True,
     ),
+    click((SHOW,), show_node, Role.VIEWER, "Reading a node", _show, names_cluster=True),
     click(
         (SNOOZE,),
         health_snooze,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bot.vertex.models import Cluster
 from handlers.changes.layout import plan_slurm_layout
@@ -26,8 +26,14 @@ from handlers.changes.scripts import plan_slurm_scripts
 from handlers.changes.settings import plan_slurm_config
 from handlers.costs import PriceBook
 from handlers.grammar import POOL_ID, CommandError, arity, cluster_word, echo
+from handlers.policy import Role
 from handlers.slurm.layout import LayoutAction
 from handlers.slurm.scripts import ScriptAction
+
+if TYPE_CHECKING:
+    from handlers.commands import Caller
+    from handlers.desk import Desk
+    from handlers.replies import Reply
 
 # A Slurm partition name, kept to what the partitions of the docs' samples use (lowercase
 # letters, digits, hyphens): slurm.conf PartitionName allows more, but a name that needs
@@ -230,3 +236,22 @@ def parse_jobs(args: list[str]) -> Jobs:
                 raise CommandError(f"state is running or pending, not {echo(value)}", "jobs")
         filters[key] = value
     return Jobs(cluster, filters.get("user"), filters.get("partition"), filters.get("state"))
+
+
+def slurm_role(command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts) -> Role:
+    """Reading the settings or a script is a viewer's; changing them an operator's."""
+    reads = isinstance(command, Slurm) or (isinstance(command, SlurmScripts) and command.shows)
+    return Role.VIEWER if reads else Role.OPERATOR
+
+
+async def run_slurm(
+    services: Desk,
+    command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts,
+    caller: Caller,
+) -> Reply | None:
+    if isinstance(command, Slurm):
+        return await services.reports.slurm(command.cluster)
+    if isinstance(command, SlurmScripts) and command.shows:
+        return await services.reports.slurm_script(command.cluster, command.which, command.index)
+    await services.approvals.request_change(caller.user, caller.channel, command)
+    return None  # the approval card is the answer
