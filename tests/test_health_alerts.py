@@ -256,3 +256,27 @@ async def test_show_from_the_alert(clock: ManualClock) -> None:
     assert "[Show c1-gpu-1](health_show)" in shown
     detail = await bot.click("U0CAROL", "health_show", f"{C1}|c1-gpu-1")
     assert detail is not None and "Slurm state: DRAIN+IDLE" in text(detail)
+
+
+async def test_the_policy_names_a_clusters_health_channel(clock: ManualClock) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    policy = Policy.model_validate({**POLICY, "health": {"channels": {"c*": "C0GPUOPS"}}})
+    bot = make_bot(clock, policy, activity=slurm, nodes=slurm)  # type: ignore[arg-type]
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)
+    posted = [(c, r.summary) for c, _, r, _ in bot.messenger.posted]
+    assert posted == [("C0GPUOPS", "Health: c1: 1 node drained")]
+    assert policy.health.channel_for("train01") is None  # others: the alert channel
+
+
+async def test_a_deleted_clusters_alert_says_so(clock: ManualClock) -> None:
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    bot = health_bot(clock, slurm)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)
+    [(ts, _)] = alerts(bot)
+    del bot.plane.clusters[C1]
+    await sweep(bot)
+    assert "*Deleted*: c1 no longer exists" in text(bot.edits_of(ts)[-1])

@@ -64,5 +64,9 @@ async def test_metrics_after_a_scripted_flow(tmp_path: Path) -> None:
     assert "clusterbot_idle_cost_per_hour 1.552" in text
     # the demo's cpu01 has one node drained (ECC memory error)
     assert 'clusterbot_unhealthy_nodes{cluster="cpu01",reason="drained"} 1.0' in text
+    # it and train01's drained node are each a health episode, opened by a sweep
+    assert 'clusterbot_health_episodes_total{change="opened"} 2.0' in text
+    # train01 was UPDATING for the resize: its nodes unread then, its episode not healed
+    assert 'clusterbot_health_episodes_total{change="healed"} 0.0' in text
     count = int(re.search(r"clusterbot_ack_seconds_count (\d+)", text).group(1))  # type: ignore[union-attr]
     assert count >= 5  # four commands and a click

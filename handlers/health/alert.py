@@ -205,3 +205,11 @@ def _healed(episode: Episode, cluster_id: str, target: str, note: Line) -> Reply
     if note:
         reply.add(Note(*note))
     return reply
+
+
+def gone_card(cluster_id: str) -> Reply:
+    """The alert of a cluster that no longer exists: nothing left to fix."""
+    return Reply(f"Health: {cluster_id} deleted", public=True).add(
+        Heading(f"Health: {cluster_id}"),
+        Text(Strong("Deleted"), f": {cluster_id} no longer exists, nor its nodes."),
+    )

@@ -14,7 +14,7 @@ import logging
 from dataclasses import replace
 
 from handlers.entities import ApprovalRequest, Origin, RequestState
-from handlers.health.alert import health_card
+from handlers.health.alert import gone_card, health_card
 from handlers.health.episodes import Episode
 from handlers.health.kinds import DRAIN, RESUME
 from handlers.idle.alerts import AlertBoard
@@ -96,6 +96,13 @@ class HealthAlerts:
             )
 
         await self.board.update(cluster, change)
+
+    async def gone(self, record: IdleRecord) -> None:
+        """The cluster was deleted: its open episode's alert says so (its record goes)."""
+        episode = record.episode
+        if episode and episode.open and episode.alert_message and episode.alert_channel:
+            card = gone_card(record.cluster.rsplit("/", 1)[-1])
+            await self._edit(episode.alert_channel, episode.alert_message, card)
 
     async def note(self, cluster: str, target: str, note: Line) -> None:
         """Draw the alert again with a note (a fix asked from it, and how it went)."""

@@ -139,7 +139,9 @@ class ActivityObserver:
                 followed=seen.tracked_operation,
                 stuck_after=STUCK_AFTER,
             )
-            return replace(seen, health=ClusterHealth(trouble=trouble))
+            # a change under way, or a delete: its Slurm is not read, so its nodes' health
+            # is unknown this sweep (an episode stays as it was), not healthy
+            return seen if trouble is None else replace(seen, health=ClusterHealth(trouble=trouble))
         if seen.busy_reason() is not None:
             return seen  # a change of clusterbot's runs: no need to ask Slurm
         try:

@@ -290,6 +290,8 @@ class Sweeper:
             if self.alerts is not None:
                 gone = (Strong("Deleted"), ": the cluster no longer exists.")
                 await self.alerts.board.edit(record, "deleted", gone)
+            if self.health is not None:
+                await self.health.gone(record)
             if self.spend is not None and record.spending:  # its last runs end where it went
                 labels = dict(record.labels)
                 ended = still_open(
