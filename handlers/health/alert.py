@@ -198,7 +198,7 @@ def _healed(episode: Episode, cluster_id: str, target: str, note: Line) -> Reply
             Code(target),
             ") has had no broken node, no state out of RUNNING and no job held up since ",
             Time(healed),
-            f", after {duration(healed - episode.opened_at)}.",
+            f", {duration(healed - episode.opened_at)} after it was alerted.",
         ),
         Fields((Field("Broken nodes cost", money(episode.cost, per_hour=False)),)),
     )
