@@ -38,15 +38,18 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from handlers.grammar import CommandError
 from handlers.idle.rules import IdleRules
 from handlers.schedules.times import Weekly, parse_weekly, parse_zone
+
+T = TypeVar("T")
 
 LABEL_VALUE = re.compile(r"^[a-z0-9_-]{1,63}$")  # a Google Cloud label's value
 
@@ -120,6 +123,17 @@ class ScheduleProfile(BaseModel):
         return off, on, parse_zone(self.tz, "schedule")
 
 
+def first_match(table: Mapping[str, T], key: str, fold: Callable[[str], str] = str) -> T | None:
+    """The entry of ``key`` itself, else of the first pattern with ``*`` it matches (both
+    compared through ``fold``), else None."""
+    if key in table:
+        return table[key]
+    for pattern, value in table.items():
+        if "*" in pattern and fnmatch.fnmatchcase(fold(key), fold(pattern)):
+            return value
+    return None
+
+
 class HealthPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -128,12 +142,7 @@ class HealthPolicy(BaseModel):
 
     def channel_for(self, cluster_id: str) -> str | None:
         """The channel the policy names for the cluster's health alerts, or None."""
-        if cluster_id in self.channels:
-            return self.channels[cluster_id]
-        for pattern, channel in self.channels.items():
-            if "*" in pattern and fnmatch.fnmatchcase(cluster_id, pattern):
-                return channel
-        return None
+        return first_match(self.channels, cluster_id)
 
 
 class Policy(BaseModel):
@@ -181,14 +190,9 @@ class Policy(BaseModel):
         return {k: {"pre_approved": v} if isinstance(v, list) else v for k, v in value.items()}
 
     def pipeline(self, email: str) -> PipelineCaller | None:
-        """The caller's entry: its own, else the first pattern it matches; None: not a
-        caller."""
-        if email in self.pipelines:
-            return self.pipelines[email]
-        for pattern, caller in self.pipelines.items():
-            if "*" in pattern and fnmatch.fnmatchcase(email.lower(), pattern.lower()):
-                return caller
-        return None
+        """The caller's entry: its own, else the first pattern it matches (an email in any
+        case); None: not a caller."""
+        return first_match(self.pipelines, email, fold=str.lower)
 
     @field_validator("default_role")
     @classmethod

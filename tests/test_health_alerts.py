@@ -177,6 +177,9 @@ async def test_a_snooze_holds_back_the_next_episodes_alert(clock: ManualClock) -
     await sweep(bot)
     answer = await bot.click("U0ALICE", "health_snooze", f"{24 * 3600}|{C1}")
     assert answer is not None and "No new health alert for it until" in text(answer)
+    [(ts, _)] = alerts(bot)
+    snoozed = text(bot.edits_of(ts)[-1])  # drawn again with its note, its target as before
+    assert "Snoozed by @U0ALICE." in snoozed and "*c1* (`demo-project/us-central1`)" in snoozed
     slurm.states["c1-gpu-1"] = {"IDLE"}
     await sweep(bot)
     clock.advance(QUIET)

@@ -14,10 +14,8 @@ from handlers.forms.asks import FormAsk
 from handlers.forms.choices import Forms
 from handlers.forms.kinds import FORMS
 from handlers.forms.model import Entries, Entry, Form, FormState
-from handlers.forms.spec import Filled
+from handlers.forms.spec import NOTHING, Filled
 from handlers.grammar import CommandError
-
-NOTHING = Entry()
 
 
 def state_of(ask: FormAsk, channel: str) -> FormState:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from bot.vertex.names import target_of
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.health.alert import gone_card, health_card
 from handlers.health.episodes import Episode
@@ -43,16 +44,21 @@ class HealthAlerts:
         self.policy = policy
         self.clock = clock
 
-    def channel_for(self, cluster_id: str) -> str | None:
-        return self.policy.channel_for(cluster_id) or self.channel
+    def channel_of(self, record: IdleRecord) -> str | None:
+        """Where the cluster's health alert is (or goes): its episode's alert's channel, else
+        the one the policy names for the cluster, else the alert channel."""
+        episode = record.episode
+        if episode is not None and episode.alert_channel:
+            return episode.alert_channel
+        return self.policy.channel_for(record.cluster.rsplit("/", 1)[-1]) or self.channel
 
-    async def tell(self, record: IdleRecord, target: str) -> None:
+    async def tell(self, record: IdleRecord) -> None:
         """Draw the record's episode where it is owed: post it, or edit its alert."""
         episode = record.episode
         if episode is None or not episode.owed:
             return
-        cluster_id = record.cluster.rsplit("/", 1)[-1]
-        channel = episode.alert_channel or self.channel_for(cluster_id)
+        cluster_id, target = record.cluster.rsplit("/", 1)[-1], target_of(record.cluster)
+        channel = self.channel_of(record)
         now = self.clock()
         message = episode.alert_message
         if channel is None:
@@ -104,13 +110,14 @@ class HealthAlerts:
             card = gone_card(record.cluster.rsplit("/", 1)[-1])
             await self._edit(episode.alert_channel, episode.alert_message, card)
 
-    async def note(self, cluster: str, target: str, note: Line) -> None:
+    async def note(self, cluster: str, note: Line) -> None:
         """Draw the alert again with a note (a fix asked from it, and how it went)."""
         record, _ = await self.board.records.get(cluster)
         episode = record.episode
         if episode is None or episode.alert_message is None or episode.alert_channel is None:
             return
-        card = health_card(episode, cluster.rsplit("/", 1)[-1], target, self.clock(), note)
+        cluster_id, target = cluster.rsplit("/", 1)[-1], target_of(cluster)
+        card = health_card(episode, cluster_id, target, self.clock(), note)
         await self._edit(episode.alert_channel, episode.alert_message, card)
 
     async def request_ended(self, request: ApprovalRequest) -> None:
@@ -127,4 +134,4 @@ class HealthAlerts:
             who = request.decided_by or request.requester
             said += (Strong(str(request.state)), " by ", UserRef(who))
             said += (f": {request.outcome}." if request.outcome else ".",)
-        await self.note(request.cluster, request.plan.target, said)
+        await self.note(request.cluster, said)

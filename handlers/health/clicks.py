@@ -62,18 +62,13 @@ class HealthClicks:
         """From an alert: ask on a card in the alert's channel, with the alert told."""
         verb = "Drain" if action.drain else "Resume"
         record, _ = await self.alerts.board.records.get(action.cluster)
-        episode = record.episode
-        channel = (episode.alert_channel if episode else None) or self.alerts.channel_for(
-            action.cluster.rsplit("/", 1)[-1]
-        )
+        channel = self.alerts.channel_of(record)
         try:
             request = await self.ask(user, channel or "", action.cluster, action.node, action.drain)
         except (PlanError, CommandError, VertexError, SlurmUnreadableError) as error:
             return notice(f"{verb} node", f"Not asked: {_why(error)}")
         said = (f"{verb} {action.node} asked by ", UserRef(user), " (request ", Code(request.id))
-        await self.alerts.note(
-            action.cluster, request.plan.target, (*said, "); its card is below.")
-        )
+        await self.alerts.note(action.cluster, (*said, "); its card is below."))
         return notice(f"{verb} node", f"Asked: request {request.id}; an approver decides.")
 
     async def ask(
@@ -145,8 +140,7 @@ class HealthClicks:
         record = await self.alerts.board.update(action.cluster, snoozed)
         if record.episode is None:
             return notice("Snooze", "This cluster has had no health problem to snooze.")
-        target = "/".join(action.cluster.split("/")[:4])
-        await self.alerts.note(action.cluster, target, ("Snoozed by ", UserRef(user), "."))
+        await self.alerts.note(action.cluster, ("Snoozed by ", UserRef(user), "."))
         return notice("Snooze", "No new health alert for it until ", Time(until), ".")
 
 

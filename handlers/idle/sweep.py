@@ -162,7 +162,7 @@ class Sweeper:
         if alerts and self.health is not None:
             async for item in paced(seen):
                 assert item.record is not None
-                await self.health.tell(item.record, item.cluster.target)
+                await self.health.tell(item.record)
         entries = [item.entry for item in seen if item.entry is not None]
         failures += [
             f"{e.cluster_id}: activity unknown ({e.reason}); not alerted"
