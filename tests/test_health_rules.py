@@ -92,12 +92,18 @@ async def test_jobs_blocked_by_unavailable_nodes() -> None:
         reason_text="ReqNodeNotAvail, UnavailableNodes:cn[3-4]",
     )
     unnamed = dataclasses.replace(pending, job_id=pending.job_id + 1, reason="NodeDown")
+    ranged = dataclasses.replace(
+        named,
+        job_id=pending.job_id + 2,
+        reason_text="ReqNodeNotAvail, UnavailableNodes:cn[1,3-4],gpu1",  # a host list
+    )
     assert pending.submitted is not None
     soon = pending.submitted + 1 * H
     assert blocked_jobs([named, unnamed], broken, soon) == []  # not for long yet
     later = pending.submitted + 3 * H
-    found = blocked_jobs([named, unnamed, pending], broken, later)
+    found = blocked_jobs([named, unnamed, pending, ranged], broken, later)
     assert [(j.job_id, j.reason, j.nodes) for j in found] == [
         (named.job_id, "ReqNodeNotAvail", ("cn[3-4]",)),
         (unnamed.job_id, "NodeDown", ("cn3", "cn4")),  # the broken nodes of its partition
+        (ranged.job_id, "ReqNodeNotAvail", ("cn[1,3-4]", "gpu1")),
     ]

@@ -47,6 +47,8 @@ NODE_REASONS = {
     "PartitionNodeLimit": "its partition's nodes are down or drained",
 }
 UNAVAILABLE = re.compile(r"UnavailableNodes:(\S+)")
+# slurmctld names them as a host list (node_scheduler.c, bitmap2node_name): cn[3,5-6],gpu1
+HOSTLIST_COMMA = re.compile(r",(?![^\[]*\])")  # a comma between hosts, not in a range
 WORKING = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
 
 
@@ -157,7 +159,7 @@ def blocked_jobs(
             continue
         named = UNAVAILABLE.search(job.reason_text)
         if named is not None:
-            nodes = tuple(named.group(1).rstrip(")").split(","))
+            nodes = tuple(HOSTLIST_COMMA.split(named.group(1).rstrip(")")))
         else:
             nodes = tuple(
                 b.name for b in broken if not b.partitions or job.partition in b.partitions

@@ -3,7 +3,7 @@ available, and how it says so.
 
 slurmctld's node_scheduler.c: a job whose required nodes are not available waits with
 ``state_reason`` WAIT_NODE_NOT_AVAIL (``ReqNodeNotAvail``) and ``state_desc``
-"ReqNodeNotAvail, UnavailableNodes:NODES" (the partition's nodes that are not up: DOWN or
+"ReqNodeNotAvail, UnavailableNodes:NODES" (a host list of the partition's nodes not up: DOWN or
 not responding, narrowed to the job's required nodes), or "ReqNodeNotAvail, May be reserved
 for other job" when none of them is down. The simulator says so for a pending job that names
 ``required_nodes`` one of which is out of service, or that needs more nodes than its
@@ -19,6 +19,7 @@ from bot.sandbox.controlplane.slurm_parts import (
     HELD_REASON_CODES,
     HELD_STATE_FLAGS,
     NEVER_REASON_CODES,
+    hostlist,
     slurm_int,
     states_of,
 )
@@ -52,7 +53,7 @@ def blocked(
         return None
     down = [n for n in out if NOT_UP & set(states[n][0]) and (not wanted or n in wanted)]
     if down:
-        return "ReqNodeNotAvail", f"ReqNodeNotAvail, UnavailableNodes:{','.join(down)}"
+        return "ReqNodeNotAvail", f"ReqNodeNotAvail, UnavailableNodes:{hostlist(down)}"
     return "ReqNodeNotAvail", "ReqNodeNotAvail, May be reserved for other job"
 
 
