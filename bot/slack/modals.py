@@ -116,7 +116,7 @@ class Modals:
         if spec is None or not spec.clickable:
             return
         ask = FormAsk(kind, clicked.cluster)
-        refusal = await self.dispatcher.refusal(user, channel, FORMS[ask.kind].subcommand, ask.role)
+        refusal = await self.dispatcher.refusal(user, channel, spec.subcommand, ask.role)
         if refusal is not None:
             log.info("form %s not opened for %s: %s", kind, user, refusal.reason)
             return
