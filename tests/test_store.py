@@ -116,7 +116,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0009"
+HEAD = "0010"
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:

@@ -29,7 +29,7 @@ class LeaseRows:
         """Give up this replica's leases (at shutdown, or at start after a crash) so that any
         replica, this one included, takes the work up at once."""
         async with self.engine.begin() as connection:
-            for table in (schema.requests, schema.operations):
+            for table in (schema.requests, schema.operations, schema.owed):
                 await connection.execute(
                     table.update().where(table.c.owner == owner).values(owner=None, lease_until=0.0)
                 )

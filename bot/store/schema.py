@@ -225,3 +225,25 @@ digests = sa.Table(
     sa.Column("claimed_at", sa.Float, nullable=False),
     sa.Column("message", sa.String(64)),
 )
+
+# What the bot owes the world (handlers/owed): each item recorded before it is done, held by a
+# lease only the replica working on it renews, and not looked at again while a call sent for
+# it may still be applied (``in_flight_until``).
+owed = sa.Table(
+    "owed",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),  # JSON
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("due_at", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("owner", sa.String(128)),
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("in_flight_until", sa.Float, nullable=False),
+    sa.Column("note", sa.Text),
+    sa.Column("done_at", sa.Float),
+    sa.Column("result", sa.Text, nullable=False),  # JSON
+)
+sa.Index("owed_due", owed.c.state, owed.c.due_at)

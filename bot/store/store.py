@@ -24,6 +24,7 @@ from bot.store.kept import KeptRows
 from bot.store.leases import LeaseRows
 from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
+from bot.store.owed import OwedRows
 from bot.store.releases import ReleaseRows
 from bot.store.schedules import ScheduleRows
 from bot.store.slurm_versions import SlurmVersionRows
@@ -81,6 +82,7 @@ class Store(
     SpendRows,
     ScheduleRows,
     DigestRows,
+    OwedRows,
 ):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine

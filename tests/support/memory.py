@@ -34,12 +34,13 @@ from handlers.idle.rules import IdleRecord
 from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
 from handlers.spend.runs import SpendRun
+from tests.support.memory_owed import MemoryOwed
 
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 
 
 @dataclass
-class MemoryStore:
+class MemoryStore(MemoryOwed):
     """Requests, tracked operations, the audit log, named leases and the last report."""
 
     requests: dict[str, ApprovalRequest] = field(default_factory=dict)
@@ -274,7 +275,7 @@ class MemoryStore:
                 row["until"] = now + lease
 
     async def release_leases(self, owner: str) -> None:
-        for held in [*self.requests.values(), *self.operations.values()]:
+        for held in [*self.requests.values(), *self.operations.values(), *self.owed.values()]:
             if held.owner == owner:
                 held.owner, held.lease_until = None, 0.0
         for row in self.leases.values():

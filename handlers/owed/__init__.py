@@ -1,0 +1,1 @@
+"""What the bot owes the world, and the one engine that does it (``engine.py``)."""
