@@ -32,21 +32,28 @@ from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SlurmReader
-from handlers.changes.execution import LEASE
 from handlers.home import Home
 from handlers.idle.report import SweepReport
 from handlers.intake import Intake
+from handlers.owed.engine import LEASE
 from handlers.policy import Policy
 from handlers.services import Options, Ports, build
 
 log = logging.getLogger(__name__)
 EXPIRY_SECONDS = 15.0
 GAUGE_EVERY = 5  # ticks between counts of the operations in flight when none ended
-RECOVER_EVERY = 3  # ticks between looks for changes whose replica died
+REQUEST_TIMEOUT = 30.0  # seconds one control-plane call may take (the transport's own)
 
 
 def secret_values(settings: Settings) -> list[str]:
     return settings.secret_values()
+
+
+def send_window(settings: Settings) -> float:
+    """How long a change sent now may still be applied by the control plane: the client's
+    retry deadline, the last try's own timeout (the server's too: ``X-Server-Timeout``), and
+    a margin for clocks."""
+    return settings.vertex_retry_deadline + REQUEST_TIMEOUT + 10.0
 
 
 class ClusterbotService:
@@ -75,7 +82,9 @@ class ClusterbotService:
         self._stopped = False
         self._ticks = 0
         self.accepting = True
-        crash = crash_hook(settings.debug_crash_at)
+        crash = crash_hook(
+            settings.debug_crash_at, settings.debug_pause_at, settings.debug_pause_file
+        )
         self.redactor = Redactor(secret_values(settings))
         self.metrics = BotMetrics()
         self.store = Store.from_url(settings.database_url)
@@ -104,6 +113,7 @@ class ClusterbotService:
             roles=self.slack.roles,
             people=self.slack.people,
             clock=clock,
+            owed=self.store,
             releases=self.store,
             submissions=self.store,
             spend=self.store,
@@ -122,6 +132,8 @@ class ClusterbotService:
             crash=crash,
             release_grace=settings.release_grace_seconds,
             poll_stagger=tick_seconds / 4,  # a tick's polls spread over a quarter of it
+            send_window=send_window(settings),
+            patience=tick_seconds,
         )
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
@@ -162,9 +174,8 @@ class ClusterbotService:
             log.info("finished %d form submissions cut off by a stop", settled)
         await self.store.release_leases(self.owner)
         self.jobs.add("tracker", self._tick, self.tick_seconds)
-        # an orphan is found only once its owner's lease ran out (15 s): looking every few
-        # ticks adds little to that, and saves a query a second
-        self.jobs.add("recovery", self._recover, self.tick_seconds * RECOVER_EVERY)
+        # what is owed and free: due now, left by a replica that died, or due again
+        self.jobs.add("owed", self._owed, self.tick_seconds)
         self.jobs.add("heartbeat", self._heartbeat, max(0.5, self.lease / 3))
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
@@ -192,6 +203,9 @@ class ClusterbotService:
         if self._lag_watch is not None:
             self._lag_watch.cancel()
         await self.jobs.stop(self.settings.drain_seconds)
+        handed = await self.core.engine.stop(self.settings.drain_seconds)
+        if handed:
+            log.info("handed back %d owed items to be taken up at once", handed)
         await self.core.tracker.settle(self.settings.drain_seconds)
         cancelled = await self.slack.drain(self.settings.drain_seconds)
         if cancelled:
@@ -230,12 +244,16 @@ class ClusterbotService:
         if tracker.ended != ended_before or self._ticks % GAUGE_EVERY == 0:
             self.metrics.operations_in_flight.set(await self.store.count_in_flight())
 
-    async def _recover(self) -> None:
+    async def _owed(self) -> None:
         if self.accepting:
-            await self.core.executor.recover_orphans()
+            await self.core.engine.run_due()
 
     async def _heartbeat(self) -> None:
-        await self.store.renew_leases(self.owner, self.clock(), self.lease)
+        """Renew the leases of the work running here, and only that: what died here lapses,
+        and any replica takes it up."""
+        await self.core.engine.renew()
+        polling = list(self.core.tracker.lingering.values())
+        await self.store.renew_leases(self.owner, self.clock(), self.lease, polling)
 
     async def _releases(self) -> None:
         if self.accepting and self.core.releases is not None:

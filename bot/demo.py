@@ -28,8 +28,8 @@ from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, m
 from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings
 from bot.vertex.names import Target
-from handlers.changes.execution import LEASE
 from handlers.idle.alert import IDLE_PAYING
+from handlers.owed.engine import LEASE
 from handlers.policy import Policy
 
 DEMO_TOKEN = "xoxb-clusterbot-demo"

@@ -5,29 +5,45 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from handlers.ports import CrashPoint, no_crash
+from handlers.schedules.times import zone_named
 
 log = logging.getLogger(__name__)
 CRASH_EXIT = 86
 
 
-def crash_hook(point: str | None) -> CrashPoint:
-    """A debug hook that ends the process at a named step of a change (crash-point tests)."""
-    if not point:
+def crash_hook(
+    point: str | None, pause_at: str | None = None, pause_file: str | None = None
+) -> CrashPoint:
+    """A debug hook for the crash and fault tests: the process ends at the named step
+    ``point``; or at ``pause_at`` it writes the step's name into ``pause_file`` and stands
+    still, the whole process with it, until the test has removed the file (having stopped
+    the database, sent a signal, or made Slack refuse everything meanwhile)."""
+    if not point and not (pause_at and pause_file):
         return no_crash
+    said = logging.getLogger("clusterbot.crash")
 
     def crash(step: str) -> None:
         if step == point:
-            logging.getLogger("clusterbot.crash").warning("exiting at %s", step)
+            said.warning("exiting at %s", step)
             os._exit(CRASH_EXIT)
+        if step == pause_at and pause_file:
+            said.warning("pausing at %s", step)
+            marker = Path(pause_file)
+            marker.write_text(step)
+            while marker.exists():  # on purpose: nothing else in the process moves
+                time.sleep(0.05)
+            said.warning("going on from %s", step)
 
     return crash
 
@@ -102,10 +118,10 @@ class PeriodicJobs:
 
 def digest_trigger(crontab: str, zone: str) -> CronTrigger:
     """The digest's cron, as APScheduler reads a crontab line, in an IANA zone."""
-    try:
-        where = ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"digest_timezone {zone!r} is not a zone of the tz database") from None
+    named = zone_named(zone)
+    if named is None:
+        raise ValueError(f"digest_timezone {zone[:80]!r} is not a zone of the tz database")
+    where = ZoneInfo(named)
     try:
         return CronTrigger.from_crontab(crontab, timezone=where)
     except ValueError as error:

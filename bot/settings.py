@@ -131,6 +131,10 @@ class Settings(BaseSettings):
     digest_cron: str = "0 9 * * mon"
     digest_timezone: str = "UTC"
     debug_crash_at: str | None = None  # testing only: exit at this named step of a change
+    # testing only: at this named step, write the step's name into ``debug_pause_file`` and
+    # wait until that file is gone (a test does something to the world meanwhile)
+    debug_pause_at: str | None = None
+    debug_pause_file: str | None = None
 
     @field_validator("targets", mode="before")
     @classmethod

@@ -222,8 +222,6 @@ class RequestChanges(TypedDict, total=False):
     operation: str | None
     outcome: str | None
     finished_at: float | None
-    owner: str | None
-    lease_until: float
     progress_message: str | None
     executing_at: float | None
     mention_message: str | None

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from bot.vertex.names import Target
 from handlers.changes.approvals import Approvals
-from handlers.changes.execution import LEASE, Executor
+from handlers.changes.effects import SEND_WINDOW
+from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.release import Releases
 from handlers.changes.tracking import Tracker
@@ -23,6 +24,8 @@ from handlers.idle.observe import ActivityObserver
 from handlers.idle.sweep import Sweeper
 from handlers.intake import Intake
 from handlers.messenger import Messenger
+from handlers.owed.engine import LEASE, Engine
+from handlers.owed.store import OwedStore
 from handlers.policy import Policy
 from handlers.ports import (
     ActivityReader,
@@ -69,6 +72,7 @@ class Ports:
     roles: RoleSource
     people: People  # who is a person on the platform, and how one is named
     clock: Clock
+    owed: OwedStore  # what the bot owes the world, done by the engine
     releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
     submissions: SubmissionStore | None = None  # form submissions; None: no forms
     spend: SpendStore | None = None  # the spend ledger; None: spend is not recorded
@@ -91,10 +95,13 @@ class Options:
     crash: CrashPoint = no_crash
     release_grace: float = 60.0  # seconds a drained queue stays empty before a release acts
     poll_stagger: float = 0.0  # seconds over which a tick's operation polls are started
+    send_window: float = SEND_WINDOW  # seconds a change's call may be applied once sent
+    patience: float = 2.0  # seconds a tick waits for the owed work it started
 
 
 @dataclass(frozen=True)
 class Services:
+    engine: Engine
     directory: ClusterDirectory
     board: AlertBoard
     ledger: RequestLedger
@@ -138,16 +145,23 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         people=ports.people,
         on_ended=[board.remedy_ended, health.request_ended],
     )
+    engine = Engine(
+        store=ports.owed,
+        clock=clock,
+        owner=owner,
+        crash=crash,
+        lease=lease,
+        patience=options.patience,
+    )
     executor = Executor(
         store=ports.requests,
         vertex=ports.control_plane,
         ledger=ledger,
         clock=clock,
-        owner=owner,
-        crash=crash,
-        lease=lease,
         nodes=ports.nodes,
+        window=options.send_window,
     )
+    engine.add(executor)
     approvals = Approvals(
         store=ports.requests,
         directory=directory,
@@ -155,7 +169,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         prices=prices,
         messenger=ports.messenger,
         ledger=ledger,
-        executor=executor,
+        engine=engine,
         clock=clock,
         owner=owner,
         crash=crash,
@@ -260,6 +274,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
             crash=crash,
         )
     return Services(
+        engine=engine,
         releases=releases,
         intake=intake,
         directory=directory,

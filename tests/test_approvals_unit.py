@@ -19,6 +19,7 @@ from handlers.commands import Resize
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.grammar import CommandError
+from handlers.owed.engine import Engine
 from handlers.policy import Policy
 from handlers.reading.clusters import ClusterDirectory
 from tests.conftest import ManualClock
@@ -38,7 +39,8 @@ def service(
     store: Store, client: VertexClient, clock: ManualClock, messenger: FakeMessenger
 ) -> Approvals:
     ledger = RequestLedger(store=store, messenger=messenger, clock=clock, people=TextPeople())
-    executor = Executor(store=store, vertex=client, ledger=ledger, clock=clock, owner="me")
+    engine = Engine(store=store, clock=clock, owner="me")
+    engine.add(Executor(store=store, vertex=client, ledger=ledger, clock=clock))
     directory = ClusterDirectory(client, [Target("demo-project", "us-central1")])
     return Approvals(
         store=store,
@@ -47,7 +49,7 @@ def service(
         prices=PriceBook.with_overrides(),
         messenger=messenger,
         ledger=ledger,
-        executor=executor,
+        engine=engine,
         clock=clock,
         owner="me",
     )

@@ -137,8 +137,14 @@ async def test_resize_approved_runs_to_done(stack: Stack) -> None:
     assert [a["action_id"] for a in actions] == ["approve", "reject", "withdraw"]
 
     assert (await stack.click("bob", card["ts"], "approve"))["status"] == 200
+    # the end, and the reply that tells alice (posted after it: the audit's answer below
+    # must not be taken for it)
     messages = await stack.wait(
-        lambda ms: any("done, finished in" in t for t in thread_of(ms, card)), limit=20
+        lambda ms: (
+            any("done, finished in" in t for t in thread_of(ms, card))
+            and any("your request is done" in t for t in thread_of(ms, card))
+        ),
+        limit=20,
     )
     final_card = next(m for m in messages if m["ts"] == card["ts"])
     assert "*Done*: approved by <@U0BOB>" in text_of(final_card)

@@ -23,7 +23,8 @@ from tests.support.processes import Sandbox, replica, sandbox, wait_until
 from tests.test_crash_points import database
 
 NODE = "train01-a4-1"
-POINTS = ["after-approval", "after-reread", "before-patch", "after-patch", "sigterm"]
+POINTS = ["after-approval", "after-reread", "before-patch", "after-patch", "sigterm", "held"]
+HELD = 8.0  # seconds the proxy holds the node update before slurmctld applies it
 
 
 def node_updates(box: Sandbox) -> list[dict[str, Any]]:
@@ -54,7 +55,7 @@ def test_a_crash_at_any_step_of_a_resume_sends_one_node_update(
     point: str, kind: str, tmp_path: Path
 ) -> None:
     with sandbox(tmp_path) as box, database(kind, tmp_path) as url:
-        crash = {} if point == "sigterm" else {"CLUSTERBOT_DEBUG_CRASH_AT": point}
+        crash = {} if point in ("sigterm", "held") else {"CLUSTERBOT_DEBUG_CRASH_AT": point}
         one = replica(tmp_path, box, "one", url, **crash)
         box.point_at(one.events)
         try:
@@ -62,15 +63,33 @@ def test_a_crash_at_any_step_of_a_resume_sends_one_node_update(
             posted = wait_until(lambda: alert(box), limit=60, what="the health alert")
             box.click("alice", posted["ts"], "health_resume")
             card = box.card("Resume node request: train01")
+            if point == "held":  # the control plane holds the update; slurmctld applies it later
+                box.simulator(
+                    "faults",
+                    {
+                        "method": "POST",
+                        "path": "callSlurmRestApi",
+                        "latency_ms": HELD * 1000,
+                        "count": 1,
+                        "skip": 1,
+                    },
+                )
             box.click("bob", card["ts"], "approve")
-            if point == "sigterm":
+            if point == "held":
+                # killed while its update is held: the restarted replica must not read the
+                # node (not yet updated) and send a second RESUME that would also apply
+                wait_until(lambda: node_updates(box), what="the node update to be sent")
+                one.kill()
+            elif point == "sigterm":
                 one.terminate()  # a drain of what was under way, then the restart
             else:
                 assert one.wait_exit(limit=60) == CRASH_EXIT, one.log.read_text()[-2000:]
                 assert f"exiting at {point}" in one.log.read_text()
             one.env.pop("CLUSTERBOT_DEBUG_CRASH_AT", None)
             one.start()  # the same replica, restarted: it recovers what it held
-            wait_until(lambda: resumed(url), limit=60, what=f"the resume to end after {point}")
+            # a held update is looked at only once it can no longer apply: its window, 50 s
+            limit = 120 if point == "held" else 60
+            wait_until(lambda: resumed(url), limit=limit, what=f"the resume to end after {point}")
         finally:
             one.stop()
         [(state, plan)] = query(url, "SELECT state, plan FROM approval_requests")

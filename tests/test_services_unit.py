@@ -137,6 +137,7 @@ def make_bot(
         roles=PolicyRoles(policy),
         people=TextPeople(),
         clock=clock,
+        owed=store,
         spend=store,
         releases=releases,
         schedules=schedules,
@@ -441,8 +442,9 @@ async def test_help_waits_for_the_role_when_only_slack_can_tell_it(clock: Manual
 # -- a change cut off by a crash ---------------------------------------------------------------
 
 
-class Died(Exception):
-    """The process ended here."""
+class Died(BaseException):
+    """The process ended here: not a failure the engine records, a death (as ``os._exit``
+    is in the service)."""
 
 
 def dies_at(point: str) -> CrashPoint:
@@ -467,7 +469,7 @@ async def test_a_slurm_change_cut_off_after_its_patch_is_found_applied_and_finis
     # the dead one's lease has run out, looks at the cluster, and finds the change there.
     second = make_bot(clock, policy, same_world_as=first)
     clock.advance(60)
-    assert await second.services.executor.recover_orphans() == 1
+    assert await second.services.engine.run_due() == 1
     clock.advance(5)
     await second.services.tracker.poll_due()
     ended = await second.only_request()
@@ -492,7 +494,7 @@ async def test_a_delete_cut_off_after_keeping_its_spec_is_sent_once_and_can_be_r
     assert await first.store.deleted_specs() == []  # not deleted: nothing to restore yet
     second = make_bot(clock, policy, same_world_as=first)
     clock.advance(60)
-    assert await second.services.executor.recover_orphans() == 1
+    assert await second.services.engine.run_due() == 1
     assert second.plane.deletes == [C1]  # looked at, still there, sent once
     [operation] = second.plane.operations
     second.plane.finish(operation)
@@ -510,7 +512,7 @@ async def test_a_delete_cut_off_after_keeping_its_spec_is_sent_once_and_can_be_r
     assert third.plane.creates == [C1]
     fourth = make_bot(clock, policy, same_world_as=third)
     clock.advance(60)
-    assert await fourth.services.executor.recover_orphans() == 1  # found PROVISIONING
+    assert await fourth.services.engine.run_due() == 1  # found PROVISIONING
     clock.advance(5)
     await fourth.services.tracker.poll_due()
     following = await fourth.store.get_request(card.id)

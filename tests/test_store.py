@@ -28,6 +28,7 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.idle.rules import IdleRecord, Run
+from handlers.owed.model import Owed
 from handlers.spend.runs import OpenRun, SpendRun
 from tests.conftest import require
 from tests.fixtures import schema_v2, schema_v3
@@ -196,41 +197,35 @@ async def test_one_of_twenty_concurrent_requests_for_a_cluster_is_kept(store: Ro
     assert len(await store.open_requests(a_request().cluster)) == 1
 
 
-async def test_request_leases_recover_orphans(store: Rows) -> None:
+async def test_an_approval_owes_its_change_in_the_same_step(store: Rows) -> None:
     await store.add_request(a_request("r1"))
-    assert await store.transition(
-        "r1", [RequestState.PENDING], RequestState.APPROVED, owner="a", lease_until=115.0
+
+    def change(n: int) -> Owed:
+        return Owed("change:r1", "change", {"request": "r1", "by": n}, 110.0, 110.0)
+
+    moved = await asyncio.gather(
+        *(
+            store.transition("r1", [RequestState.PENDING], RequestState.APPROVED, owe=[change(n)])
+            for n in range(8)
+        )
     )
-    assert await store.orphaned_requests(110.0) == []  # its owner is alive
-    assert not await store.claim_request("r1", "b", 110.0, 15.0)
-    await store.renew_leases("a", 112.0, 15.0)  # a heartbeat
-    assert await store.orphaned_requests(120.0) == []
-    assert [r.id for r in await store.orphaned_requests(128.0)] == ["r1"]  # "a" died
-    claims = await asyncio.gather(
-        *(store.claim_request("r1", f"b{n}", 128.0, 15.0) for n in range(8))
-    )
-    assert claims.count(True) == 1
-    winner = f"b{claims.index(True)}"
-    # only the owner may move it on
+    assert moved.count(True) == 1
+    [owed] = await store.owed_items()
+    assert owed.key == "change:r1" and owed.subject["by"] == moved.index(True)
+    # a move that does not happen owes nothing
+    other = Owed("change:other", "change", {"request": "r1"}, 110.0, 110.0)
     assert not await store.transition(
-        "r1", [RequestState.APPROVED], RequestState.EXECUTING, held_by="a"
+        "r1", [RequestState.PENDING], RequestState.APPROVED, owe=[other]
     )
-    assert await store.transition(
-        "r1", [RequestState.APPROVED], RequestState.EXECUTING, held_by=winner
-    )
-    await store.release_leases(winner)
-    assert [r.id for r in await store.orphaned_requests(129.0)] == ["r1"]  # handed back at once
+    assert await store.get_owed("change:other") is None
 
 
 async def test_start_following_records_the_operation_with_the_transition(store: Rows) -> None:
     await store.add_request(a_request("r1"))
-    await store.transition(
-        "r1", [RequestState.PENDING], RequestState.EXECUTING, owner="a", lease_until=200.0
-    )
+    await store.transition("r1", [RequestState.PENDING], RequestState.EXECUTING)
     operation = tracked("op-1", "r1", started_at=1.0, next_poll_at=2.0)
-    assert not await store.start_following("r1", "b", operation)  # not b's to follow
-    assert await store.get_operation("op-1") is None
-    assert await store.start_following("r1", "a", operation)
+    assert await store.start_following("r1", operation)
+    assert not await store.start_following("r1", operation)  # once
     loaded = await store.get_request("r1")
     assert loaded is not None and loaded.state == RequestState.RUNNING
     assert loaded.operation == "op-1" and await store.get_operation("op-1") is not None

@@ -112,6 +112,8 @@ def shape_problem(body: str, content_type: str) -> str | None:
             document = json.loads(body)
         except ValueError:
             return "the body is not JSON"
+        except RecursionError:  # Slack's payloads nest a dozen levels at most
+            return "the body nests deeper than any payload Slack sends"
     else:
         if not body.startswith("payload=") and "&payload=" not in body:
             # Slack's certificate check, which Bolt answers, or a slash command
@@ -121,6 +123,8 @@ def shape_problem(body: str, content_type: str) -> str | None:
             document = json.loads(payload[0])
         except ValueError:
             return "the payload is not JSON"
+        except RecursionError:
+            return "the payload nests deeper than any payload Slack sends"
     if not isinstance(document, dict) or not _text(document.get("type")):
         return "the payload is not an object with a type"
     check = PAYLOADS.get(document["type"])

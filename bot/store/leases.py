@@ -3,6 +3,8 @@ requests and operations that a live replica renews, and the last sweep's report.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -12,12 +14,21 @@ from bot.store import schema
 class LeaseRows:
     engine: AsyncEngine
 
-    async def renew_leases(self, owner: str, now: float, lease: float) -> None:
-        """Keep this replica's work: every request and operation it holds, and named leases."""
+    async def renew_leases(
+        self, owner: str, now: float, lease: float, operations: Sequence[str] = ()
+    ) -> None:
+        """Keep this replica's work in hand: the operations whose polls are still running
+        here, and its named leases. Nothing else: what died here lapses."""
         async with self.engine.begin() as connection:
-            for table in (schema.requests, schema.operations):
+            table = schema.operations
+            for start in range(0, len(operations), 500):
                 await connection.execute(
-                    table.update().where(table.c.owner == owner).values(lease_until=now + lease)
+                    table.update()
+                    .where(
+                        table.c.owner == owner,
+                        table.c.name.in_(list(operations[start : start + 500])),
+                    )
+                    .values(lease_until=now + lease)
                 )
             await connection.execute(
                 schema.leases.update()

@@ -24,7 +24,7 @@ from bot.store.kept import KeptRows
 from bot.store.leases import LeaseRows
 from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
-from bot.store.owed import OwedRows
+from bot.store.owed import OwedRows, insert_owed
 from bot.store.releases import ReleaseRows
 from bot.store.schedules import ScheduleRows
 from bot.store.slurm_versions import SlurmVersionRows
@@ -39,6 +39,7 @@ from handlers.entities import (
     RequestState,
     TrackedOperation,
 )
+from handlers.owed.model import Owed
 from handlers.ports import OpenRequestExistsError
 
 _REQUEST_FIELDS = [f.name for f in fields(ApprovalRequest)]
@@ -165,22 +166,21 @@ class Store(
         from_states: Sequence[RequestState],
         to_state: RequestState,
         *,
-        held_by: str | None = None,
+        owe: Sequence[Owed] = (),
         **changes: Unpack[RequestChanges],
     ) -> bool:
-        """Move a request between states atomically; True only for the caller that moved it.
-
-        With ``held_by``, only the replica holding the request's lease may move it.
-        """
+        """Move a request between states atomically; True only for the caller that moved it,
+        and only then are the ``owe`` items recorded, in the same transaction."""
         table = schema.requests
         conditions = [table.c.id == request_id, table.c.state.in_([str(s) for s in from_states])]
-        if held_by is not None:
-            conditions.append(table.c.owner == held_by)
         async with self.engine.begin() as connection:
             result = await connection.execute(
                 table.update().where(*conditions).values(state=str(to_state), **changes)
             )
-        return bool(result.rowcount == 1)
+            won = bool(result.rowcount == 1)
+            if won:
+                await insert_owed(connection, owe)
+        return won
 
     async def update_request(self, request_id: str, **changes: Unpack[RequestChanges]) -> None:
         async with self.engine.begin() as connection:
@@ -221,30 +221,7 @@ class Store(
         table = schema.requests
         return await self._requests(table.c.requester == requester, table.c.created_at >= since)
 
-    async def orphaned_requests(self, now: float) -> list[ApprovalRequest]:
-        """Approved requests with no live owner: the replica acting on them died."""
-        table = schema.requests
-        states = [str(RequestState.APPROVED), str(RequestState.EXECUTING)]
-        return await self._requests(table.c.state.in_(states), table.c.lease_until < now)
-
-    async def claim_request(self, request_id: str, owner: str, now: float, lease: float) -> bool:
-        """Take over an approved request whose lease ran out (or is already ours)."""
-        table = schema.requests
-        async with self.engine.begin() as connection:
-            result = await connection.execute(
-                table.update()
-                .where(
-                    table.c.id == request_id,
-                    table.c.state.in_([str(RequestState.APPROVED), str(RequestState.EXECUTING)]),
-                    sa.or_(table.c.lease_until < now, table.c.owner == owner),
-                )
-                .values(owner=owner, lease_until=now + lease)
-            )
-        return bool(result.rowcount == 1)
-
-    async def start_following(
-        self, request_id: str, owner: str, operation: TrackedOperation
-    ) -> bool:
+    async def start_following(self, request_id: str, operation: TrackedOperation) -> bool:
         """In one transaction: executing -> running, and the operation to follow recorded."""
         table = schema.requests
         async with self.engine.begin() as connection:
@@ -253,7 +230,6 @@ class Store(
                 .where(
                     table.c.id == request_id,
                     table.c.state == str(RequestState.EXECUTING),
-                    table.c.owner == owner,
                 )
                 .values(state=str(RequestState.RUNNING), operation=operation.name)
             )

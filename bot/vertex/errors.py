@@ -221,8 +221,11 @@ class OutcomeUnknownError(VertexError):
 
     status = "UNKNOWN"
 
-    def __init__(self, message: str, *, cause: VertexError) -> None:
+    def __init__(self, message: str, *, cause: VertexError, later: bool = True) -> None:
         self.cause = cause
+        # whether a look a little later may settle it: no look could be made, or the look was
+        # refused only for now (unavailable, rate limited); not when it was refused outright
+        self.later = later
         super().__init__(message, http_status=cause.http_status)
 
 

@@ -37,6 +37,9 @@ async def _whole(response: aiohttp.ClientResponse) -> bytes:
     return await response.read()
 
 
+SERVER_MARGIN = 5.0  # seconds the server's timeout (X-Server-Timeout) is under the client's
+
+
 def regional_endpoint(region: str) -> str:
     return f"https://{region}-aiplatform.googleapis.com"
 
@@ -113,6 +116,9 @@ class Transport:
         self._concurrency = max(1, concurrency)
         self._page_size = page_size
         self._timeout = aiohttp.ClientTimeout(total=request_timeout)
+        # the server gives up on a call a little before the client does: once the client has
+        # stopped waiting for a call, nothing of it can be applied any more
+        self._server_timeout = f"{max(1.0, request_timeout - SERVER_MARGIN):g}"
         self._observer = observer
         self._clock = clock
         self._sleep = sleep
@@ -246,6 +252,7 @@ class Transport:
                 "the control plane did not confirm the change and the cluster could not be "
                 f"read to check it ({lookup_error.user_message}); it may have been applied",
                 cause=error,
+                later=is_retryable(lookup_error, safe=True),
             ) from lookup_error
         if applied:
             raise AppliedWithoutReplyError(
@@ -264,7 +271,12 @@ class Transport:
     ) -> R:
         if self._session is None:
             self._session = aiohttp.ClientSession()
-        headers = {"Authorization": f"Bearer {await self._tokens.token()}"}
+        headers = {
+            "Authorization": f"Bearer {await self._tokens.token()}",
+            # the server stops working on a call the client no longer waits for, so that once
+            # its timeout has passed, nothing of it can be applied any more
+            "X-Server-Timeout": self._server_timeout,
+        }
         try:
             async with self._session.request(
                 method, url, params=params, json=json_body, headers=headers, timeout=self._timeout

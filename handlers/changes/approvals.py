@@ -17,7 +17,7 @@ from bot.vertex.errors import NotFoundError, VertexError
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName
 from handlers.changes.approval_card import request_card
-from handlers.changes.execution import Executor
+from handlers.changes.execution import KIND, change_key
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.plan import ChangePlan, PlanError
@@ -26,6 +26,7 @@ from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError, Refused
 from handlers.messenger import Messenger, MessengerError
+from handlers.owed.engine import Engine
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
 from handlers.reading.clusters import ClusterDirectory, error_text
@@ -67,7 +68,7 @@ class Approvals:
         prices: PriceBook,
         messenger: Messenger,
         ledger: RequestLedger,
-        executor: Executor,
+        engine: Engine,
         clock: Clock,
         owner: str,
         crash: CrashPoint = no_crash,
@@ -78,7 +79,7 @@ class Approvals:
         self.prices = prices
         self.messenger = messenger
         self.ledger = ledger
-        self.executor = executor
+        self.engine = engine
         self.clock = clock
         self.owner = owner
         self.crash = crash
@@ -197,7 +198,7 @@ class Approvals:
         """Approve a request as it is asked (an approver's click on an idle alert, or the
         idle policy's auto-action) and send it."""
         if await self._approve(request, actor, via=request.origin):
-            await self.executor.execute(request.id)
+            await self._send(request.id)
         return await self.store.get_request(request.id) or request
 
     async def approve_as_policy(self, request: ApprovalRequest) -> ApprovalRequest:
@@ -206,24 +207,31 @@ class Approvals:
     # -- deciding ------------------------------------------------------------------------------
 
     async def _approve(self, request: ApprovalRequest, actor: str, **audit: object) -> bool:
-        """pending -> approved, exactly once; the approving replica owns the request."""
-        now = self.clock()
+        """pending -> approved, exactly once, and its change owed in the same step: from here
+        it is sent whatever dies, by this replica or any other."""
+        owed = self.engine.due(KIND, change_key(request.id), {"request": request.id})
         won = await self.store.transition(
             request.id,
             [RequestState.PENDING],
             RequestState.APPROVED,
             decided_by=actor,
-            decided_at=now,
-            owner=self.owner,
-            lease_until=now + self.executor.lease,
+            decided_at=self.clock(),
+            owe=[owed],
         )
         if not won:
             return False
         self.crash("after-approval")
         fresh = await self.store.get_request(request.id) or request
         await self.ledger.audit(actor, "approved", fresh, **audit)
-        await self.ledger.redraw(fresh)
         return True
+
+    async def _send(self, request_id: str) -> None:
+        """Send an approved change now, from here, before anything is said in chat; then the
+        card shows it as it stands (the change's own steps redraw it when it moves on)."""
+        await self.engine.run(change_key(request_id))
+        fresh = await self.store.get_request(request_id)
+        if fresh is not None and fresh.state in (RequestState.APPROVED, RequestState.EXECUTING):
+            await self.ledger.redraw(fresh)
 
     async def _clicked(self, request_id: str, card_message: str | None) -> ApprovalRequest | None:
         """The request a card's button names. A click proves the card exists: a draft whose
@@ -286,7 +294,7 @@ class Approvals:
             return notice("Expired", "This request expired before your click.")
         if not await self._approve(request, actor):
             return await self._already_now(request_id)
-        await self.executor.execute(request.id)
+        await self._send(request.id)
         return None
 
     async def withdraw(

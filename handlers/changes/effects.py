@@ -41,12 +41,29 @@ class Look:
     why: str = ""
 
 
+SEND_WINDOW = 160.0  # seconds a control-plane change may be applied once sent, retries included
+NODE_WINDOW = 50.0  # the same for a Slurm node update through the proxy (a shorter deadline)
+
+
 @dataclass(frozen=True)
 class Planes:
-    """What an effect sends to: the control plane, and Slurm's node updates through it."""
+    """What an effect sends to: the control plane, and Slurm's node updates through it; and
+    how long a call to each may still be applied once it is sent (its deadline, retries and
+    the server's own timeout included)."""
 
     vertex: ControlPlane
     nodes: NodeUpdater | None = None
+    window: float = SEND_WINDOW
+    node_window: float = NODE_WINDOW
+
+
+class Unsettled(Exception):
+    """Whether the change applied is not known yet, and a later look will tell (a reply that
+    never came, a Slurm that did not answer)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,10 @@ class Effect(Protocol):
     wants_absent: bool  # the cluster must not exist when the change is sent
     keeps_spec: bool  # the cluster's spec is kept before sending, to restore it from
     removes: bool  # the cluster is gone when it is done
+
+    def window(self, planes: Planes) -> float:
+        """How long its call may still be applied once sent."""
+        ...
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         """Why the change no longer fits the cluster as read just before sending."""
@@ -77,12 +98,19 @@ class Effect(Protocol):
         ...
 
 
-class Patch:
-    """A PATCH of the cluster, its fields not in the plan kept as read."""
+class ControlPlaneEffect:
+    """An effect sent to the control plane itself."""
 
     wants_absent = False
     keeps_spec = False
     removes = False
+
+    def window(self, planes: Planes) -> float:
+        return planes.window
+
+
+class Patch(ControlPlaneEffect):
+    """A PATCH of the cluster, its fields not in the plan kept as read."""
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else kind.drift(plan, current)
@@ -103,10 +131,9 @@ class Patch:
         return _resend_or_unknown(kind, plan, current)
 
 
-class Remove:
+class Remove(ControlPlaneEffect):
     """The cluster's DELETE; its spec is kept first."""
 
-    wants_absent = False
     keeps_spec = True
     removes = True
 
@@ -124,12 +151,10 @@ class Remove:
         return _resend_or_unknown(kind, plan, current)
 
 
-class Create:
+class Create(ControlPlaneEffect):
     """The cluster's CREATE from a kept spec, under its own id or a new one."""
 
     wants_absent = True
-    keeps_spec = False
-    removes = False
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else f"{plan.cluster_id} exists now"
@@ -148,13 +173,9 @@ class Create:
         return Look(Next.UNKNOWN, f"{plan.cluster_id} exists and is {current.state}; check it")
 
 
-class Record:
+class Record(ControlPlaneEffect):
     """A standing change (a schedule): approving it is all it does, so nothing is sent and
     recording it again after a crash is harmless."""
-
-    wants_absent = False
-    keeps_spec = False
-    removes = False
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         return None
@@ -188,12 +209,15 @@ class NodeUpdate:
     """A Slurm node's state, set through the control plane's proxy (slurmrestd's
     ``POST /slurm/vX/node/NAME``, the update_node of SchedMD's OpenAPI spec). It ends as it is
     sent: slurmctld applies it at once, so there is no operation to follow. The node is read
-    before every send, so a change sent just before a crash is found applied and not sent a
-    second time."""
+    before every send, so a change sent before a crash, or whose reply was lost, is found
+    applied and not sent a second time; a Slurm that does not answer is asked again later."""
 
     wants_absent = False
     keeps_spec = False
     removes = False
+
+    def window(self, planes: Planes) -> float:
+        return planes.node_window
 
     def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
         if current is None or current.state == ClusterState.RUNNING:
@@ -217,19 +241,16 @@ class NodeUpdate:
             await updater.update_node(plan.cluster, name, states, reason)
         except SlurmRefusedError as error:
             return Finished(RequestState.REFUSED, f"slurmrestd refused it: {error.reason}")
-        except SlurmUnreadableError as error:  # sent, its reply lost: look at the node
-            after = await self._node(updater, plan, name)
-            if isinstance(after, SlurmNode) and change.shows(plan, after):
-                return Finished(RequestState.SUCCEEDED, change.done(plan))
-            return Finished(RequestState.UNKNOWN, f"{error.reason}; check node {name}")
+        except SlurmUnreadableError as error:  # it may have reached slurmctld: look later
+            raise Unsettled(f"{error.reason}; node {name} is looked at again") from None
         return Finished(RequestState.SUCCEEDED, change.done(plan))
 
     @staticmethod
     async def _node(updater: NodeUpdater, plan: Plan, name: str) -> SlurmNode | Finished:
         try:
             nodes = await updater.nodes(plan.cluster)
-        except SlurmUnreadableError as error:
-            return Finished(RequestState.REFUSED, f"nothing was sent: {error.reason}")
+        except SlurmUnreadableError as error:  # nothing sent: asked again a little later
+            raise Unsettled(f"{error.reason}; nothing was sent yet") from None
         found = next((n for n in nodes if n.name == name), None)
         if found is None:
             return Finished(RequestState.REFUSED, f"Slurm has no node {name} now")

@@ -1,23 +1,23 @@
-"""Sending an approved change, and finishing every approved change whatever dies and when.
+"""Sending an approved change, as the owed-work engine's worker for the ``change`` items.
 
-The steps, each one a state the database remembers before the next begins:
+Approving a request owes its change (``change:REQUEST``, recorded with the approval in one
+transaction); the engine runs it at once on the replica that approved it, and any replica
+takes it over whenever the one running it dies or loses the database. Each attempt:
 
-1. ``approved`` (this replica holds the request's lease): a thread message is posted under
-   the card, the cluster is read again and checked against the plan's fingerprint.
-2. ``executing`` is written *before* the PATCH or DELETE is sent.
-3. The reply's operation is recorded together with ``running``; the tracker follows it.
-
-A replica that dies leaves its lease to run out; any replica then recovers the request:
-``approved`` is simply executed (nothing was sent); ``executing`` is decided by looking at the
-cluster: applied or in progress -> follow the cluster until it settles; visibly not applied
-and the plan still matches -> send it (never blindly: the look-up came first); anything else
--> "outcome unknown, check the cluster". No request stays approved or executing without an
-owner, and none blocks its cluster for ever.
+1. ``approved``: the cluster is read again and checked against the plan's fingerprint;
+   ``executing`` is written, then the call's in-flight time, and only then is the PATCH,
+   DELETE, CREATE or node update sent. Nothing is said in chat before the change is sent: a
+   rate-limited or lost channel never holds a change up.
+2. The reply's operation is recorded together with ``running``; the tracker follows it, and
+   the item is done.
+3. ``executing`` (an attempt that died, or a call whose outcome is unknown): after the call's
+   in-flight time, the cluster (or the node) is looked at. Applied or in progress: followed.
+   Visibly not applied and the plan still fits: sent again. Neither: "outcome unknown". A
+   look that cannot be made is tried again, for ``GIVE_UP`` at most.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from bot.vertex.errors import (
@@ -27,7 +27,7 @@ from bot.vertex.errors import (
     VertexError,
 )
 from bot.vertex.models import Cluster
-from handlers.changes.effects import Finished, Next, Planes
+from handlers.changes.effects import SEND_WINDOW, Finished, Next, Planes, Unsettled
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
 from handlers.entities import (
@@ -37,20 +37,29 @@ from handlers.entities import (
     RequestState,
     TrackedOperation,
 )
-from handlers.ports import Clock, ControlPlane, CrashPoint, NodeUpdater, RequestStore, no_crash
+from handlers.owed.engine import Attempt
+from handlers.owed.model import Done, Later, Outcome
+from handlers.ports import Clock, ControlPlane, NodeUpdater, RequestStore
 from handlers.reading.clusters import error_text
-from handlers.replies import UserRef
 
 log = logging.getLogger(__name__)
-LEASE = 15.0  # seconds a replica's claim on a request lasts unless it renews it
-LOOK_RETRY = 30.0  # a look-up that failed is tried again this much later
-GIVE_UP = 15 * 60.0  # a change that cannot be looked up for this long: outcome unknown
+KIND = "change"
+LOOK_RETRY = 15.0  # a look-up that failed, or a Slurm that did not answer, is tried again then
+GIVE_UP = 15 * 60.0  # a change that cannot be looked at or settled for this long: unknown
 FIRST_POLL = 1.0
-RECOVERIES_AT_ONCE = 8
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 
 
+def change_key(request_id: str) -> str:
+    return f"{KIND}:{request_id}"
+
+
 class Executor:
+    """The ``change`` worker: one attempt at one approved request."""
+
+    kind = KIND
+    steps = ("after-reread", "before-patch", "after-patch", "after-operation-recorded")
+
     def __init__(
         self,
         *,
@@ -58,103 +67,95 @@ class Executor:
         vertex: ControlPlane,
         ledger: RequestLedger,
         clock: Clock,
-        owner: str,
-        crash: CrashPoint = no_crash,
-        lease: float = LEASE,
         nodes: NodeUpdater | None = None,
+        window: float = SEND_WINDOW,
     ) -> None:
         self.store = store
         self.vertex = vertex
-        self.planes = Planes(vertex, nodes)
+        self.planes = Planes(vertex, nodes, window=window)
         self.ledger = ledger
         self.clock = clock
-        self.owner = owner
-        self.crash = crash
-        self.lease = lease
 
-    async def execute(self, request_id: str) -> None:
-        """Send an approved change this replica owns; anything else is left alone."""
-        request = await self.store.get_request(request_id)
-        if request is None or request.state != RequestState.APPROVED:
-            return
-        if request.owner != self.owner:
-            return
-        await self._execute(request)
+    async def work(self, attempt: Attempt) -> Outcome:
+        request = await self.store.get_request(str(attempt.subject["request"]))
+        if request is None or request.state not in IN_FLIGHT:
+            return Done("nothing left to send")
+        if request.state == RequestState.APPROVED:
+            return await self._execute(request, attempt)
+        return await self._look(request, attempt)
 
-    async def _execute(self, request: ApprovalRequest) -> None:
+    async def _execute(self, request: ApprovalRequest, attempt: Attempt) -> Outcome:
         plan = request.plan
-        by = UserRef(request.decided_by) if request.decided_by else "policy"
-        await self.ledger.show(
-            request,
-            "approved; checking the cluster before sending the change",
-            ("approved by ", by),
-        )
         kind = kind_of(plan)
         effect = kind.effect
         try:
             current: Cluster | None = await self.vertex.get_cluster(plan.cluster)
         except NotFoundError:
             if not effect.wants_absent:
-                await self._end(
+                return await self._end(
                     request, RequestState.REFUSED, f"{plan.cluster_id} no longer exists"
                 )
-                return
             current = None  # a create wants it absent
         except VertexError as error:
-            await self._end(
+            return await self._end(
                 request, RequestState.REFUSED, error_text(error, f"read {plan.cluster_id}")
             )
-            return
-        self.crash("after-reread")
+        attempt.step("after-reread")
         changed = effect.unfit(kind, plan, current)
         if changed is not None:
-            await self._end(
+            return await self._end(
                 request, RequestState.REFUSED, f"{changed}; ask again with a fresh request"
             )
-            return
+        now = self.clock()
         if not await self.store.transition(
-            request.id,
-            [RequestState.APPROVED],
-            RequestState.EXECUTING,
-            held_by=self.owner,
-            executing_at=self.clock(),
+            request.id, [RequestState.APPROVED], RequestState.EXECUTING, executing_at=now
         ):
-            return  # the lease was lost: another replica acts on it now
-        request.state, request.executing_at = RequestState.EXECUTING, self.clock()
-        await self._send(request, current)
+            return Done("moved on meanwhile")
+        request.state, request.executing_at = RequestState.EXECUTING, now
+        return await self._send(request, current, attempt)
 
-    async def _send(self, request: ApprovalRequest, current: Cluster | None) -> None:
-        """Send the change; the request is ``executing``, so a crash from here is recovered
-        by a look-up. A delete keeps the cluster's spec first, to restore it from."""
+    async def _send(
+        self, request: ApprovalRequest, current: Cluster | None, attempt: Attempt
+    ) -> Outcome:
+        """Send the change; the request is ``executing``, so whatever dies from here is
+        settled by a look-up. A delete keeps the cluster's spec first, to restore it from."""
         plan = request.plan
         kind = kind_of(plan)
         effect = kind.effect
         if effect.keeps_spec and current is not None:
             kept = KeptSpec(plan.cluster, current.spec(), self.clock(), request.id)
             await self.store.keep_spec(kept)
-        self.crash("before-patch")
+        attempt.step("before-patch")
+        # Until the call has returned, one way or another, it may be applied: a replica that
+        # dies meanwhile leaves that recorded, and nobody looks before it is over. Once it has
+        # returned, nothing of it is in flight (the server gives up on a try before the client
+        # does: ``X-Server-Timeout``), whether or not it applied.
+        await attempt.sending(effect.window(self.planes))
         try:
             operation = await effect.send(self.planes, kind, plan, current)
         except AppliedWithoutReplyError:
-            await self._follow_cluster(request)
-            return
+            await attempt.sent()
+            return await self._follow_cluster(request)
         except OutcomeUnknownError as error:
-            await self._end(request, RequestState.UNKNOWN, error.user_message)
-            return
+            await attempt.sent()
+            if not error.later:  # the look was refused outright: waiting will not help
+                return await self._end(request, RequestState.UNKNOWN, error.user_message)
+            return await self._unsettled(request, error.user_message)
+        except Unsettled as error:
+            await attempt.sent()
+            return await self._unsettled(request, error.reason)
         except VertexError as error:
             # Refused by the control plane, or visibly not applied once the retries ran out.
-            await self._end(
-                request,
-                RequestState.REFUSED,
-                error_text(error, f"{kind.doing} {plan.cluster_id}"),
+            await attempt.sent()
+            return await self._end(
+                request, RequestState.REFUSED, error_text(error, f"{kind.doing} {plan.cluster_id}")
             )
-            return
-        self.crash("after-patch")
+        await attempt.sent()
+        attempt.step("after-patch")
         if isinstance(operation, Finished):  # it ended as it was sent
-            await self._end(request, operation.state, operation.outcome)
-            return
+            return await self._end(request, operation.state, operation.outcome)
         # The tracker takes the duration from the operation's own times when it ends.
-        await self._follow(
+        outcome = await self._follow(
             request,
             OperationKind.OPERATION,
             operation.name,
@@ -162,11 +163,23 @@ class Executor:
             progress=operation.progress_message,
             poll_now=operation.done,
         )
-        self.crash("after-operation-recorded")
+        attempt.step("after-operation-recorded")
+        return outcome
 
-    async def _follow_cluster(self, request: ApprovalRequest) -> None:
+    async def _unsettled(self, request: ApprovalRequest, why: str) -> Outcome:
+        """Whether it applied is not known yet: looked at again a little later, and ended
+        "outcome unknown" only when no look could settle it for ``GIVE_UP``."""
+        if self._too_long(request):
+            return await self._end(request, RequestState.UNKNOWN, why)
+        return Later(self.clock() + LOOK_RETRY, why)
+
+    def _too_long(self, request: ApprovalRequest) -> bool:
+        since = self.clock() - (request.executing_at or request.decided_at or 0.0)
+        return since > GIVE_UP
+
+    async def _follow_cluster(self, request: ApprovalRequest) -> Outcome:
         """No operation is known: watch the cluster itself until it settles."""
-        await self._follow(
+        return await self._follow(
             request,
             OperationKind.CLUSTER,
             f"cluster:{request.id}",
@@ -183,7 +196,7 @@ class Executor:
         *,
         progress: str | None = None,
         poll_now: bool = False,
-    ) -> None:
+    ) -> Outcome:
         now = self.clock()
         operation = TrackedOperation(
             name=name,
@@ -197,75 +210,39 @@ class Executor:
             progress_message=request.progress_message,
             kind=kind,
         )
-        if await self.store.start_following(request.id, self.owner, operation):
+        if await self.store.start_following(request.id, operation):
             request.state, request.operation = RequestState.RUNNING, name
             await self.ledger.audit(
                 request.decided_by or "policy", "operation_started", request, operation=name
             )
             await self.ledger.redraw(request)
+        return Done(f"following {name}")
 
-    async def _end(self, request: ApprovalRequest, state: RequestState, outcome: str) -> None:
+    async def _end(self, request: ApprovalRequest, state: RequestState, outcome: str) -> Outcome:
         await self.ledger.end(
-            request,
-            IN_FLIGHT,
-            state,
-            actor=request.decided_by or "policy",
-            outcome=outcome,
-            held_by=self.owner,
+            request, IN_FLIGHT, state, actor=request.decided_by or "policy", outcome=outcome
         )
+        return Done(str(state))
 
-    # -- recovery ------------------------------------------------------------------------------
-
-    async def recover_orphans(self) -> int:
-        """Take over approved requests whose owner died, and finish each; returns how many."""
-        now = self.clock()
-        claimed = []
-        for request in await self.store.orphaned_requests(now):
-            if await self.store.claim_request(request.id, self.owner, now, self.lease):
-                claimed.append(request.id)
-        bound = asyncio.Semaphore(RECOVERIES_AT_ONCE)
-
-        async def one(request_id: str) -> None:
-            async with bound:
-                try:
-                    await self.recover(request_id)
-                except Exception:  # one request's trouble must not stop the others
-                    log.exception("recovering request %s failed; retrying later", request_id)
-
-        await asyncio.gather(*(one(r) for r in claimed))
-        return len(claimed)
-
-    async def recover(self, request_id: str) -> None:
-        request = await self.store.get_request(request_id)
-        if request is None or request.owner != self.owner:
-            return
-        log.info("recovering request %s (%s)", request.id, request.state)
-        if request.state == RequestState.APPROVED:
-            await self._execute(request)  # nothing was sent yet
-        elif request.state == RequestState.EXECUTING:
-            await self._look(request)
-
-    async def _look(self, request: ApprovalRequest) -> None:
-        """The change may or may not have reached the server: decide by looking at the cluster."""
+    async def _look(self, request: ApprovalRequest, attempt: Attempt) -> Outcome:
+        """The change may or may not have reached the server, and no call of it can still be
+        applied: decide by looking at the cluster."""
         plan = request.plan
+        log.info("settling request %s by a look at %s", request.id, plan.cluster_id)
         try:
             now: Cluster | None = await self.vertex.get_cluster(plan.cluster)
         except NotFoundError:
             now = None
         except VertexError as error:
-            since = self.clock() - (request.executing_at or request.decided_at or 0.0)
-            if since > GIVE_UP:
-                await self._end(request, RequestState.UNKNOWN, error_text(error, "check it"))
-            else:  # try again later, on whichever replica gets there first
-                await self.store.update_request(
-                    request.id, owner=None, lease_until=self.clock() + LOOK_RETRY
-                )
-            return
+            if self._too_long(request):
+                return await self._end(request, RequestState.UNKNOWN, error_text(error, "check it"))
+            return Later(self.clock() + LOOK_RETRY, error_text(error, "look at it"))
         kind = kind_of(plan)
         look = kind.effect.look(kind, plan, now)
         if look.next == Next.FOLLOW:
-            await self._follow_cluster(request)
-        elif look.next == Next.SEND:
-            await self._send(request, now)  # visibly not applied: the look-up came first
-        else:
-            await self._end(request, RequestState.UNKNOWN, look.why)
+            await attempt.sent()
+            return await self._follow_cluster(request)
+        if look.next == Next.SEND:
+            return await self._send(request, now, attempt)  # visibly not applied: looked first
+        await attempt.sent()
+        return await self._end(request, RequestState.UNKNOWN, look.why)

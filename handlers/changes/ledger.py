@@ -158,7 +158,6 @@ class RequestLedger:
         actor: str,
         outcome: str | None = None,
         action: str | None = None,
-        held_by: str | None = None,
         **decision: Unpack[Decision],
     ) -> bool:
         """End a request: one conditional transition, then the audit entry, the card, the
@@ -169,7 +168,6 @@ class RequestLedger:
             request.id,
             from_states,
             state,
-            held_by=held_by,
             outcome=outcome,
             finished_at=self.clock(),
             **decision,

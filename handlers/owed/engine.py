@@ -42,8 +42,11 @@ class Worker(Protocol):
     """Does the items of one kind. ``steps`` names every step ``work`` passes
     (``Attempt.step``), each unique across workers: the crash points."""
 
-    kind: str
-    steps: tuple[str, ...]
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def steps(self) -> tuple[str, ...]: ...
 
     async def work(self, attempt: Attempt) -> Outcome: ...
 

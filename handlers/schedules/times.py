@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from functools import cache
+from zoneinfo import ZoneInfo, available_timezones
 
 from handlers.grammar import CommandError, echo
 
@@ -25,6 +26,7 @@ DAY_SETS = {
 }
 CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 QUOTES = "\"'“”‘’"  # typed around a time, or put there by a phone's keyboard
+MAX_ZONE = 64  # the longest name of the tz database is 32 characters
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ def parse_clock(word: str, subcommand: str) -> tuple[int, int]:
 
 def parse_weekly(words: list[str], subcommand: str) -> Weekly:
     """``DAYS HH:MM``, or ``HH:MM`` alone for every day."""
+    if not words:
+        raise CommandError("a time of day is missing: write HH:MM, or DAYS HH:MM", subcommand)
     if len(words) == 1:
         hour, minute = parse_clock(words[0], subcommand)
         return Weekly(DAY_SETS["daily"], hour, minute)
@@ -125,17 +129,25 @@ def parse_weekly(words: list[str], subcommand: str) -> Weekly:
     return Weekly(days, hour, minute)
 
 
+@cache
+def zone_names() -> dict[str, str]:
+    """Every zone of the tz database, by its name in lower case. What a person types is only
+    ever looked up here, never handed to the tz database as a path: a folder of it
+    (``Europe``), a name too long for a file, or ``../`` are words it does not list."""
+    return {name.lower(): name for name in available_timezones()}
+
+
+def zone_named(word: str) -> str | None:
+    """The tz database's name for ``word`` (in any case), or None."""
+    return zone_names().get(word.lower()) if len(word) <= MAX_ZONE else None
+
+
 def parse_zone(word: str, subcommand: str) -> str:
     """An IANA time zone (``Europe/Berlin``, ``UTC``), as the tz database names it, in any
-    case; an unknown one is refused with the nearest names."""
-    try:
-        ZoneInfo(word)
-        return word
-    except (ZoneInfoNotFoundError, ValueError):
-        pass
-    by_lower = {name.lower(): name for name in available_timezones()}
-    if word.lower() in by_lower:
-        return by_lower[word.lower()]
+    case; anything else is refused in one line."""
+    found = zone_named(word)
+    if found is not None:
+        return found
     raise CommandError(
         f"{echo(word)} is not a time zone of the tz database: write one such as "
         "Europe/Berlin, America/New_York or UTC",

@@ -31,12 +31,11 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.idle.rules import IdleRecord
+from handlers.owed.model import Owed
 from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
 from handlers.spend.runs import SpendRun
 from tests.support.memory_owed import MemoryOwed
-
-IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
 
 
 @dataclass
@@ -56,6 +55,7 @@ class MemoryStore(MemoryOwed):
     # -- requests ------------------------------------------------------------------------------
 
     async def add_request(self, request: ApprovalRequest) -> None:
+        self._reach()
         cluster = request.plan.cluster
         if request.state in OPEN_STATES and any(
             r.plan.cluster == cluster and r.state in OPEN_STATES for r in self.requests.values()
@@ -64,20 +64,24 @@ class MemoryStore(MemoryOwed):
         self.requests[request.id] = copy.deepcopy(request)
 
     async def delete_request(self, request_id: str) -> None:
+        self._reach()
         self.requests.pop(request_id, None)
 
     async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]:
+        self._reach()
         return self._where(lambda r: r.requester == requester and r.created_at >= since)
 
     # -- the spend ledger ----------------------------------------------------------------------
 
     async def record_spend(self, runs: Sequence[SpendRun]) -> None:
+        self._reach()
         for run in runs:
             self.spend[(run.cluster, run.pool, run.start)] = run
 
     async def spend_between(
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SpendRun]:
+        self._reach()
         found = [
             r
             for r in self.spend.values()
@@ -88,19 +92,23 @@ class MemoryStore(MemoryOwed):
     # -- form submissions ----------------------------------------------------------------------
 
     async def receive_submission(self, submission: Submission) -> bool:
+        self._reach()
         if submission.key in self.submissions:
             return False
         self.submissions[submission.key] = replace(submission)
         return True
 
     async def submission_made(self, key: str) -> None:
+        self._reach()
         if key in self.submissions:
             self.submissions[key].made = True
 
     async def drop_submission(self, key: str) -> None:
+        self._reach()
         self.submissions.pop(key, None)
 
     async def unfinished_submissions(self, owner: str, before: float) -> list[Submission]:
+        self._reach()
         return [
             replace(s)
             for s in self.submissions.values()
@@ -108,13 +116,16 @@ class MemoryStore(MemoryOwed):
         ]
 
     async def forget_submissions(self, before: float) -> None:
+        self._reach()
         for key in [k for k, s in self.submissions.items() if s.made and s.received_at < before]:
             del self.submissions[key]
 
     async def keep_spec(self, kept: KeptSpec) -> None:
+        self._reach()
         self.kept[kept.cluster] = kept
 
     async def deleted_specs(self) -> list[KeptSpec]:
+        self._reach()
         done = [
             k
             for k in self.kept.values()
@@ -123,10 +134,12 @@ class MemoryStore(MemoryOwed):
         return sorted(done, key=lambda k: -k.kept_at)
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
+        self._reach()
         found = self.requests.get(request_id)
         return copy.deepcopy(found) if found else None
 
     async def get_requests(self, request_ids: Sequence[str]) -> dict[str, ApprovalRequest]:
+        self._reach()
         return {i: copy.deepcopy(self.requests[i]) for i in request_ids if i in self.requests}
 
     async def transition(
@@ -135,18 +148,19 @@ class MemoryStore(MemoryOwed):
         from_states: Sequence[RequestState],
         to_state: RequestState,
         *,
-        held_by: str | None = None,
+        owe: Sequence[Owed] = (),
         **changes: Unpack[RequestChanges],
     ) -> bool:
+        self._reach()
         request = self.requests.get(request_id)
         if request is None or request.state not in from_states:
             return False
-        if held_by is not None and request.owner != held_by:
-            return False
         self.requests[request_id] = replace(request, state=to_state, **changes)
+        self.owe_now(owe)
         return True
 
     async def update_request(self, request_id: str, **changes: Unpack[RequestChanges]) -> None:
+        self._reach()
         if request_id in self.requests:
             self.requests[request_id] = replace(self.requests[request_id], **changes)
 
@@ -155,34 +169,25 @@ class MemoryStore(MemoryOwed):
         return sorted(found, key=lambda r: r.created_at)
 
     async def expired_requests(self, now: float) -> list[ApprovalRequest]:
+        self._reach()
         return self._where(lambda r: r.state == RequestState.PENDING and r.expires_at <= now)
 
     async def stale_drafts(self, before: float) -> list[ApprovalRequest]:
+        self._reach()
         return self._where(lambda r: r.state == RequestState.DRAFT and r.created_at <= before)
 
     async def open_requests(self, cluster: str) -> list[ApprovalRequest]:
+        self._reach()
         return self._where(lambda r: r.plan.cluster == cluster and r.state in OPEN_STATES)
 
     async def requests_in(self, states: Sequence[str]) -> list[ApprovalRequest]:
+        self._reach()
         return self._where(lambda r: str(r.state) in {str(s) for s in states})
 
-    async def orphaned_requests(self, now: float) -> list[ApprovalRequest]:
-        return self._where(lambda r: r.state in IN_FLIGHT and r.lease_until < now)
-
-    async def claim_request(self, request_id: str, owner: str, now: float, lease: float) -> bool:
+    async def start_following(self, request_id: str, operation: TrackedOperation) -> bool:
+        self._reach()
         request = self.requests.get(request_id)
-        if request is None or request.state not in IN_FLIGHT:
-            return False
-        if not (request.lease_until < now or request.owner == owner):
-            return False
-        self.requests[request_id] = replace(request, owner=owner, lease_until=now + lease)
-        return True
-
-    async def start_following(
-        self, request_id: str, owner: str, operation: TrackedOperation
-    ) -> bool:
-        request = self.requests.get(request_id)
-        if request is None or request.state != RequestState.EXECUTING or request.owner != owner:
+        if request is None or request.state != RequestState.EXECUTING:
             return False
         self.requests[request_id] = replace(
             request, state=RequestState.RUNNING, operation=operation.name
@@ -191,6 +196,7 @@ class MemoryStore(MemoryOwed):
         return True
 
     async def audit(self, entry: AuditEntry) -> None:
+        self._reach()
         self.entries.append(replace(entry, id=next(self._ids)))
 
     async def audit_log(
@@ -202,6 +208,7 @@ class MemoryStore(MemoryOwed):
         after: float | None = None,
         before: float | None = None,
     ) -> list[AuditEntry]:
+        self._reach()
         found = [
             e
             for e in self.entries
@@ -215,13 +222,16 @@ class MemoryStore(MemoryOwed):
     # -- tracked operations --------------------------------------------------------------------
 
     async def add_operation(self, operation: TrackedOperation) -> None:
+        self._reach()
         self.operations[operation.name] = copy.deepcopy(operation)
 
     async def get_operation(self, name: str) -> TrackedOperation | None:
+        self._reach()
         found = self.operations.get(name)
         return copy.deepcopy(found) if found else None
 
     async def operation_of(self, request_id: str) -> TrackedOperation | None:
+        self._reach()
         found = [o for o in self.operations.values() if o.request_id == request_id]
         return copy.deepcopy(found[0]) if found else None
 
@@ -230,14 +240,17 @@ class MemoryStore(MemoryOwed):
         return sorted(found, key=lambda o: o.started_at)
 
     async def active_operations(self) -> list[TrackedOperation]:
+        self._reach()
         return [copy.deepcopy(o) for o in self._unposted()]
 
     async def count_in_flight(self) -> int:
+        self._reach()
         return len(self._unposted())
 
     async def claim_due(
         self, owner: str, now: float, lease: float, limit: int
     ) -> list[TrackedOperation]:
+        self._reach()
         due = [
             o
             for o in self._unposted()
@@ -250,14 +263,17 @@ class MemoryStore(MemoryOwed):
         return claimed
 
     async def update_operation(self, name: str, **changes: Unpack[OperationChanges]) -> None:
+        self._reach()
         if name in self.operations:
             self.operations[name] = replace(self.operations[name], **changes)
 
     async def update_operations(self, items: Sequence[tuple[str, OperationChanges]]) -> None:
+        self._reach()
         for name, changes in items:
             await self.update_operation(name, **changes)
 
     async def claim_final(self, name: str, **changes: Unpack[OperationChanges]) -> bool:
+        self._reach()
         operation = self.operations.get(name)
         if operation is None or operation.final is not None:
             return False
@@ -266,15 +282,20 @@ class MemoryStore(MemoryOwed):
 
     # -- leases and reports --------------------------------------------------------------------
 
-    async def renew_leases(self, owner: str, now: float, lease: float) -> None:
-        for held in [*self.requests.values(), *self.operations.values()]:
-            if held.owner == owner:
+    async def renew_leases(
+        self, owner: str, now: float, lease: float, operations: Sequence[str] = ()
+    ) -> None:
+        self._reach()
+        for name in operations:
+            held = self.operations.get(name)
+            if held is not None and held.owner == owner:
                 held.lease_until = now + lease
         for row in self.leases.values():
             if row["owner"] == owner:
                 row["until"] = now + lease
 
     async def release_leases(self, owner: str) -> None:
+        self._reach()
         for held in [*self.requests.values(), *self.operations.values(), *self.owed.values()]:
             if held.owner == owner:
                 held.owner, held.lease_until = None, 0.0
@@ -285,6 +306,7 @@ class MemoryStore(MemoryOwed):
     async def take_lease(
         self, name: str, owner: str, now: float, ttl: float, min_gap: float = 0.0
     ) -> bool:
+        self._reach()
         row = self.leases.setdefault(name, {"owner": None, "until": 0.0, "last_finished": None})
         if not (row["until"] < now or row["owner"] == owner):
             return False
@@ -294,14 +316,17 @@ class MemoryStore(MemoryOwed):
         return True
 
     async def finish_lease(self, name: str, owner: str, now: float) -> None:
+        self._reach()
         row = self.leases.get(name)
         if row is not None and row["owner"] == owner:
             row.update(owner=None, until=0.0, last_finished=now)
 
     async def save_report(self, at: float, report: str, *, kind: str = "latest") -> None:
+        self._reach()
         self.reports[kind] = (at, report)
 
     async def latest_report(self, *, kind: str = "latest") -> tuple[float, str] | None:
+        self._reach()
         return self.reports.get(kind)
 
 

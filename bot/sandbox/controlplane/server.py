@@ -119,7 +119,7 @@ async def _guarded(
         )
     fault = state.pick_fault(request.method, path, state.rng.random())
     if fault is not None and fault.when == "before":
-        refused = await _interfere(request, fault)
+        refused = await _interfere(request, fault, held=True)
         if refused is not None:
             return refused
     if fault is not None:
@@ -135,10 +135,31 @@ async def _guarded(
     return response
 
 
-async def _interfere(request: web.Request, fault: Fault) -> web.Response | None:
-    """Delay, then drop the connection or answer the fault's error; None lets it through."""
+def server_timeout(request: web.Request) -> float | None:
+    """The request's ``X-Server-Timeout`` (Google's system parameter: "Timeout in seconds
+    for the server to finish processing the request",
+    https://cloud.google.com/apis/docs/system-parameters), or None."""
+    try:
+        value = float(request.headers.get("X-Server-Timeout", ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+async def _interfere(
+    request: web.Request, fault: Fault, *, held: bool = False
+) -> web.Response | None:
+    """Delay, then drop the connection or answer the fault's error; None lets it through.
+    A request ``held`` before it is processed for longer than its ``X-Server-Timeout`` is
+    not processed: it ends DEADLINE_EXCEEDED at its timeout, unapplied."""
     if fault.latency_ms:
-        await asyncio.sleep(fault.latency_ms / 1000)
+        delay, limit = fault.latency_ms / 1000, server_timeout(request)
+        if held and limit is not None and delay > limit:
+            await asyncio.sleep(limit)
+            return error_response(
+                SimError("DEADLINE_EXCEEDED", "Deadline expired before operation could complete.")
+            )
+        await asyncio.sleep(delay)
     if fault.drop:
         return dropped(request)
     return fault_error(fault) if fault.status else None
