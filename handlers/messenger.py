@@ -27,10 +27,25 @@ class MessengerError(Exception):
 
 
 class Messenger(Protocol):
-    async def post(self, channel: str, reply: Reply, thread: MessageId | None = None) -> MessageId:
+    async def post(
+        self,
+        channel: str,
+        reply: Reply,
+        thread: MessageId | None = None,
+        key: str | None = None,
+    ) -> MessageId:
         """Post a message for everyone in the channel (or in the thread under ``thread``);
-        returns its id.
+        returns its id. ``key`` is carried with the message, unseen, so that ``find`` can
+        tell later whether a post whose answer was lost arrived.
         Raises ``MessengerError`` when the platform refuses it."""
+        ...
+
+    async def find(
+        self, channel: str, key: str, since: float, thread: MessageId | None = None
+    ) -> MessageId | None:
+        """The message posted with ``key`` since ``since`` (epoch seconds), in the channel
+        or the thread; None when there is none. Raises ``MessengerError`` when the platform
+        cannot tell (the bot may not read the conversation's history)."""
         ...
 
     async def update(

@@ -203,13 +203,14 @@ class ScheduleStore(Protocol):
         after: Phase,
         *,
         if_due: float | None = None,
+        owe: Sequence[Owed] = (),
         **changes: Unpack[ScheduleChanges],
     ) -> bool:
         """``before`` -> ``after`` (while its ``due_at`` is ``if_due``, when given); False
-        when another replica moved it first."""
+        when another replica moved it first. ``owe``: recorded with the move, if it wins."""
         ...
 
-    async def claim_notice(self, schedule_id: str, off_at: float) -> bool:
+    async def claim_notice(self, schedule_id: str, off_at: float, owe: Sequence[Owed] = ()) -> bool:
         """Whether this call is the one to post the notice for the "off" at ``off_at``."""
         ...
 
@@ -218,6 +219,7 @@ class ScheduleStore(Protocol):
         schedule_id: str,
         before: Sequence[ScheduleState],
         after: ScheduleState,
+        owe: Sequence[Owed] = (),
         **changes: Unpack[ScheduleChanges],
     ) -> bool: ...
     async def update_schedule(

@@ -25,6 +25,7 @@ from handlers.idle.sweep import Sweeper
 from handlers.intake import Intake
 from handlers.messenger import Messenger
 from handlers.owed.engine import LEASE, Engine
+from handlers.owed.posting import Outbox
 from handlers.owed.store import OwedStore
 from handlers.policy import Policy
 from handlers.ports import (
@@ -102,6 +103,7 @@ class Options:
 @dataclass(frozen=True)
 class Services:
     engine: Engine
+    outbox: Outbox
     directory: ClusterDirectory
     board: AlertBoard
     ledger: RequestLedger
@@ -161,7 +163,10 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         nodes=ports.nodes,
         window=options.send_window,
     )
-    engine.add(executor)
+    outbox = Outbox(
+        engine=engine, messenger=ports.messenger, alert_channel=options.alert_channel, clock=clock
+    )
+    engine.add(executor, outbox)
     approvals = Approvals(
         store=ports.requests,
         directory=directory,
@@ -275,6 +280,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         )
     return Services(
         engine=engine,
+        outbox=outbox,
         releases=releases,
         intake=intake,
         directory=directory,

@@ -30,11 +30,13 @@ class HeldMessenger(FakeMessenger):
         self.gate.set()
         self.waiting = asyncio.Event()
 
-    async def post(self, channel: str, reply: Reply, thread: str | None = None) -> str:
+    async def post(
+        self, channel: str, reply: Reply, thread: str | None = None, key: str | None = None
+    ) -> str:
         if not self.gate.is_set():
             self.waiting.set()
             await self.gate.wait()
-        return await super().post(channel, reply, thread)
+        return await super().post(channel, reply, thread, key)
 
 
 def thread_of(messenger: FakeMessenger, ts: str) -> list[str]:

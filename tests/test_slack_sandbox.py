@@ -307,7 +307,8 @@ async def test_a_method_needs_its_scope(stack: SlackStack) -> None:
             await call
         reply = caught.value.response
         assert reply["error"] == "missing_scope" and reply["needed"] == needed
-        assert reply["provided"] == "chat:write,commands,files:read,files:write"
+        provided = "channels:history,chat:write,commands,files:read,files:write,groups:history"
+        assert reply["provided"] == provided
     stack.workspace.scopes |= {"users:read", "usergroups:read", "channels:read"}
     assert (await client.users_info(user="U0ALICE"))["user"]["name"] == "alice"
     assert (await client.usergroups_users_list(usergroup="S0APPROVERS"))["users"] == ["U0BOB"]

@@ -24,6 +24,8 @@ PER_MINUTE = {
     "chat.update": 45,  # Tier 3: 50+
     "chat.postEphemeral": 90,  # Tier 4: 100+
     "chat.postMessage": 55,  # per channel: about 1 a second, short bursts allowed
+    "conversations.history": 45,  # Tier 3: 50+ (a look after a crash, rarely)
+    "conversations.replies": 45,  # Tier 3: 50+
 }
 WINDOW = 60.0
 

@@ -83,6 +83,9 @@ def web_client(token: str, base_url: str, budget: Budget | None = None) -> Async
     )
 
 
+OWED_EVENT = "clusterbot_owed"  # the metadata event type of a message the bot owed
+CLOCK_SLACK = 120.0  # seconds a look at the history reaches back before an item was owed
+
 # Slack's answers when the bot may not post where it was asked to (chat.postMessage errors,
 # https://api.slack.com/methods/chat.postMessage#errors): a public channel it was not invited
 # to, a private channel or DM it is not in, an archived one.
@@ -122,19 +125,52 @@ class SlackMessenger:
         text, blocks = render(reply, self.redactor)
         return {"text": text, "blocks": blocks}
 
-    async def post(self, channel: str, reply: Reply, thread: str | None = None) -> str:
+    async def post(
+        self, channel: str, reply: Reply, thread: str | None = None, key: str | None = None
+    ) -> str:
         posted: list[str] = []
+        content = self._content(reply)
+        if key is not None:  # unseen by people; read back by ``find``
+            content["metadata"] = {"event_type": OWED_EVENT, "event_payload": {"key": key}}
 
         async def send() -> None:
             response = await self._call(
-                self.client.chat_postMessage(
-                    channel=channel, thread_ts=thread, **self._content(reply)
-                )
+                self.client.chat_postMessage(channel=channel, thread_ts=thread, **content)
             )
             posted.append(str(response["ts"]))
 
         await self.pacer.must(f"chat.postMessage {channel}", send)
         return posted[0]
+
+    async def find(
+        self, channel: str, key: str, since: float, thread: str | None = None
+    ) -> str | None:
+        """The bot's message carrying ``key`` in its metadata, posted since ``since``: one
+        page of the channel's history (conversations.history), or of the thread
+        (conversations.replies), with the metadata (``include_all_metadata``)."""
+        found: list[dict[str, Any]] = []
+        oldest = f"{max(0.0, since - CLOCK_SLACK):.6f}"
+
+        async def send() -> None:
+            if thread is None:
+                call = self.client.conversations_history(
+                    channel=channel, oldest=oldest, include_all_metadata=True, limit=200
+                )
+            else:
+                call = self.client.conversations_replies(
+                    channel=channel, ts=thread, oldest=oldest, include_all_metadata=True, limit=200
+                )
+            response = await self._call(call)
+            found.extend(response.get("messages") or [])
+
+        method = "conversations.history" if thread is None else "conversations.replies"
+        await self.pacer.must(method, send)
+        for message in found:
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if metadata.get("event_type") == OWED_EVENT and payload.get("key") == key:
+                return str(message["ts"])
+        return None
 
     async def update(
         self, channel: str, message: str, reply: Reply, *, progress: bool = False
@@ -218,10 +254,17 @@ class LogMessenger:
         self.log = logging.getLogger("clusterbot.messages")
         self._ids = itertools.count(1)
 
-    async def post(self, channel: str, reply: Reply, thread: str | None = None) -> str:
+    async def post(
+        self, channel: str, reply: Reply, thread: str | None = None, key: str | None = None
+    ) -> str:
         ts = f"log-{next(self._ids)}"
         self.log.info("message %s to %s: %s", ts, channel, reply.summary)
         return ts
+
+    async def find(
+        self, channel: str, key: str, since: float, thread: str | None = None
+    ) -> str | None:
+        return None  # the log keeps nothing to look in
 
     async def update(
         self, channel: str, message: str, reply: Reply, *, progress: bool = False

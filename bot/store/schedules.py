@@ -12,6 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
+from bot.store.owed import insert_owed
+from handlers.owed.model import Owed
 from handlers.schedules.model import Phase, Schedule, ScheduleChanges, ScheduleState
 from handlers.schedules.times import Weekly
 
@@ -88,45 +90,50 @@ class ScheduleRows:
         after: Phase,
         *,
         if_due: float | None = None,
+        owe: Sequence[Owed] = (),
         **changes: Unpack[ScheduleChanges],
     ) -> bool:
         """``before`` -> ``after`` with ``changes`` (and only while its ``due_at`` is
-        ``if_due``, when given); False when another replica moved it first."""
+        ``if_due``, when given); False when another replica moved it first. What the move
+        makes owed (``owe``) is recorded with it, in the same transaction."""
         table = schema.schedules
         values = _row({**changes, "phase": after})
         where = [table.c.id == schedule_id, table.c.phase == str(before)]
         if if_due is not None:
             where.append(table.c.due_at == if_due)
-        async with self.engine.begin() as connection:
-            result = await connection.execute(table.update().where(*where).values(**values))
-        return bool(result.rowcount)
+        return await self._moved(table.update().where(*where).values(**values), owe)
 
-    async def claim_notice(self, schedule_id: str, off_at: float) -> bool:
+    async def _moved(self, update: sa.Update, owe: Sequence[Owed]) -> bool:
+        async with self.engine.begin() as connection:
+            result = await connection.execute(update)
+            won = bool(result.rowcount)
+            if won:
+                await insert_owed(connection, owe)
+        return won
+
+    async def claim_notice(self, schedule_id: str, off_at: float, owe: Sequence[Owed] = ()) -> bool:
         """Whether this call is the one to post the notice for the "off" at ``off_at``."""
         table = schema.schedules
         fresh = sa.or_(table.c.noticed_for.is_(None), table.c.noticed_for != off_at)
-        async with self.engine.begin() as connection:
-            result = await connection.execute(
-                table.update().where(table.c.id == schedule_id, fresh).values(noticed_for=off_at)
-            )
-        return bool(result.rowcount)
+        update = table.update().where(table.c.id == schedule_id, fresh).values(noticed_for=off_at)
+        return await self._moved(update, owe)
 
     async def set_schedule_state(
         self,
         schedule_id: str,
         before: Sequence[ScheduleState],
         after: ScheduleState,
+        owe: Sequence[Owed] = (),
         **changes: Unpack[ScheduleChanges],
     ) -> bool:
         table = schema.schedules
         values = _row({**changes, "state": after})
-        async with self.engine.begin() as connection:
-            result = await connection.execute(
-                table.update()
-                .where(table.c.id == schedule_id, table.c.state.in_([str(s) for s in before]))
-                .values(**values)
-            )
-        return bool(result.rowcount)
+        update = (
+            table.update()
+            .where(table.c.id == schedule_id, table.c.state.in_([str(s) for s in before]))
+            .values(**values)
+        )
+        return await self._moved(update, owe)
 
     async def update_schedule(self, schedule_id: str, **changes: Unpack[ScheduleChanges]) -> None:
         table = schema.schedules

@@ -95,11 +95,13 @@ class Attempt:
         await self._record(in_flight_until=until)
         self.item.in_flight_until = until
 
-    async def sent(self) -> None:
-        """The call was answered (or shown not applied): nothing is in flight any more."""
-        if self.item.in_flight_until:
-            await self._record(in_flight_until=0.0)
-            self.item.in_flight_until = 0.0
+    async def sent(self, **result: Any) -> None:
+        """The call was answered (or shown not applied): nothing is in flight any more; and
+        what it gave (``result``, a posted message's id) is kept in the same write."""
+        if self.item.in_flight_until or result:
+            merged = {**self.item.result, **result}
+            await self._record(in_flight_until=0.0, result=merged)
+            self.item.in_flight_until, self.item.result = 0.0, merged
         self.unsure = False
 
     async def keep(self, **result: Any) -> None:

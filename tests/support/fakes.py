@@ -21,14 +21,27 @@ class FakeMessenger:
     whispers: list[tuple[str, str, Reply]] = field(default_factory=list)
     files: list[tuple[str, str, str, str]] = field(default_factory=list)
     shared: list[tuple[str, tuple[tuple[str, bytes | str], ...], str]] = field(default_factory=list)
+    refuse_in: dict[str, str] = field(default_factory=dict)  # a channel's refusal of posts
+    keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (channel, ts)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
-    async def post(self, channel: str, reply: Reply, thread: str | None = None) -> str:
-        if self.refuse:
-            raise MessengerError(self.refuse, not_postable=self.refuse in NOT_POSTABLE)
+    async def post(
+        self, channel: str, reply: Reply, thread: str | None = None, key: str | None = None
+    ) -> str:
+        refused = self.refuse or self.refuse_in.get(channel)
+        if refused:
+            raise MessengerError(refused, not_postable=refused in NOT_POSTABLE)
         ts = f"{1_700_000_000 + next(self._ids)}.000100"
         self.posted.append((channel, ts, reply, thread))
+        if key is not None:
+            self.keys[key] = (channel, ts)
         return ts
+
+    async def find(
+        self, channel: str, key: str, since: float, thread: str | None = None
+    ) -> str | None:
+        found = self.keys.get(key)
+        return found[1] if found is not None and found[0] == channel else None
 
     async def update(
         self, channel: str, message: str, reply: Reply, *, progress: bool = False

@@ -16,3 +16,11 @@ class SlackError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"ok": False, "error": self.code, **self.extra}
+
+
+def require_scope(granted: set[str], scope: str) -> None:
+    """Slack's answer to a token without the scope: ``missing_scope``, with what was needed
+    and what the token has (https://docs.slack.dev/authentication/tokens, and each method's
+    "Errors")."""
+    if scope not in granted:
+        raise SlackError("missing_scope", needed=scope, provided=",".join(sorted(granted)))

@@ -16,8 +16,9 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.slack import blockkit, uploads
-from bot.sandbox.slack.errors import SlackError
+from bot.sandbox.slack import blockkit, history, uploads
+from bot.sandbox.slack.errors import SlackError, require_scope
+from bot.sandbox.slack.history import read_metadata
 from bot.sandbox.slack.workspace import Message, Workspace
 
 Args = dict[str, Any]
@@ -156,7 +157,10 @@ async def chat_post_message(ws: Workspace, args: Args, origin: str) -> dict[str,
             ws.find(channel.id, str(thread_ts))
         except SlackError:
             raise SlackError("thread_not_found") from None
-    message = ws.post(channel.id, ws.bot.id, text or "", blocks, thread_ts=thread_ts)
+    metadata = read_metadata(args.get("metadata"))
+    message = ws.post(
+        channel.id, ws.bot.id, text or "", blocks, thread_ts=thread_ts, metadata=metadata
+    )
     return {"ok": True, "channel": channel.id, "ts": message.ts, "message": _message(ws, message)}
 
 
@@ -233,7 +237,8 @@ async def conversations_info(ws: Workspace, args: Args, origin: str) -> dict[str
     channel = ws.channel(_require(args, "channel", "channel_not_found"))
     # the scope follows the kind of conversation (conversations.info, "Required scopes")
     require_scope(
-        ws, "im:read" if channel.is_im else "groups:read" if channel.is_private else "channels:read"
+        ws.scopes,
+        "im:read" if channel.is_im else "groups:read" if channel.is_private else "channels:read",
     )
     if not channel.bot_member and (channel.is_private or channel.is_im):
         raise SlackError("channel_not_found")  # the bot cannot see conversations it is not in
@@ -312,6 +317,8 @@ METHODS: dict[str, Method] = {
     "chat.getPermalink": chat_get_permalink,
     "users.info": users_info,
     "conversations.info": conversations_info,
+    "conversations.history": history.conversations_history,
+    "conversations.replies": history.conversations_replies,
     "usergroups.users.list": usergroups_users_list,
     "apps.connections.open": apps_connections_open,
     "views.open": views_open,
@@ -354,14 +361,6 @@ SCOPES = {
 }
 
 
-def require_scope(ws: Workspace, scope: str) -> None:
-    """Slack's answer to a token without the scope: ``missing_scope``, with what was needed
-    and what the token has (https://docs.slack.dev/authentication/tokens, and each method's
-    "Errors")."""
-    if scope not in ws.scopes:
-        raise SlackError("missing_scope", needed=scope, provided=",".join(sorted(ws.scopes)))
-
-
 def check_token(ws: Workspace, request: web.Request, args: Args, method: str) -> None:
     header = request.headers.get("Authorization", "")
     token = header[7:].strip() if header.lower().startswith("bearer ") else args.get("token")
@@ -382,7 +381,7 @@ async def call(ws: Workspace, limits: RateLimits, name: str, request: web.Reques
         args = await read_args(request)
         check_token(ws, request, args, name)
         if name in SCOPES:
-            require_scope(ws, SCOPES[name])
+            require_scope(ws.scopes, SCOPES[name])
         wait = limits.check(name, ws.clock(), str(args.get("channel") or "") or None)
         if wait is not None:
             return web.json_response(

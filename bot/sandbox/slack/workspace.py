@@ -86,6 +86,7 @@ class Message:
     edited: dict[str, str] | None = None
     bot_id: str | None = None
     files: list[dict[str, Any]] = field(default_factory=list)  # shared by files.uploadV2
+    metadata: dict[str, Any] | None = None  # chat.postMessage's event_type and event_payload
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -139,7 +140,9 @@ GRID_USER = User("W0DAVE", "dave", "viewer", "Dave Grid")
 # The bot scopes the app is installed with: what docs/deploy/slack/manifest.yaml asks for, its
 # optional ones left out (tests/test_deploy.py holds the two together). A method whose scope
 # is not granted answers missing_scope, as Slack does.
-INSTALLED_SCOPES = frozenset({"commands", "chat:write", "files:read", "files:write"})
+INSTALLED_SCOPES = frozenset(
+    {"commands", "chat:write", "files:read", "files:write", "channels:history", "groups:history"}
+)
 BLOCK_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789=+/"
 
 
@@ -261,6 +264,7 @@ class Workspace:
         *,
         thread_ts: str | None = None,
         ephemeral_to: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> Message:
         if thread_ts is not None:
             parent = self.find(channel, thread_ts)
@@ -274,6 +278,7 @@ class Workspace:
             thread_ts=thread_ts,
             ephemeral_to=ephemeral_to,
             bot_id=self.bot_id if user == self.bot.id else None,
+            metadata=metadata,
         )
         self.messages[channel].append(message)
         self.publish("message", message)
