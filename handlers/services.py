@@ -11,6 +11,7 @@ from handlers.changes.approvals import Approvals
 from handlers.changes.effects import SEND_WINDOW
 from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
+from handlers.changes.preapproved import Cards
 from handlers.changes.release import Releases
 from handlers.changes.tracking import Tracker
 from handlers.costs import PriceBook
@@ -51,9 +52,11 @@ from handlers.ports import (
 )
 from handlers.reading.clusters import READ_DEADLINE, ClusterDirectory
 from handlers.reading.reports import Reports
+from handlers.schedules.asking import NightAsking
 from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
 from handlers.schedules.service import Schedules
+from handlers.schedules.thread import ScheduleThread
 from handlers.spend.digest import Digest, DigestStore
 from handlers.spend.report import SpendReport
 
@@ -259,7 +262,9 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
             grace=options.release_grace,
             crash=crash,
         )
-    schedules = _schedules(ports, directory, approvals, ledger, crash)
+    cards = Cards(approvals, options.alert_channel)
+    engine.add(cards)
+    schedules = _schedules(ports, directory, approvals, ledger, crash, cards, outbox)
     if schedules is not None and policy.schedules:
         schedules.labels = LabelSchedules(
             schedules=schedules,
@@ -327,16 +332,20 @@ def _schedules(
     approvals: Approvals,
     ledger: RequestLedger,
     crash: CrashPoint,
+    cards: Cards,
+    outbox: Outbox,
 ) -> Schedules | None:
     if ports.schedules is None or ports.calendar is None:
         return None
+    thread = ScheduleThread(ports.schedules, outbox)
     nights = Nights(
         store=ports.schedules,
         calendar=ports.calendar,
         directory=directory,
         activity=ports.activity,
         approvals=approvals,
-        messenger=ports.messenger,
+        asking=NightAsking(approvals, cards, ports.roles, thread),
+        thread=thread,
         clock=ports.clock,
         crash=crash,
     )

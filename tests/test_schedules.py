@@ -139,7 +139,9 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 def scheduled_bot(clock: ManualClock, store: Store, **extra: Any) -> Bot:
-    bot = make_bot(clock, Policy.model_validate(POLICY), schedules=store, **extra)
+    database = None if "same_world_as" in extra else store
+    policy = extra.pop("policy", None) or Policy.model_validate(POLICY)
+    bot = make_bot(clock, policy, schedules=store, database=database, **extra)
     if "same_world_as" not in extra:
         pool = bot.plane.clusters[C1].node_pools[0]
         assert pool.scaling_spec is not None

@@ -84,7 +84,7 @@ class Bot:
         return [r for _, edited, r in self.messenger.edits if edited == ts]
 
     async def only_request(self) -> Any:
-        [request] = list(self.store.requests.values())
+        [request] = await self.store.requests_in(list(RequestState))
         return request
 
 
@@ -112,12 +112,14 @@ def make_bot(
     schedules: ScheduleStore | None = None,
     digests: DigestStore | None = None,
     nodes: NodeUpdater | None = None,
+    database: Any = None,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
-    place of the counts of a ``FakeActivity``."""
+    place of the counts of a ``FakeActivity``; ``database``: a real store (SQLite) in place
+    of the in-memory one, for every port it keeps."""
     if same_world_as is None:
-        store, records = MemoryStore(), MemoryIdleRecords()
+        store, records = database or MemoryStore(), MemoryIdleRecords()
         plane, messenger = FakeControlPlane(), messenger or FakeMessenger()
         activity = activity or FakeActivity()
         plane.add(running(cluster_doc(cluster_id="c1", nodes=2), nodes=2))

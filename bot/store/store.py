@@ -123,11 +123,13 @@ class Store(
 
     # -- approval requests ---------------------------------------------------------------------
 
-    async def add_request(self, request: ApprovalRequest) -> None:
-        """Insert a request; raise OpenRequestExistsError when its cluster has one open."""
+    async def add_request(self, request: ApprovalRequest, owe: Sequence[Owed] = ()) -> None:
+        """Insert a request, and what it makes owed with it; raise OpenRequestExistsError
+        when its cluster has one open."""
         try:
             async with self.engine.begin() as connection:
                 await connection.execute(schema.requests.insert().values(**_request_row(request)))
+                await insert_owed(connection, owe)
         except sa.exc.IntegrityError as error:
             if schema.OPEN_REQUEST_INDEX in str(error) or "cluster" in str(error):
                 raise OpenRequestExistsError(request.cluster) from None

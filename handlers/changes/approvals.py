@@ -141,19 +141,7 @@ class Approvals:
     ) -> ApprovalRequest:
         """Store the change as a draft, post its card, and only then make it pending. A
         caller that recorded its intent first passes the id it chose (``request_id``)."""
-        self.directory.confine(plan.cluster)  # every change, whichever way it was asked
-        now = self.clock()
-        request = ApprovalRequest(
-            id=request_id or new_request_id(),
-            plan=plan,
-            requester=actor,
-            channel=channel,
-            created_at=now,
-            expires_at=now + self.policy.approval.expiry_minutes * 60,
-            origin=origin,
-            state=RequestState.DRAFT,
-            owner=self.owner,  # whose card it is: after a restart, its own drafts are dead
-        )
+        request = self.new_request(actor, channel, plan, origin, request_id)
         try:
             await self.store.add_request(request)
         except OpenRequestExistsError:
@@ -172,6 +160,31 @@ class Approvals:
         request.state, request.card_message = RequestState.PENDING, card_message
         await self.ledger.asked(request)
         return request
+
+    def new_request(
+        self,
+        actor: str,
+        channel: str,
+        plan: ChangePlan[Any],
+        origin: Origin,
+        request_id: str | None,
+        state: RequestState = RequestState.DRAFT,
+    ) -> ApprovalRequest:
+        """A request as it is first kept, inside the targets (every change, whichever way it
+        was asked); its owner is the replica asking, so that its drafts end at a restart."""
+        self.directory.confine(plan.cluster)
+        now = self.clock()
+        return ApprovalRequest(
+            id=request_id or new_request_id(),
+            plan=plan,
+            requester=actor,
+            channel=channel,
+            created_at=now,
+            expires_at=now + self.policy.approval.expiry_minutes * 60,
+            origin=origin,
+            state=state,
+            owner=self.owner,
+        )
 
     async def _busy(self, plan: ChangePlan[Any]) -> Refused:
         other = next(iter(await self.store.open_requests(plan.cluster)), None)

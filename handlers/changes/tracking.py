@@ -269,6 +269,11 @@ class Tracker:
             else (f"{what} · for {took}",)
         )
         reply = thread_reply(cluster_id(operation.cluster), text, note)
+        if operation.thread is None:  # a card posted after its change was sent
+            request = await self.requests.get_request(operation.request_id)
+            if request is not None and request.card_message:
+                operation.thread = request.card_message
+                await self.store.update_operation(operation.name, thread=operation.thread)
         try:
             if operation.progress_message is None:
                 operation.progress_message = await self.messenger.post(

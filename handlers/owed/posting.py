@@ -27,7 +27,7 @@ from handlers.ports import Clock
 from handlers.replies import Caution, ChannelRef, Reply, Text
 
 log = logging.getLogger(__name__)
-POST_WINDOW = 90.0  # seconds a post may take to arrive once sent (Slack's tries included)
+POST_WINDOW = 35.0  # seconds a post may still arrive once sent: the Web API call's own timeout
 RATE_LIMITED_AGAIN = 60.0  # a post Slack still rate-limits after its own waits: tried then
 KIND = "message"
 

@@ -5,7 +5,15 @@ Each check moves a schedule at most one phase on (``handlers/schedules/model.py`
 one conditional change in the store: of several replicas one fires, and a crash between any
 two steps leaves a phase that the next check finishes by looking at the request it chose the
 id of before asking, and at the cluster. A schedule whose wake was missed while every replica
-was down is woken by the first check after a start.
+was down is woken by the first check after a start, and one paused or ended, whatever phase
+its night is in, is woken by the first check after it went to sleep.
+
+A night's change is asked and approved in one step, as the schedule's approver, and sent
+before anything is said in chat (``Cards.submit_approved``): a wake needs no Slack. What the
+thread is told is owed with the move that makes it so (``Outbox``), so it is said once. An
+approver who no longer holds the role approves nothing: the "off" is asked again on a card
+for a current approver, and a wake (which only gives back what the schedule took) is
+approved by the policy. A cluster deleted meanwhile ends its schedules, said once.
 """
 
 from __future__ import annotations
@@ -13,19 +21,25 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.vertex.errors import SlurmUnreadableError, VertexError
+from bot.vertex.errors import NotFoundError, SlurmUnreadableError, VertexError
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_pools
-from handlers.entities import ApprovalRequest, Origin, RequestState
+from handlers.entities import ApprovalRequest, RequestState
 from handlers.grammar import CommandError
 from handlers.idle.observe import slurm_demand
-from handlers.messenger import Messenger, MessengerError
-from handlers.ports import ActivityReader, Calendar, Clock, CrashPoint, ScheduleStore, no_crash
+from handlers.ports import (
+    ActivityReader,
+    Calendar,
+    Clock,
+    CrashPoint,
+    ScheduleStore,
+    no_crash,
+)
 from handlers.reading.clusters import ClusterDirectory, error_text
-from handlers.replies import Button, Buttons, Line, Reply, Strong, Text, UserRef
-from handlers.schedules.clicks import Night
+from handlers.schedules.asking import NightAsking
 from handlers.schedules.model import Bounds, Phase, Schedule, ScheduleState
+from handlers.schedules.thread import ScheduleThread, notice_of
 from handlers.schedules.times import local
 from handlers.words import duration
 
@@ -46,7 +60,8 @@ class Nights:
         directory: ClusterDirectory,
         activity: ActivityReader,
         approvals: Approvals,
-        messenger: Messenger,
+        asking: NightAsking,
+        thread: ScheduleThread,
         clock: Clock,
         crash: CrashPoint = no_crash,
     ) -> None:
@@ -55,7 +70,8 @@ class Nights:
         self.directory = directory
         self.activity = activity
         self.approvals = approvals
-        self.messenger = messenger
+        self.asking = asking
+        self.thread = thread
         self.clock = clock
         self.crash = crash
 
@@ -81,8 +97,8 @@ class Nights:
         elif schedule.phase == Phase.WAITING:
             await self._waiting(schedule, now, active)
         elif schedule.phase == Phase.ASLEEP:
-            # paused or ended while asleep: its next_on was set to then, never left at zero
-            if now >= (schedule.next_on or 0.0):
+            # paused or ended, whatever phase the night was in when it stopped: woken now
+            if now >= (schedule.next_on or 0.0) or not active:
                 await self._wake(schedule, now)
         elif schedule.phase in (Phase.GOING_OFF, Phase.WAKING):
             await self._follow(schedule, now)
@@ -99,25 +115,10 @@ class Nights:
             ):
                 schedule.phase, schedule.due_at, schedule.tries = Phase.WAITING, now, 0
                 await self._waiting(schedule, now, True)
-        elif (
-            now >= off - NOTICE_LEAD
-            and schedule.noticed_for != off
-            and await self.store.claim_notice(schedule.id, off)
-        ):
-            await self.say(schedule, *self._notice(schedule, off))
-
-    def _notice(self, schedule: Schedule, off: float) -> tuple[str, Buttons]:
-        text = (
-            f"goes to zero at {local(off, schedule.zone)} unless Slurm has work then. "
-            "Operators can skip tonight or postpone it."
-        )
-        buttons = Buttons(
-            (
-                Button(Night(schedule.id, int(off)), "Skip tonight"),
-                Button(Night(schedule.id, int(off), postpone=True), "Postpone 2 h"),
-            )
-        )
-        return text, buttons
+        elif now >= off - NOTICE_LEAD and schedule.noticed_for != off:
+            notice = self.thread.line(schedule, *notice_of(schedule, off))
+            if await self.store.claim_notice(schedule.id, off, owe=[notice]):
+                await self.thread.outbox.sent_now(notice)
 
     async def _waiting(self, schedule: Schedule, now: float, active: bool) -> None:
         due = schedule.due_at or now
@@ -157,6 +158,9 @@ class Nights:
     async def _go_off(self, schedule: Schedule, due: float) -> None:
         try:
             cluster = await self.directory.vertex.get_cluster(schedule.cluster)
+        except NotFoundError:
+            await self._gone(schedule)
+            return
         except VertexError as error:
             await self._retry_off(schedule, due, error_text(error, f"read {schedule.cluster_id}"))
             return
@@ -199,17 +203,17 @@ class Nights:
     ) -> None:
         """This night does not happen: awake again at its bounds, and the next off named."""
         following = self.next_off(schedule, self.clock())
-        if await self.store.move_schedule(
-            schedule.id,
+        await self.thread.move(
+            schedule,
             before,
             Phase.AWAKE,
+            f"{why}; next off {local(following, schedule.zone)}",
             if_due=if_due,
             next_off=following,
             tries=0,
             firing_request=None,
             kept={},
-        ):
-            await self.say(schedule, f"{why}; next off {local(following, schedule.zone)}")
+        )
 
     async def _later(
         self,
@@ -222,25 +226,26 @@ class Nights:
     ) -> None:
         """Not yet: the off is looked at again in ``RETRY``."""
         again = self.clock() + RETRY
-        if await self.store.move_schedule(
-            schedule.id,
+        looks = f" (look {tries} of {LOOKS})"
+        await self.thread.move(
+            schedule,
             before,
             Phase.WAITING,
+            f"{why}; looking again at {local(again, schedule.zone)}{looks}",
             if_due=if_due,
             due_at=again,
             tries=tries,
             firing_request=None,
-        ):
-            looks = f" (look {tries} of {LOOKS})"
-            await self.say(
-                schedule, f"{why}; looking again at {local(again, schedule.zone)}{looks}"
-            )
+        )
 
     # -- on ----------------------------------------------------------------------------------
 
     async def _wake(self, schedule: Schedule, now: float) -> None:
         try:
             cluster = await self.directory.vertex.get_cluster(schedule.cluster)
+        except NotFoundError:
+            await self._gone(schedule)
+            return
         except VertexError as error:
             await self._retry_on(schedule, error_text(error, f"read {schedule.cluster_id}"))
             return
@@ -266,55 +271,58 @@ class Nights:
 
     async def _retry_on(self, schedule: Schedule, why: str) -> None:
         again = self.clock() + RETRY
-        if await self.store.move_schedule(
-            schedule.id, schedule.phase, Phase.ASLEEP, next_on=again, firing_request=None
-        ):
-            await self.say(
-                schedule, f"not woken yet: {why}; trying again at {local(again, schedule.zone)}"
-            )
+        await self.thread.move(
+            schedule,
+            schedule.phase,
+            Phase.ASLEEP,
+            f"not woken yet: {why}; trying again at {local(again, schedule.zone)}",
+            next_on=again,
+            firing_request=None,
+        )
 
     async def _woken(self, schedule: Schedule, now: float, said: str) -> None:
         slept = max(0.0, now - (schedule.slept_at or now))
         saved = schedule.saved + (schedule.freed_hour or 0.0) * slept / 3600
         following = self.next_off(schedule, now)
-        if await self.store.move_schedule(
-            schedule.id,
+        await self.thread.move(
+            schedule,
             schedule.phase,
             Phase.AWAKE,
+            f"{said}; next off {local(following, schedule.zone)}",
             next_off=following,
             firing_request=None,
             kept={},
             saved=saved,
             saved_hours=schedule.saved_hours + slept / 3600,
-        ):
-            await self.say(schedule, f"{said}; next off {local(following, schedule.zone)}")
+        )
+
+    async def _gone(self, schedule: Schedule) -> None:
+        """The cluster no longer exists: the schedule ends, its night with it, said once."""
+        await self.thread.move(
+            schedule,
+            schedule.phase,
+            Phase.AWAKE,
+            f"ended: {schedule.cluster_id} no longer exists",
+            state=ScheduleState.ENDED,
+            firing_request=None,
+            kept={},
+        )
 
     # -- both --------------------------------------------------------------------------------
 
     async def _ask(self, schedule: Schedule, plan: ChangePlan[Any]) -> None:
-        """Ask the change under the id the schedule kept, approved as the schedule was."""
-        request_id = schedule.firing_request or ""
+        """Ask the night's change under the id the schedule kept (``NightAsking``)."""
         try:
-            asked: ApprovalRequest | None = await self.approvals.submit(
-                f"schedule:{schedule.id}",
-                schedule.channel,
-                plan,
-                Origin.SCHEDULE,
-                request_id=request_id,
-            )
+            asked: ApprovalRequest | None = await self.asking.ask(schedule, plan)
         except CommandError as error:
             # made by another replica finishing the same night, or not made at all
-            asked = await self.approvals.store.get_request(request_id)
+            asked = await self.approvals.store.get_request(schedule.firing_request or "")
             if asked is None:
                 await self._not_asked(schedule, error.reason)
                 return
         self.crash("schedule-asked")
         assert asked is not None
-        await self._approve(schedule, asked)
-
-    async def _approve(self, schedule: Schedule, request: ApprovalRequest) -> None:
-        if request.state == RequestState.PENDING:
-            await self.approvals.approve_now(request, schedule.approved_by or "policy")
+        await self.asking.approve(schedule, asked)
 
     async def _not_asked(self, schedule: Schedule, why: str) -> None:
         if schedule.phase == Phase.GOING_OFF:
@@ -329,7 +337,7 @@ class Nights:
         if request is None:  # cut off before it was asked: look at the cluster again
             await self._reask(schedule)
         elif request.state == RequestState.PENDING:
-            await self._approve(schedule, request)
+            await self.asking.approve(schedule, request)
         elif request.state in IN_FLIGHT or request.state == RequestState.DRAFT:
             return  # the executor, the tracker and recovery carry it
         elif request.state == RequestState.SUCCEEDED:
@@ -374,27 +382,12 @@ class Nights:
             return
         slept_at = request.finished_at or now
         on = self.next_on(schedule, max(slept_at, schedule.next_off or slept_at))
-        if await self.store.move_schedule(
-            schedule.id, Phase.GOING_OFF, Phase.ASLEEP, slept_at=slept_at, next_on=on
-        ):
-            pools = ", ".join(schedule.kept)
-            await self.say(
-                schedule, f"asleep: {pools} at zero nodes; back on at {local(on, schedule.zone)}"
-            )
-
-    async def say(
-        self, schedule: Schedule, text: str, buttons: Buttons | None = None, by: str | None = None
-    ) -> None:
-        """A line in the schedule's thread (under its card); ``by``: who did it."""
-        said: Line = (Strong(schedule.scope), f": {text}")
-        if by is not None:
-            said = (*said, ", by ", UserRef(by))
-        reply = Reply(f"schedule {schedule.id} of {schedule.scope}", public=True).add(
-            Text(*said, ".")
+        pools = ", ".join(schedule.kept)
+        await self.thread.move(
+            schedule,
+            Phase.GOING_OFF,
+            Phase.ASLEEP,
+            f"asleep: {pools} at zero nodes; back on at {local(on, schedule.zone)}",
+            slept_at=slept_at,
+            next_on=on,
         )
-        if buttons is not None:
-            reply.add(buttons)
-        try:
-            await self.messenger.post(schedule.channel, reply, thread=schedule.thread)
-        except MessengerError as error:
-            log.warning("schedule %s: not reported (%s)", schedule.id, error.code)

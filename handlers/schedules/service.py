@@ -45,6 +45,7 @@ class LabelLooker(Protocol):
 class Schedules:
     def __init__(self, *, nights: Nights, approvals: Approvals, ledger: RequestLedger) -> None:
         self.nights = nights
+        self.thread = nights.thread
         self.store = nights.store
         self.approvals = approvals
         self.ledger = ledger
@@ -196,10 +197,12 @@ class Schedules:
             return
         now = self.clock()
         following = self.nights.next_off(schedule, now)
+        said = self.thread.line(schedule, f"in force; first off {local(following, schedule.zone)}")
         if not await self.store.set_schedule_state(
             schedule.id,
             [ScheduleState.PROPOSED],
             ScheduleState.ACTIVE,
+            owe=[said],
             approved_by=request.decided_by,
             next_off=following,
         ):
@@ -219,7 +222,7 @@ class Schedules:
             zone=schedule.zone,
         )
         schedule.state = ScheduleState.ACTIVE
-        await self.nights.say(schedule, f"in force; first off {local(following, schedule.zone)}")
+        await self.thread.outbox.sent_now(said)
 
     # -- people's actions ----------------------------------------------------------------------
 
@@ -240,7 +243,11 @@ class Schedules:
         state = ScheduleState.PAUSED if action == "pause" else ScheduleState.ENDED
         if not await self.stop(schedule.id, state, actor=actor):
             raise CommandError(f"{schedule.id} is {schedule.state} already", "schedule")
-        woken = " It wakes now: it was asleep." if schedule.phase == Phase.ASLEEP else ""
+        woken = ""
+        if schedule.phase == Phase.ASLEEP:
+            woken = " It wakes now: it was asleep."
+        elif schedule.phase in (Phase.GOING_OFF, Phase.WAKING):
+            woken = " It wakes as soon as the change under way has finished."
         words = "paused: no off fires until it is resumed" if action == "pause" else "ended"
         return notice(
             "Schedule paused" if action == "pause" else "Schedule ended",
@@ -254,11 +261,18 @@ class Schedules:
         before = [ScheduleState.ACTIVE] if state == ScheduleState.PAUSED else list(STANDING)
         # asleep, it is woken at the next check: a schedule that stops never leaves it at zero
         wake = self.clock() if schedule.phase == Phase.ASLEEP else schedule.next_on
-        if not await self.store.set_schedule_state(schedule.id, before, state, next_on=wake):
-            return False
         words = "paused" if state == ScheduleState.PAUSED else "ended"
-        await self._audit(actor, schedule, f"schedule_{words}")
-        await self.nights.say(schedule, words, by=actor)
+        if schedule.phase == Phase.ASLEEP:
+            words += "; it wakes now"
+        elif schedule.phase == Phase.GOING_OFF:  # the off under way ends, and it wakes then
+            words += "; it wakes as soon as tonight's scale-down has finished"
+        said = self.thread.line(schedule, words, by=actor)
+        if not await self.store.set_schedule_state(
+            schedule.id, before, state, owe=[said], next_on=wake
+        ):
+            return False
+        await self._audit(actor, schedule, f"schedule_{words.split(';')[0]}")
+        await self.thread.outbox.sent_now(said)
         return True
 
     async def night(self, actor: str, schedule_id: str, off_at: int, postpone: bool) -> Reply:
@@ -268,13 +282,14 @@ class Schedules:
         if schedule.phase != Phase.AWAKE or due is None or int(due) != off_at:
             return notice("Schedule", "That night has passed or was changed already.")
         moved = due + POSTPONE if postpone else self.nights.next_off(schedule, due)
+        what = "postponed to" if postpone else "skipped tonight; next off"
+        said = self.thread.line(schedule, f"{what} {local(moved, schedule.zone)}", by=actor)
         if not await self.store.move_schedule(
-            schedule.id, Phase.AWAKE, Phase.AWAKE, next_off=moved
+            schedule.id, Phase.AWAKE, Phase.AWAKE, owe=[said], next_off=moved
         ):
             return notice("Schedule", "That night has passed or was changed already.")
         await self._audit(actor, schedule, "schedule_postponed" if postpone else "schedule_skipped")
-        what = "postponed to" if postpone else "skipped tonight; next off"
-        await self.nights.say(schedule, f"{what} {local(moved, schedule.zone)}", by=actor)
+        await self.thread.outbox.sent_now(said)
         return notice("Schedule", f"{schedule.scope}: {what} {local(moved, schedule.zone)}.")
 
     async def _find(self, schedule_id: str) -> Schedule:

@@ -54,7 +54,7 @@ class MemoryStore(MemoryOwed):
 
     # -- requests ------------------------------------------------------------------------------
 
-    async def add_request(self, request: ApprovalRequest) -> None:
+    async def add_request(self, request: ApprovalRequest, owe: Sequence[Owed] = ()) -> None:
         self._reach()
         cluster = request.plan.cluster
         if request.state in OPEN_STATES and any(
@@ -62,6 +62,7 @@ class MemoryStore(MemoryOwed):
         ):
             raise OpenRequestExistsError(cluster)
         self.requests[request.id] = copy.deepcopy(request)
+        self.owe_now(owe)
 
     async def delete_request(self, request_id: str) -> None:
         self._reach()
