@@ -20,7 +20,7 @@ from aiohttp import web
 
 from bot.calendar import CronCalendar
 from bot.charts import AggCharts
-from bot.jobs import PeriodicJobs, crash_hook, digest_trigger
+from bot.jobs import PeriodicJobs, crash_hook, cron_firings, digest_trigger
 from bot.metrics import BotMetrics
 from bot.redact import Redactor
 from bot.routes import Readiness, Routes
@@ -42,11 +42,19 @@ from handlers.services import Options, Ports, build
 log = logging.getLogger(__name__)
 EXPIRY_SECONDS = 15.0
 GAUGE_EVERY = 5  # ticks between counts of the operations in flight when none ended
+DIGEST_LOOK = 60.0  # seconds between looks for a digest firing that is due
 REQUEST_TIMEOUT = 30.0  # seconds one control-plane call may take (the transport's own)
 
 
 def secret_values(settings: Settings) -> list[str]:
     return settings.secret_values()
+
+
+def digest_firings(settings: Settings) -> Callable[[float, float], list[float]] | None:
+    """When the weekly digest is due (``CLUSTERBOT_DIGEST_CRON`` in its zone), or None."""
+    if settings.digest_cron.strip().lower() == "off":
+        return None
+    return cron_firings(digest_trigger(settings.digest_cron, settings.digest_timezone))
 
 
 def send_window(settings: Settings) -> float:
@@ -134,6 +142,7 @@ class ClusterbotService:
             poll_stagger=tick_seconds / 4,  # a tick's polls spread over a quarter of it
             send_window=send_window(settings),
             patience=tick_seconds,
+            digest_firings=digest_firings(settings),
         )
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
@@ -182,9 +191,9 @@ class ClusterbotService:
         self.jobs.add("releases", self._releases, self.settings.release_check_seconds)
         # the first run is now: a wake missed while every replica was down happens at start
         self.jobs.add("schedules", self._schedules, self.settings.schedule_check_seconds)
-        if self.core.digest is not None and self.settings.digest_cron.strip().lower() != "off":
-            trigger = digest_trigger(self.settings.digest_cron, self.settings.digest_timezone)
-            self.jobs.add_cron("digest", self._digest, trigger)
+        if self.core.digest is not None and self.core.digest.firings is not None:
+            # each firing is owed when due, by any replica that looks, and done by the engine
+            self.jobs.add("digest", self._digest, DIGEST_LOOK)
         self.slack.schedule(self.jobs, self.is_accepting)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
@@ -263,9 +272,9 @@ class ClusterbotService:
         if self.accepting and self.core.schedules is not None:
             await self.core.schedules.check_all()
 
-    async def _digest(self, fired_at: float) -> None:
+    async def _digest(self) -> None:
         if self.accepting and self.core.digest is not None:
-            await self.core.digest.fire(fired_at)
+            await self.core.digest.owe_due()
 
     async def _expire(self) -> None:
         if self.accepting:

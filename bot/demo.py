@@ -89,6 +89,8 @@ def build_demo(
         "sweep_process": False,
         "alert_channel": "C0MLINFRA",
         "sweep_interval": 10,
+        # the demo posts its week's digest itself, once its first idle alert is up
+        "digest_cron": "off",
         "host": host,
         "port": port,
     }

@@ -20,6 +20,8 @@ from handlers.schedules.times import zone_named
 
 log = logging.getLogger(__name__)
 CRASH_EXIT = 86
+MAX_FIRINGS = 10  # firings of a cron owed at once: the newest
+LOOKED_AT = 20_000  # firings looked through at most (every minute of a fortnight)
 
 
 def crash_hook(
@@ -81,22 +83,6 @@ class PeriodicJobs:
             next_run_time=datetime.now(UTC),
         )
 
-    def add_cron(
-        self, name: str, job: Callable[[float], Awaitable[Any]], trigger: CronTrigger
-    ) -> None:
-        """``job(fired_at)`` at each time of the cron; ``fired_at`` is the scheduled time,
-        the same on every replica whose cron fired it (the key a firing is claimed by)."""
-
-        async def run() -> None:
-            now = datetime.now(UTC)
-            fired = trigger.get_next_fire_time(None, now - timedelta(minutes=5))
-            at = (fired or now).timestamp()
-            task = asyncio.get_running_loop().create_task(self._guarded(name, lambda: job(at)))
-            self.running.add(task)
-            task.add_done_callback(self.running.discard)
-
-        self.scheduler.add_job(run, trigger, id=name, max_instances=1, coalesce=True)
-
     @staticmethod
     async def _guarded(name: str, job: Callable[[], Awaitable[Any]]) -> None:
         try:
@@ -114,6 +100,24 @@ class PeriodicJobs:
             await asyncio.wait(set(self.running), timeout=limit)
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
+
+
+def cron_firings(trigger: CronTrigger) -> Callable[[float, float], list[float]]:
+    """The times a cron fires in (since, until], epoch seconds: what the digest owes."""
+
+    def firings(since: float, until: float) -> list[float]:
+        found: list[float] = []
+        moment = datetime.fromtimestamp(since, UTC) + timedelta(microseconds=1)
+        fired = trigger.get_next_fire_time(None, moment)
+        end = datetime.fromtimestamp(until, UTC)
+        for _ in range(LOOKED_AT):
+            if fired is None or fired > end:
+                break
+            found.append(fired.timestamp())
+            fired = trigger.get_next_fire_time(fired, fired + timedelta(seconds=1))
+        return found[-MAX_FIRINGS:]  # the newest
+
+    return firings
 
 
 def digest_trigger(crontab: str, zone: str) -> CronTrigger:

@@ -57,7 +57,7 @@ from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
 from handlers.schedules.service import Schedules
 from handlers.schedules.thread import ScheduleThread
-from handlers.spend.digest import Digest, DigestStore
+from handlers.spend.digest import Digest, DigestStore, Firings
 from handlers.spend.report import SpendReport
 
 
@@ -101,6 +101,7 @@ class Options:
     poll_stagger: float = 0.0  # seconds over which a tick's operation polls are started
     send_window: float = SEND_WINDOW  # seconds a change's call may be applied once sent
     patience: float = 2.0  # seconds a tick waits for the owed work it started
+    digest_firings: Firings | None = None  # the digest's cron; None: fired only when asked
 
 
 @dataclass(frozen=True)
@@ -300,7 +301,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         reports=reports,
         schedules=schedules,
         spending=spending,
-        digest=_digest(ports, options, spending, sweeper),
+        digest=_digest(ports, options, spending, sweeper, engine),
         dispatcher=Dispatcher(
             Desk(reports, approvals, clicks, spending, schedules, health_clicks),
             policy,
@@ -310,20 +311,23 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
 
 
 def _digest(
-    ports: Ports, options: Options, spending: SpendReport | None, sweeper: Sweeper
+    ports: Ports, options: Options, spending: SpendReport | None, sweeper: Sweeper, engine: Engine
 ) -> Digest | None:
     if spending is None or ports.digests is None or options.alert_channel is None:
         return None
-    return Digest(
+    digest = Digest(
         spend=spending,
         store=ports.digests,
         sweeps=sweeper,
         schedules=ports.schedules,
         messenger=ports.messenger,
         channel=options.alert_channel,
-        owner=options.owner,
+        engine=engine,
         clock=ports.clock,
+        firings=options.digest_firings,
     )
+    engine.add(digest)
+    return digest
 
 
 def _schedules(

@@ -5,13 +5,12 @@ a firing whichever replicas fire it (claimed in a real SQLite store)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from bot.jobs import PeriodicJobs, digest_trigger
+from bot.jobs import cron_firings, digest_trigger
 from bot.store import Store
 from handlers.policy import Policy
 from handlers.spend.runs import SpendRun
@@ -87,22 +86,14 @@ async def test_two_replicas_post_one_digest(clock: ManualClock, store: Store) ->
     assert len(digests(first)) == 2
 
 
-async def test_the_digest_cron_gives_each_replica_the_same_firing() -> None:
-    """The service's cron job hands the digest the time it was scheduled for, not the time
-    the replica woke, so replicas claim the same firing."""
-    jobs, fired = PeriodicJobs(), []
-
-    async def digest(at: float) -> None:
-        fired.append(at)
-
-    trigger = digest_trigger("*/5 * * * *", "UTC")  # every five minutes
-    jobs.add_cron("digest", digest, trigger)
-    job = jobs.scheduler.get_job("digest")
-    assert job is not None
-    await job.func()
-    await asyncio.gather(*jobs.running)
-    [at] = fired
-    assert at % 300 == 0 and time.time() - 300 < at <= time.time()
+def test_the_digest_cron_names_each_firing_alike_on_every_replica() -> None:
+    """Each firing is named by the time the cron gives it, whenever a replica looks: the
+    key that makes it owed once."""
+    firings = cron_firings(digest_trigger("0 9 * * mon", "UTC"))
+    assert firings(MONDAY_9 - 7 * 86400, MONDAY_9) == [MONDAY_9]  # (since, until]
+    assert firings(MONDAY_9, MONDAY_9 + 3600) == []
+    every = cron_firings(digest_trigger("*/5 * * * *", "UTC"))
+    assert every(MONDAY_9 - 3600, MONDAY_9) == [MONDAY_9 - 300 * n for n in range(10)][::-1]
 
 
 async def test_a_week_is_compared_with_a_whole_week_before(

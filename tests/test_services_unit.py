@@ -31,7 +31,7 @@ from handlers.ports import (
 )
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
-from handlers.spend.digest import DigestStore
+from handlers.spend.digest import DigestStore, Firings
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
@@ -113,6 +113,7 @@ def make_bot(
     digests: DigestStore | None = None,
     nodes: NodeUpdater | None = None,
     database: Any = None,
+    digest_firings: Firings | None = None,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
@@ -154,6 +155,7 @@ def make_bot(
         alert_channel=ALERTS,
         sweep_interval=sweep_interval,
         crash=crash,
+        digest_firings=digest_firings,
     )
     return Bot(build(ports, policy, options), store, records, plane, activity, messenger, clock)
 

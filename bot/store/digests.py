@@ -1,10 +1,9 @@
-"""The weekly digest's firings: a firing is claimed by inserting its row, so of the replicas
-whose cron fired it, one posts."""
+"""Where the weekly digest learns since when clusterbot has watched spend: a firing before
+that has no week to tell of, and is not owed."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
@@ -13,20 +12,8 @@ from bot.store import schema
 class DigestRows:
     engine: AsyncEngine
 
-    async def claim_digest(self, fired_at: float, owner: str, now: float) -> bool:
-        table = schema.digests
-        try:
-            async with self.engine.begin() as connection:
-                await connection.execute(
-                    table.insert().values(fired_at=fired_at, claimed_by=owner, claimed_at=now)
-                )
-        except IntegrityError:
-            return False  # another replica claimed it first
-        return True
-
-    async def digest_posted(self, fired_at: float, message: str) -> None:
-        table = schema.digests
-        async with self.engine.begin() as connection:
-            await connection.execute(
-                sa.update(table).where(table.c.fired_at == fired_at).values(message=message)
-            )
+    async def first_spend(self) -> float | None:
+        table = schema.spend_runs
+        async with self.engine.connect() as connection:
+            first = (await connection.execute(sa.select(sa.func.min(table.c.start)))).scalar()
+        return None if first is None else float(first)

@@ -206,7 +206,11 @@ class Engine:
         started = [await self._start(item) for item in items]
         tasks = [t for t in started if t is not None]
         if tasks:
-            await asyncio.wait(tasks, timeout=self.patience)
+            done, _ = await asyncio.wait(tasks, timeout=self.patience)
+            for task in done:  # the process ending (not a failure of the item's): passed on
+                ended = None if task.cancelled() else task.exception()
+                if ended is not None and not isinstance(ended, Exception):
+                    raise ended
         return len(items)
 
     async def _start(self, item: Owed) -> asyncio.Task[None] | None:

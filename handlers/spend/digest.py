@@ -2,13 +2,19 @@
 the part spent idle, what clusterbot saved, the three biggest opportunities each with its
 button, and the week's chart.
 
-It is fired on a cron of the service's (``CLUSTERBOT_DIGEST_CRON``); every replica's cron
-fires, and the firing is claimed once in the database, so one replica posts it.
+Each firing of the service's cron (``CLUSTERBOT_DIGEST_CRON``) is owed work, ``digest:AT``:
+recorded when it is due by any replica that looks (``owe_due``), and posted once by the
+engine, late if no replica was up at the time, with the date it was due. A firing is owed
+only once clusterbot has watched spend before it (a new install posts no digest of a week it
+never saw), and up to a week late. The post is looked for by its key before it is sent again
+(``post_once``); a chart whose sharing a crash cut off is not shared twice: the thread says
+where to draw it, as it does when the chart is refused.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -19,6 +25,9 @@ from handlers.idle.alert import IDLE_PAYING
 from handlers.idle.report import SweepReport
 from handlers.idle.rules import Recommendation
 from handlers.messenger import Messenger, MessengerError
+from handlers.owed.engine import Attempt, Engine
+from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed, OwedState
+from handlers.owed.posting import POST_WINDOW, RATE_LIMITED_AGAIN, post_once
 from handlers.ports import Clock, ScheduleStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.schedules.model import ScheduleState
@@ -27,7 +36,10 @@ from handlers.spend.report import NOTE, SpendReport
 from handlers.spend.totals import Spend, overall, totals
 
 log = logging.getLogger(__name__)
+KIND = "digest"
 WEEK = 7 * 24 * 3600.0
+CATCH_UP = WEEK  # a firing missed this long ago is still posted, late, with its date
+LATE = 15 * 60.0  # a digest posted this long after its firing says when it was due
 ROWS = 20  # clusters in the table; the rest are summed
 OPPORTUNITIES = 3
 COMPARABLE = 1.0  # dollars: a week that cost less is not compared in percent
@@ -35,11 +47,13 @@ COVERED = 6 * 3600.0  # a ledger begun this soon after the week before began sti
 
 
 class DigestStore(Protocol):
-    async def claim_digest(self, fired_at: float, owner: str, now: float) -> bool:
-        """Whether this call is the one to post the digest of the firing at ``fired_at``."""
+    async def first_spend(self) -> float | None:
+        """When the spend ledger begins (its oldest run's start), or None when it is empty."""
         ...
 
-    async def digest_posted(self, fired_at: float, message: str) -> None: ...
+
+# The firings of the digest's cron in (since, until], epoch seconds (``bot/jobs.py``).
+Firings = Callable[[float, float], list[float]]
 
 
 class LatestSweep(Protocol):
@@ -55,6 +69,11 @@ class Opportunity:
 
 
 class Digest:
+    """The weekly digest, and the ``digest`` worker that posts each firing's."""
+
+    kind = KIND
+    steps = ("digest-posted", "digest-chart-shared")
+
     def __init__(
         self,
         *,
@@ -64,8 +83,9 @@ class Digest:
         schedules: ScheduleStore | None,
         messenger: Messenger,
         channel: str | None,
-        owner: str,
+        engine: Engine,
         clock: Clock,
+        firings: Firings | None = None,
     ) -> None:
         self.spend = spend
         self.store = store
@@ -73,26 +93,92 @@ class Digest:
         self.schedules = schedules
         self.messenger = messenger
         self.channel = channel
-        self.owner = owner
+        self.engine = engine
         self.clock = clock
+        self.firings = firings
+        self.watched: float | None = None  # when the ledger begins (it never begins later)
+
+    def item(self, fired_at: float) -> Owed:
+        return self.engine.due(KIND, f"{KIND}:{fired_at:.0f}", {"fired_at": fired_at}, fired_at)
 
     async def fire(self, fired_at: float) -> bool:
-        """Post the digest of the week to now, once for this firing whichever replicas fire."""
+        """Owe the digest of the firing at ``fired_at`` and post it now, from here; whether
+        this call posted it (another replica, or an earlier call, may have)."""
         if self.channel is None:
             return False
-        if not await self.store.claim_digest(fired_at, self.owner, self.clock()):
+        item = self.item(fired_at)
+        await self.engine.owe(item)
+        if not await self.engine.run(item.key):
             return False
-        reply, whole, chart = await self.build(self.clock())
+        done = await self.engine.store.get_owed(item.key)
+        return done is not None and done.state == OwedState.DONE
+
+    async def owe_due(self) -> int:
+        """Owe every firing of the cron in the last week that clusterbot watched spend
+        before (owed before, it is not owed again); returns how many are new."""
+        if self.channel is None or self.firings is None:
+            return 0
+        now = self.clock()
+        if self.watched is None:
+            self.watched = await self.store.first_spend()
+        if self.watched is None:
+            return 0
+        due = [self.item(f) for f in self.firings(now - CATCH_UP, now) if f > self.watched]
+        return len(await self.engine.owe(*due)) if due else 0
+
+    async def work(self, attempt: Attempt) -> Outcome:
+        if self.channel is None:
+            return GiveUp("no alert channel to post the digest in")
+        fired_at = float(attempt.subject["fired_at"])
+        reply, whole, chart = await self.build(fired_at)
+        now = self.clock()
+        if now - fired_at > LATE:
+            reply.add(
+                Note(
+                    f"Due {_day(fired_at)}; posted late, at {_day(now)}, when a "
+                    "clusterbot was up to post it."
+                )
+            )
         try:
-            message = await self.messenger.post(self.channel, reply)
+            message = await post_once(attempt, self.messenger, self.channel, reply)
         except MessengerError as error:
-            log.warning("weekly digest not posted: %s", error.code)
-            return False
-        await self.store.digest_posted(fired_at, message)
-        await self.spend.share_chart(chart, self.channel, whole)
-        return True
+            if error.code == "ratelimited":
+                return Later(now + RATE_LIMITED_AGAIN, "rate limited")
+            raise
+        if "chart" not in attempt.item.result:
+            await self._chart(attempt, chart, whole, message)
+        return Done()
+
+    async def _chart(self, attempt: Attempt, chart: Chart, whole: Spend, message: str) -> None:
+        """Share the week's chart once: a share that a crash cut off is not sent again (a
+        file carries no key to look for), and the thread says where to draw it."""
+        assert self.channel is not None
+        if attempt.unsure and attempt.item.result.get("sharing"):
+            why = "clusterbot stopped while sharing it"
+        else:
+            await attempt.sending(POST_WINDOW)
+            await attempt.keep(sharing=True)
+            try:
+                await self.spend.share(chart, self.channel, whole)
+                why = None
+            except MessengerError as error:
+                why = f"the chat platform refused it: {error.code}"
+            attempt.step("digest-chart-shared")
+        await attempt.sent(chart=why or "shared")
+        if why:
+            said = Reply("the week's chart").add(
+                Text(f"The week's chart was not shared ({why}); /cluster cost since 7d draws it.")
+            )
+            await post_once(
+                attempt, self.messenger, self.channel, said, thread=message, name="chart-note"
+            )
 
     async def build(self, until: float) -> tuple[Reply, Spend, Chart]:
+        """The digest of the week to ``until`` (its firing), this week's spend, and its
+        chart, from one read of the ledger."""
+        return await self._build(until)
+
+    async def _build(self, until: float) -> tuple[Reply, Spend, Chart]:
         """The digest, this week's spend, and its chart, from one read of the ledger."""
         week, before = until - WEEK, until - 2 * WEEK
         runs = await self.spend.runs(before, until)
@@ -192,6 +278,11 @@ class Digest:
 
     async def _clusters(self) -> list[str]:
         return [record.cluster for record in await self.spend.records.all()]
+
+
+def _day(moment: float) -> str:
+    day = datetime.fromtimestamp(moment, UTC)
+    return f"{day:%a} {day.day} {day:%b} {day:%H:%M} UTC"
 
 
 def _since(watched: float) -> str:

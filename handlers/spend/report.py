@@ -170,6 +170,22 @@ class SpendReport:
         (None: no chart is drawn here)."""
         if self.charts is None or self.messenger is None:
             return None
+        try:
+            await self.share(chart, channel, whole)
+        except MessengerError as error:
+            where = (
+                "invite clusterbot to this channel, or ask in a channel it is in"
+                if error.not_postable
+                else "try again in a minute"
+            )
+            return f"The chart could not be shared here ({error.code}): {where}."
+        return "The chart and its numbers (CSV) are shared in this conversation."
+
+    async def share(self, chart: Chart, channel: str, whole: Spend) -> None:
+        """Share the chart (a PNG) and its numbers (a CSV) in ``channel``, as one message
+        (nothing where no chart is drawn); ``MessengerError`` when the platform refuses."""
+        if self.charts is None or self.messenger is None:
+            return
         name = chart.title.replace(", last ", "-").replace(" ", "-")
         comment = (
             f"Cost of {chart.title}: {money(whole.cost, per_hour=False)} spent, "
@@ -180,16 +196,7 @@ class SpendReport:
             (f"cost-{name}.png", await self.charts.png(chart)),
             (f"cost-{name}.csv", chart.csv()),
         ]
-        try:
-            await self.messenger.share(channel, files, comment)
-        except MessengerError as error:
-            where = (
-                "invite clusterbot to this channel, or ask in a channel it is in"
-                if error.not_postable
-                else "try again in a minute"
-            )
-            return f"The chart could not be shared here ({error.code}): {where}."
-        return "The chart and its numbers (CSV) are shared in this conversation."
+        await self.messenger.share(channel, files, comment)
 
 
 NOTE = (
