@@ -21,9 +21,9 @@ from aiohttp import web
 
 from bot.oidc import IdTokenVerifier, TokenRefused
 from bot.vertex.errors import VertexError
-from handlers.changes.release import CallerRefused, Releases, TooManyReleases
+from handlers.changes.release import CallerRefused, ReleaseError, Releases, TooManyReleases
 from handlers.entities import Release
-from handlers.grammar import CommandError
+from handlers.errors import UserError
 
 log = logging.getLogger(__name__)
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
@@ -32,10 +32,11 @@ DEFAULT_TIMEOUT = "6h"
 
 
 def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``30m``, ``6h``, ``2d`` in seconds; ``ValueError`` for anything else."""
+    """``90``, ``90s``, ``30m``, ``6h``, ``2d`` in seconds; ``ReleaseError`` (a
+    ``ValueError``) for anything else."""
     match = DURATION.match(text.strip().lower())
     if not match:
-        raise ValueError(f"{text[:40]!r} is not a duration like 30m, 6h or 2d")
+        raise ReleaseError(f"{text[:40]!r} is not a duration like 30m, 6h or 2d")
     return float(match.group(1)) * UNITS[match.group(2)]
 
 
@@ -87,12 +88,11 @@ class ReleaseApi:
             response = _error(429, str(error))
             response.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
             return response
-        except (ValueError, CommandError) as error:
-            reason = error.reason if isinstance(error, CommandError) else str(error)
-            return _error(400, reason)
         except VertexError as error:
             log.warning("release by %s: the control plane failed: %s", caller.email, error)
             return _error(502, "the control plane could not be read now; try again later")
+        except UserError as error:  # the one kind of error meant for the caller
+            return _error(400, error.said)
         log.info("release %s of %s asked by %s", release.id, release.cluster, caller.email)
         return web.json_response(describe(release), status=202)
 

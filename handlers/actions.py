@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from handlers.errors import UserError
+
 
 class Action(Protocol):
     """What a button carries: the id of the click that answers it, and its value."""
@@ -24,7 +26,7 @@ class Action(Protocol):
     def value(self) -> str: ...
 
 
-class ActionError(ValueError):
+class ActionError(UserError, ValueError):
     """A click this bot never offered, or one whose value it cannot read."""
 
 
@@ -214,11 +216,21 @@ class HealthSweepNow:
     value = "sweep"
 
 
-def snooze(value: str) -> Snooze:
+# The idle alert's snoozes; a click may ask only one of these (a forged value, a year of
+# silence, is not one).
+SNOOZE_CHOICES = ((3600, "1 hour"), (8 * 3600, "8 hours"), (24 * 3600, "24 hours"))
+
+
+def offered(value: str, choices: tuple[tuple[int, str], ...]) -> tuple[str, int]:
+    """A snooze button's value read back: its cluster and one of the ``choices`` offered."""
     seconds, _, cluster = value.partition("|")
-    if not seconds.isdigit() or not cluster:
+    if not cluster or seconds not in {str(s) for s, _ in choices}:
         raise ActionError("That snooze choice is not one clusterbot offers.")
-    return Snooze(cluster, int(seconds))
+    return cluster, int(seconds)
+
+
+def snooze(value: str) -> Snooze:
+    return Snooze(*offered(value, SNOOZE_CHOICES))
 
 
 def needs(value: str) -> str:

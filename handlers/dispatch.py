@@ -15,12 +15,19 @@ from handlers.clicking import Clicked
 from handlers.clicks import ClickTable
 from handlers.commands import BY_NAME, Caller, Help, Subcommand, entry_for
 from handlers.desk import Desk
+from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
 from handlers.grammar import CommandError, normal
 from handlers.policy import Policy, Role
 from handlers.ports import RoleSource
 from handlers.reading.clusters import error_text
 from handlers.replies import ChannelRef, Line, Reply, error_reply, joined, notice
+
+
+def told(error: UserError, doing: str) -> str:
+    """What the person reads of an error meant for them; a control plane's, with what it
+    was doing and a hint."""
+    return error_text(error, doing) if isinstance(error, VertexError) else error.said
 
 
 class Outcome(StrEnum):
@@ -161,13 +168,13 @@ class Dispatcher:
                 return None
             reply = await entry.run(self.desk, command, Caller(user, channel, role))
             return Answer(reply, name, public=reply.public if reply else False)
-        except CommandError as error:
-            name = error.subcommand or name
-            reply = error_reply(error.reason, error.usage)
-            return Answer(reply, name, Outcome.BAD_INPUT, reason=error.reason)
-        except VertexError as error:
-            reason = error_text(error, f"run /cluster {name}")
-            return Answer(error_reply(reason), name, Outcome.UPSTREAM_ERROR, reason=reason)
+        except UserError as error:
+            if isinstance(error, CommandError):
+                name = error.subcommand or name
+            reason = told(error, f"run /cluster {name}")
+            return Answer(
+                error_reply(reason, error.usage), name, Outcome(error.blame), reason=reason
+            )
 
     async def click(
         self,
@@ -198,5 +205,15 @@ class Dispatcher:
                     Outcome.DENIED,
                     replace_original=False,
                 )
-        reply = await found.run(self.desk, Clicked(action, user, role, card_message, channel))
+        try:
+            reply = await found.run(self.desk, Clicked(action, user, role, card_message, channel))
+        except UserError as error:  # a click on what has changed since (a cluster deleted)
+            reason = told(error, "act on it")
+            return Answer(
+                notice("Not done", reason),
+                action_id,
+                Outcome(error.blame),
+                replace_original=False,
+                reason=reason,
+            )
         return Answer(reply, action_id, replace_original=found.in_place(action))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from handlers.errors import UserError
+
 # Each subcommand's usage line: the grammar of /cluster, which the registry
 # (``handlers.commands``) names its entries by and the errors quote. A test holds the two to
 # the same subcommands.
@@ -39,6 +41,7 @@ CLUSTER_NAME = re.compile(
     r"^projects/[^/\s]+/locations/[^/\s]+/modelDevelopmentClusters/[a-z][a-z0-9]{0,9}$"
 )
 POOL_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a Slurm NodeName: a host
 MAX_NODES = 1000
 CLUSTER_HELP = (
     "CLUSTER is a short id such as train01 (looked up in every target, in any case) or a full name "
@@ -60,13 +63,17 @@ def echo(word: str) -> str:
     return repr(word if len(word) <= ECHO else word[:ECHO] + "…")
 
 
-class CommandError(Exception):
+class CommandError(UserError):
     """Bad input: a one-line reason meant for the user, and the usage of the subcommand."""
 
     def __init__(self, reason: str, subcommand: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.subcommand = subcommand
+
+    @property
+    def said(self) -> str:
+        return self.reason
 
     @property
     def usage(self) -> str | None:

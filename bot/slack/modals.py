@@ -38,10 +38,10 @@ from bot.slack.modal_views import (
     unreadable_form,
 )
 from bot.slack.responder import Responder
-from bot.vertex.errors import VertexError
 from handlers.actions import ActionId, open_form
 from handlers.dispatch import Dispatcher
 from handlers.entities import Submission
+from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, last_field
@@ -158,7 +158,9 @@ class Modals:
         try:
             typed = str(body.get("value") or "")
             choices = await asyncio.wait_for(self.forms.clusters(typed), 2.5)
-        except (TimeoutError, VertexError):
+        except TimeoutError:
+            choices = []
+        except UserError:  # the control plane could not list them: an empty menu says so
             choices = []
         await ack(options=[option(c) for c in choices])
 

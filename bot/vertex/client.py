@@ -18,19 +18,21 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic
+from urllib.parse import quote
 
 import aiohttp
 from pydantic.alias_generators import to_camel
 
 from bot.vertex.errors import (
     DeadlineExceededError,
+    InvalidArgumentError,
     MalformedReplyError,
     NotFoundError,
     UnknownError,
     VertexError,
 )
 from bot.vertex.models import Cluster
-from bot.vertex.names import ClusterName, Target
+from bot.vertex.names import OPERATION_RE, ClusterName, Target
 from bot.vertex.operations import Operation, SlurmResponse
 from bot.vertex.paced import SLICE, SMALL, Keep, SlurmAnswer, answer_of, read_slurm_stream
 from bot.vertex.pages import C, K, UnreadableCluster, read_page, same
@@ -117,7 +119,10 @@ class VertexClient(Transport):
         return f"{parent}/modelDevelopmentClusters"
 
     def _cluster_url(self, name: ClusterName, suffix: str = "") -> str:
-        return f"{self.endpoint(name.region)}/{API_VERSION}/{name}{suffix}"
+        # the parts fit the API's patterns (ClusterName.parse); quoted all the same, so that
+        # nothing of a name can ever reach the URL as a separator
+        parts = "/".join(quote(p, safe="") for p in str(name).split("/"))
+        return f"{self.endpoint(name.region)}/{API_VERSION}/{parts}{suffix}"
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -216,7 +221,9 @@ class VertexClient(Transport):
         return read_model(Cluster, reply, f"cluster {parsed.cluster_id}")
 
     async def get_operation(self, name: str) -> Operation:
-        region = name.split("/")[3] if name.count("/") >= 5 else ""
+        if not OPERATION_RE.match(name):  # it came from the control plane: it must look so
+            raise InvalidArgumentError(f"{name[:120]!r} is not an operation's name")
+        region = name.split("/")[3]
         url = f"{self.endpoint(region)}/{OPERATIONS_VERSION}/{name}"
         # decoded straight from the bytes: the tracker reads one of these per poll
         body = await self._call_raw("get_operation", "GET", url, safe=True)

@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any, ClassVar
 
+from handlers.errors import Blame, UserError
+
 # google.rpc.Code: numeric code -> canonical name, and the HTTP status each maps to.
 RPC_CODES: dict[int, str] = {
     1: "CANCELLED",
@@ -109,8 +111,10 @@ def scrub(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class VertexError(Exception):
+class VertexError(UserError):
     """A failed control-plane call. ``str()`` is the user-safe message."""
+
+    blame = Blame.UPSTREAM
 
     status: ClassVar[str] = "UNKNOWN"
     retryable: ClassVar[bool] = False
@@ -136,6 +140,10 @@ class VertexError(Exception):
     @property
     def user_message(self) -> str:
         return f"{self.message} ({self.status})"
+
+    @property
+    def said(self) -> str:
+        return self.user_message
 
 
 class CancelledError(VertexError):
@@ -327,18 +335,30 @@ def error_from_status(code: int, message: str) -> VertexError:
     return cls(message)
 
 
-class SlurmRefusedError(Exception):
+class SlurmRefusedError(UserError):
     """slurmrestd answered a change with a refusal; ``reason`` is its own words."""
+
+    blame = Blame.UPSTREAM
 
     def __init__(self, reason: str, status: int) -> None:
         super().__init__(reason)
         self.reason = scrub(reason)
         self.status = status
 
+    @property
+    def said(self) -> str:
+        return f"slurmrestd refused it: {self.reason}"
 
-class SlurmUnreadableError(Exception):
+
+class SlurmUnreadableError(UserError):
     """Slurm's activity could not be read; ``reason`` says why, in words for a person."""
+
+    blame = Blame.UPSTREAM
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = scrub(reason)
+
+    @property
+    def said(self) -> str:
+        return self.reason

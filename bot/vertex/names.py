@@ -5,11 +5,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# Each part as Google writes it, and nothing else: a project id (lower-case letters, digits
+# and hyphens), a region (us-central1), a Slurm cluster's id (1-10 lower-case letters and
+# digits, a letter first: the API's own validation). A name that fits is safe in a URL as it
+# is; one that does not (``x%2F..%2Fother-project``, ``..``, ``?``) is not a cluster's name.
+PROJECT = r"[a-z][a-z0-9-]{4,61}[a-z0-9]"
+REGION = r"[a-z]+-[a-z]+[0-9]+"
+CLUSTER_ID = r"[a-z][a-z0-9]{0,9}"
+PROJECT_NUMBER = r"[0-9]{1,20}"  # how the control plane names a project in what it answers
 CLUSTER_NAME_RE = re.compile(
-    r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)"
-    r"/modelDevelopmentClusters/(?P<cluster_id>[^/:]+)$"
+    rf"^projects/(?P<project>{PROJECT}|{PROJECT_NUMBER})/locations/(?P<region>{REGION})"
+    rf"/modelDevelopmentClusters/(?P<cluster_id>{CLUSTER_ID})$"
 )
-TARGET_RE = re.compile(r"^(?P<project>[a-z][a-z0-9-]{4,61}[a-z0-9])/(?P<region>[a-z]+-[a-z]+\d+)$")
+TARGET_RE = re.compile(rf"^(?P<project>{PROJECT})/(?P<region>{REGION})$")
+OPERATION_RE = re.compile(
+    rf"^projects/(?:{PROJECT}|{PROJECT_NUMBER})/locations/{REGION}"
+    r"/operations/[A-Za-z0-9_-]{1,128}$"
+)
 
 
 def target_of(name: str) -> str:

@@ -19,6 +19,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from bot.vertex.client import VertexClient
 from bot.vertex.errors import (
@@ -308,7 +309,7 @@ class SlurmReader:
         if reason:
             message["reason"] = reason
         for version in self.versions(cluster):
-            path = f"/slurm/{version}/node/{node}"
+            path = f"/slurm/{version}/node/{quote(node, safe='')}"
             try:
                 reply = await self.vertex.call_slurm_rest_api(
                     cluster, path, method="POST", body=message, deadline=self.deadline

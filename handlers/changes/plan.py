@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from bot.vertex.models import Cluster
 from bot.vertex.names import target_of
 from handlers.costs import PriceBook, Range
+from handlers.errors import UserError
 
 # The parts of a cluster a change depends on; output fields (status, events) are left out.
 FINGERPRINT_FIELDS = ("nodePools", "orchestratorSpec", "labels", "displayName")
@@ -31,7 +32,7 @@ FLAT_DETAIL_FIELDS = (
 )
 
 
-class PlanError(Exception):
+class PlanError(UserError):
     """The change cannot be planned; the message is meant for the user."""
 
 

@@ -18,13 +18,14 @@ import logging
 import secrets
 from typing import Any, get_args
 
-from bot.vertex.errors import SlurmUnreadableError, VertexError
+from bot.vertex.errors import SlurmUnreadableError
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.delete import plan_delete
 from handlers.changes.ledger import RequestLedger
-from handlers.changes.plan import ChangePlan, PlanError
+from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_scale_to_zero
 from handlers.entities import ApprovalRequest, Origin, Release, ReleaseState, RequestState
+from handlers.errors import UserError
 from handlers.grammar import CommandError
 from handlers.idle.observe import slurm_demand
 from handlers.messenger import Messenger, MessengerError
@@ -39,7 +40,7 @@ ACTIONS = get_args(ReleaseAction)
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
-class ReleaseError(ValueError):
+class ReleaseError(UserError, ValueError):
     """The release cannot be taken; the message is for the caller."""
 
 
@@ -239,9 +240,9 @@ class Releases:
                 if release.action == "delete"
                 else plan_scale_to_zero(cluster, self.approvals.prices)
             )
-        except (PlanError, VertexError) as error:
-            reason = error.user_message if isinstance(error, VertexError) else str(error)
-            await self._end(release, ReleaseState.FAILED, f"it could not be planned: {reason}")
+        except UserError as error:
+            why = f"it could not be planned: {error.said}"
+            await self._end(release, ReleaseState.FAILED, why)
             return None
 
     async def _ask(self, release: Release, plan: ChangePlan[Any]) -> None:

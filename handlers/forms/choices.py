@@ -177,7 +177,7 @@ class Forms:
                 bad_time = not CLOCK.match((texts.get(f"{name}_time") or "").strip())
                 errors[f"{name}_time" if bad_time else f"{name}_days"] = error.reason
         try:
-            zone = parse_zone((texts.get("tz") or "UTC").strip(), "schedule")
+            zone = parse_zone((texts.get("tz") or "").strip() or "UTC", "schedule")
         except CommandError as error:
             errors["tz"] = error.reason
         if errors:

@@ -10,6 +10,7 @@ from typing import Any
 from bot.vertex.errors import VertexError
 from bot.vertex.models import Cluster
 from handlers.dispatch import Dispatcher, Outcome
+from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
 from handlers.forms.choices import Forms
 from handlers.forms.kinds import FORMS
@@ -72,7 +73,7 @@ class FormFlow:
             return None
         try:
             cluster = await self.forms.cluster(key, state.kind)
-        except (CommandError, VertexError):
+        except UserError:
             return None
         state.cluster = cluster.name
         return self.drawn(state, cluster, entries)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from handlers.actions import ActionError
+from handlers.actions import ActionError, offered
 from handlers.costs import money
+from handlers.grammar import NODE_NAME
 from handlers.health.episodes import Episode
 from handlers.health.report import health_parts
 from handlers.health.rules import BrokenNode, ClusterHealth, NodeTrouble
@@ -64,7 +65,7 @@ class NodeAction:
 
 def node_action(action_id: str, value: str) -> NodeAction:
     cluster, _, node = value.rpartition("|")
-    if not cluster or not node:
+    if not cluster or not NODE_NAME.match(node):
         raise ActionError("That node is not one clusterbot offers.")
     return NodeAction(cluster, node, drain=action_id == DRAIN)
 
@@ -99,10 +100,7 @@ class HealthSnooze:
 
 
 def health_snooze(action_id: str, value: str) -> HealthSnooze:
-    seconds, _, cluster = value.partition("|")
-    if not seconds.isdigit() or not cluster:
-        raise ActionError("That snooze choice is not one clusterbot offers.")
-    return HealthSnooze(cluster, int(seconds))
+    return HealthSnooze(*offered(value, SNOOZES))
 
 
 def health_card(

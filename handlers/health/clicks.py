@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from bot.vertex.errors import SlurmUnreadableError, VertexError
 from bot.vertex.operations import SlurmNode
 from handlers.changes.approvals import Approvals
 from handlers.changes.plan import ChangePlan, PlanError
@@ -15,7 +14,7 @@ from handlers.clicking import Click, Clicked, click
 from handlers.costs import PriceBook
 from handlers.desk import Desk
 from handlers.entities import ApprovalRequest, Origin
-from handlers.grammar import CommandError
+from handlers.errors import UserError
 from handlers.health.alert import (
     DRAIN,
     RESUME,
@@ -65,8 +64,8 @@ class HealthClicks:
         channel = self.alerts.channel_of(record)
         try:
             request = await self.ask(user, channel or "", action.cluster, action.node, action.drain)
-        except (PlanError, CommandError, VertexError, SlurmUnreadableError) as error:
-            return notice(f"{verb} node", f"Not asked: {_why(error)}")
+        except UserError as error:
+            return notice(f"{verb} node", f"Not asked: {error.said}")
         said = (f"{verb} {action.node} asked by ", UserRef(user), " (request ", Code(request.id))
         await self.alerts.note(action.cluster, (*said, "); its card is below."))
         return notice(f"{verb} node", f"Asked: request {request.id}; an approver decides.")
@@ -103,8 +102,8 @@ class HealthClicks:
         try:
             cluster = await self.directory.resolve(key, "node")
             found = await self._node(cluster.name or key, node)
-        except (PlanError, SlurmUnreadableError) as error:
-            return notice(f"Node {node}", _why(error))
+        except UserError as error:
+            return notice(f"Node {node}", error.said)
         broken = next(iter(broken_nodes([found])), None)
         since = found.reason_at
         reply = Reply(f"{node}: {'+'.join(sorted(found.states))}").add(
@@ -142,12 +141,6 @@ class HealthClicks:
             return notice("Snooze", "This cluster has had no health problem to snooze.")
         await self.alerts.note(action.cluster, ("Snoozed by ", UserRef(user), "."))
         return notice("Snooze", "No new health alert for it until ", Time(until), ".")
-
-
-def _why(error: Exception) -> str:
-    if isinstance(error, CommandError | SlurmUnreadableError):
-        return error.reason
-    return str(error)
 
 
 def _reason(trouble: str, user: str) -> str:

@@ -6,14 +6,13 @@ opens a form that asks for one.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.vertex.errors import SlurmUnreadableError
 from handlers.changes.plan import PlanError
 from handlers.forms.asks import FormAsk, FormKind
-from handlers.grammar import CommandError, arity, cluster_word, echo
+from handlers.grammar import NODE_NAME, CommandError, arity, cluster_word, echo
 from handlers.policy import Role
 from handlers.replies import notice
 
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 NODE = (
     "one Slurm node now; ask to resume it, or to drain it with a reason (a second person approves)"
 )
-NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a Slurm NodeName
 VERBS = ("resume", "drain")
 
 

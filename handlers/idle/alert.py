@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from handlers.actions import Keep, Remedy, Snooze, SweepNow
+from handlers.actions import SNOOZE_CHOICES, Keep, Remedy, Snooze, SweepNow
 from handlers.costs import PRICES_AS_OF, money
 from handlers.idle.rules import AutoAction, IdleRecord, Recommendation, Status, Verdict
 from handlers.reading.clusters import console_link
@@ -33,7 +33,6 @@ from handlers.replies import (
 )
 from handlers.words import duration, plural
 
-SNOOZE_CHOICES = ((3600, "1 hour"), (8 * 3600, "8 hours"), (24 * 3600, "24 hours"))
 IDLE_PAYING = (Status.IDLE,)
 
 

@@ -8,14 +8,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bot.vertex.errors import VertexError
 from handlers.changes.approvals import Approvals
 from handlers.changes.delete import DELETE, plan_delete
-from handlers.changes.plan import ChangePlan, PlanError
+from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_scale_to_zero
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
-from handlers.grammar import CommandError
+from handlers.errors import UserError
 from handlers.idle.alert import IdleEntry, alert_card, closed_alert
 from handlers.idle.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.messenger import Messenger, MessengerError
@@ -206,7 +205,7 @@ class IdleAlerts:
                 record, delete=kind == AutoAction.DELETE, actor="policy", origin=Origin.IDLE_AUTO
             )
             request = await self.remedies.approvals.approve_as_policy(request)
-        except (PlanError, CommandError, VertexError) as error:
+        except UserError as error:
             log.warning("auto-action on %s not taken: %s", entry.cluster, error)
             return
         text = (

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.vertex.errors import VertexError
 from handlers.actions import Keep, Remedy, Snooze, Unsnooze
-from handlers.changes.plan import PlanError
 from handlers.entities import Origin
-from handlers.grammar import CommandError
+from handlers.errors import Blame, UserError
 from handlers.idle.alert import kept_text
 from handlers.idle.alerts import AlertBoard, Remedies
 from handlers.policy import Role, may_approve
@@ -112,10 +110,9 @@ class IdleClicks:
             request = await self.remedies.ask(
                 record, delete=action.delete, actor=actor, origin=Origin.IDLE
             )
-        except (PlanError, CommandError) as error:
-            return notice("Not possible", str(error))
-        except VertexError as error:
-            return notice("Control plane error", error.user_message)
+        except UserError as error:
+            title = "Control plane error" if error.blame == Blame.UPSTREAM else "Not possible"
+            return notice(title, error.said)
         record, _ = await self.board.records.get(action.cluster)
         what = "Delete" if action.delete else "Scale to zero"
         # A delete always waits for a second person; scaling to zero is undone by a resize.

@@ -14,8 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from bot.vertex.errors import VertexError
-from handlers.grammar import CommandError
+from handlers.errors import UserError
 from handlers.policy import ScheduleProfile
 from handlers.ports import Clock, IdleRecordStore
 from handlers.schedules.model import ScheduleState
@@ -68,6 +67,5 @@ class LabelSchedules:
         try:
             asker, channel = f"{BY_LABEL}={name}", self.channel or ""
             await self.schedules.propose(asker, channel, cluster, None, off, on, zone, label=name)
-        except (CommandError, VertexError) as error:  # asked again at the next look
-            reason = error.reason if isinstance(error, CommandError) else error.user_message
-            log.info("schedule %s not offered to %s yet: %s", name, cluster, reason)
+        except UserError as error:  # asked again at the next look
+            log.info("schedule %s not offered to %s yet: %s", name, cluster, error.said)

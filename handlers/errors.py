@@ -1,0 +1,31 @@
+"""The one kind of error a person may see. Its message (``said``) is one line meant for the
+person who asked, shown as it is; every other exception is an internal error, logged with a
+reference that is all the person sees. Commands, clicks, form submissions and the pipeline
+API catch it in one place each (``handlers/dispatch.py``, ``bot/release_api.py``)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Blame(StrEnum):
+    """Whose the trouble is, for the metrics: the words asked, or the world answering."""
+
+    INPUT = "bad_input"
+    UPSTREAM = "upstream_error"
+
+
+class UserError(Exception):
+    """An error whose message is meant for a person."""
+
+    blame = Blame.INPUT
+
+    @property
+    def said(self) -> str:
+        """The line the person reads."""
+        return str(self.args[0]) if self.args else type(self).__name__
+
+    @property
+    def usage(self) -> str | None:
+        """The usage to show under it, when the words asked were at fault."""
+        return None
