@@ -38,10 +38,13 @@ from handlers.intake import Intake
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
 from handlers.services import Options, Ports, build
+from handlers.spend.report import LEDGER_KEEPS
 
 log = logging.getLogger(__name__)
 EXPIRY_SECONDS = 15.0
 GAUGE_EVERY = 5  # ticks between counts of the operations in flight when none ended
+HOUSEKEEPING = 3600.0  # seconds between sweeps of what is done and old
+OWED_KEPT = 7 * 24 * 3600.0  # an owed item ended this long ago is forgotten
 DIGEST_LOOK = 60.0  # seconds between looks for a digest firing that is due
 REQUEST_TIMEOUT = 30.0  # seconds one control-plane call may take (the transport's own)
 
@@ -187,6 +190,7 @@ class ClusterbotService:
         self.jobs.add("owed", self._owed, self.tick_seconds)
         self.jobs.add("heartbeat", self._heartbeat, max(0.5, self.lease / 3))
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
+        self.jobs.add("housekeeping", self._housekeeping, HOUSEKEEPING)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
         self.jobs.add("releases", self._releases, self.settings.release_check_seconds)
         # the first run is now: a wake missed while every replica was down happens at start
@@ -275,6 +279,13 @@ class ClusterbotService:
     async def _digest(self) -> None:
         if self.accepting and self.core.digest is not None:
             await self.core.digest.owe_due()
+
+    async def _housekeeping(self) -> None:
+        """What is done and old goes: owed items ended a week ago, and ledger runs older than
+        a report reads."""
+        now = self.clock()
+        await self.store.forget_owed(now - OWED_KEPT)
+        await self.store.forget_spend(now - LEDGER_KEEPS)
 
     async def _expire(self) -> None:
         if self.accepting:

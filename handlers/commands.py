@@ -215,6 +215,8 @@ class Subcommand(Generic[C]):
     instant: bool = False
     # the form its words open when some are missing (where the platform has forms)
     form: Callable[[list[str]], FormAsk | None] | None = None
+    # reads much (months of the ledger, a queue of thousands): a few at a time, one a person
+    heavy: bool = False
 
     @property
     def usage(self) -> str:
@@ -285,6 +287,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.VIEWER,
         parse_jobs,
         lambda s, c, who: s.reports.jobs(c.cluster, c.user, c.partition, c.state),
+        heavy=True,
     ),
     Subcommand(
         "fairshare",
@@ -292,6 +295,7 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.VIEWER,
         _one_cluster("fairshare", Fairshare),
         lambda s, c, who: s.reports.fairshare(c.cluster),
+        heavy=True,
     ),
     Subcommand(
         "resize",
@@ -343,8 +347,9 @@ REGISTRY: tuple[Subcommand[Any], ...] = (
         Role.VIEWER,
         parse_audit,
         lambda s, c, who: s.reports.audit(c),
+        heavy=True,
     ),
-    Subcommand("cost", COST, Role.VIEWER, parse_cost, _run_cost),
+    Subcommand("cost", COST, Role.VIEWER, parse_cost, _run_cost, heavy=True),
     Subcommand(
         "schedule", SCHEDULE, Role.OPERATOR, parse_schedule, run_schedule, form=schedule_form
     ),

@@ -17,6 +17,7 @@ from handlers.commands import BY_NAME, Caller, Help, Subcommand, entry_for
 from handlers.desk import Desk
 from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
+from handlers.gate import Gate
 from handlers.grammar import CommandError, normal
 from handlers.policy import Policy, Role
 from handlers.ports import RoleSource
@@ -37,6 +38,7 @@ class Outcome(StrEnum):
     DENIED = "denied"
     BAD_INPUT = "bad_input"
     UPSTREAM_ERROR = "upstream_error"
+    BUSY = "busy"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -85,10 +87,12 @@ class Dispatcher:
         desk: Desk,
         policy: Policy,
         roles: RoleSource,
+        gate: Gate | None = None,
     ) -> None:
         self.desk = desk
         self.policy = policy
         self.roles = roles
+        self.gate = gate or Gate()
         self.clicks_table = ClickTable()  # refuses a collision, or an id left unanswered
 
     @property
@@ -166,7 +170,8 @@ class Dispatcher:
                 return refusal
             if role is None or (instant and not entry.instant):
                 return None
-            reply = await entry.run(self.desk, command, Caller(user, channel, role))
+            async with self.gate.enter(user, name, entry.heavy):
+                reply = await entry.run(self.desk, command, Caller(user, channel, role))
             return Answer(reply, name, public=reply.public if reply else False)
         except UserError as error:
             if isinstance(error, CommandError):
@@ -206,7 +211,9 @@ class Dispatcher:
                     replace_original=False,
                 )
         try:
-            reply = await found.run(self.desk, Clicked(action, user, role, card_message, channel))
+            async with self.gate.enter(user, action_id, heavy=False):
+                clicked = Clicked(action, user, role, card_message, channel)
+                reply = await found.run(self.desk, clicked)
         except UserError as error:  # a click on what has changed since (a cluster deleted)
             reason = told(error, "act on it")
             return Answer(

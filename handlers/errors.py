@@ -13,6 +13,7 @@ class Blame(StrEnum):
 
     INPUT = "bad_input"
     UPSTREAM = "upstream_error"
+    BUSY = "busy"  # asked while clusterbot did as much of it as it may
 
 
 class UserError(Exception):

@@ -126,9 +126,17 @@ TIME_BACK = re.compile(r"^(\d{1,4})([mhdw])$")
 TIME_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def time_back(word: str, subcommand: str) -> int:
-    """``90m``, ``12h``, ``7d`` or ``2w`` in seconds; ``CommandError`` for anything else."""
+def time_back(word: str, subcommand: str, most: int | None = None) -> int:
+    """``90m``, ``12h``, ``7d`` or ``2w`` in seconds, at most ``most`` seconds back (days, in
+    what is said of it); ``CommandError`` for anything else."""
     found = TIME_BACK.match(word.lower())
     if found is None:
         raise CommandError(f"{echo(word)} is not a time back such as 7d or 12h", subcommand)
-    return int(found.group(1)) * TIME_UNITS[found.group(2)]
+    seconds = int(found.group(1)) * TIME_UNITS[found.group(2)]
+    if most is not None and seconds > most:
+        days = most // 86400
+        raise CommandError(
+            f"since goes back {days} days at most ({days}d): {subcommand} reads no further",
+            subcommand,
+        )
+    return seconds

@@ -263,6 +263,10 @@ class SpendStore(Protocol):
         start) takes the new end."""
         ...
 
+    async def forget_spend(self, before: float) -> int:
+        """Drop the runs that ended before ``before``; returns how many."""
+        ...
+
     async def spend_between(
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SpendRun]:

@@ -60,6 +60,12 @@ class SpendRows:
         async with self.engine.begin() as connection:
             await connection.execute(statement, [_row(run) for run in runs])
 
+    async def forget_spend(self, before: float) -> int:
+        table = schema.spend_runs
+        async with self.engine.begin() as connection:
+            result = await connection.execute(table.delete().where(table.c.end < before))
+        return int(result.rowcount or 0)
+
     async def spend_between(
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SpendRun]:

@@ -43,6 +43,7 @@ from handlers.owed.model import Owed
 from handlers.ports import OpenRequestExistsError
 
 _REQUEST_FIELDS = [f.name for f in fields(ApprovalRequest)]
+POOL = {"pool_size": 10, "max_overflow": 30, "pool_timeout": 60.0}
 MIGRATION_LOCK = 0x0C1B_0001  # pg_advisory_xact_lock key: one replica migrates at a time
 
 
@@ -90,6 +91,11 @@ class Store(
 
     @classmethod
     def from_url(cls, url: str, **engine_options: Any) -> Store:
+        # a pool wide enough for the commands let through at once (handlers/gate.py), the
+        # engine's items and the periodic jobs together; a burst beyond it waits its turn
+        # (a minute at most) instead of failing
+        for option, value in POOL.items():
+            engine_options.setdefault(option, value)
         if url.startswith("sqlite"):
             # A busy file waits instead of failing while another connection writes.
             engine_options.setdefault("connect_args", {"timeout": 30})

@@ -3,6 +3,7 @@ cost while clusterbot watched them, and the part spent idle, from the spend ledg
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -32,6 +33,9 @@ COST = (  # the subcommand's summary in the help
     "with a chart"
 )
 DEFAULT_SINCE = 30 * 24 * HOUR
+# how far back a report reads, and how long the ledger keeps a run (older runs are dropped):
+# a year and a month, so that a month can be set beside the same month a year before
+LEDGER_KEEPS = 400 * 24 * 3600
 GROUPS = ("pool", "target", "label")
 ROWS = 40  # groups shown; the rest are summed on one line
 
@@ -56,7 +60,7 @@ def parse_cost(args: list[str]) -> Cost:
             raise CommandError(f"cost takes {echo(key)}: use since 30d or by pool", "cost")
         value = words.pop(0).lower()
         if key == "since":
-            since = time_back(value, "cost")
+            since = time_back(value, "cost", most=LEDGER_KEEPS)
         elif value not in GROUPS:
             raise CommandError(f"cost by {echo(value)}: use by pool, target or label KEY", "cost")
         else:
@@ -159,7 +163,9 @@ class SpendReport:
             )
         reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
         if channel is not None:
-            chart = daily(runs, saved, since, until, f"{scope}, last {period}")
+            # a day's sums over every run, for up to 400 days: off the event loop
+            title = f"{scope}, last {period}"
+            chart = await asyncio.to_thread(daily, runs, saved, since, until, title)
             said = await self.share_chart(chart, channel, whole)
             if said is not None:
                 reply.add(Note(said))

@@ -79,6 +79,13 @@ class MemoryStore(MemoryOwed):
         for run in runs:
             self.spend[(run.cluster, run.pool, run.start)] = run
 
+    async def forget_spend(self, before: float) -> int:
+        self._reach()
+        gone = [key for key, run in self.spend.items() if run.end < before]
+        for key in gone:
+            del self.spend[key]
+        return len(gone)
+
     async def spend_between(
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SpendRun]:
