@@ -144,13 +144,6 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         policy=policy.health,
         clock=clock,
     )
-    ledger = RequestLedger(
-        store=ports.requests,
-        messenger=ports.messenger,
-        clock=clock,
-        people=ports.people,
-        on_ended=[board.remedy_ended, health.request_ended],
-    )
     engine = Engine(
         store=ports.owed,
         clock=clock,
@@ -158,6 +151,14 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         crash=crash,
         lease=lease,
         patience=options.patience,
+    )
+    ledger = RequestLedger(
+        store=ports.requests,
+        messenger=ports.messenger,
+        clock=clock,
+        people=ports.people,
+        engine=engine,
+        on_ended=[board.remedy_ended, health.request_ended],
     )
     executor = Executor(
         store=ports.requests,

@@ -38,8 +38,10 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 def service(
     store: Store, client: VertexClient, clock: ManualClock, messenger: FakeMessenger
 ) -> Approvals:
-    ledger = RequestLedger(store=store, messenger=messenger, clock=clock, people=TextPeople())
     engine = Engine(store=store, clock=clock, owner="me")
+    ledger = RequestLedger(
+        store=store, messenger=messenger, clock=clock, people=TextPeople(), engine=engine
+    )
     engine.add(Executor(store=store, vertex=client, ledger=ledger, clock=clock))
     directory = ClusterDirectory(client, [Target("demo-project", "us-central1")])
     return Approvals(

@@ -196,8 +196,15 @@ async def test_an_ask_is_dated_when_it_was_made_even_when_written_after_a_click(
 
     now = [1000.0]
     store = MemoryStore()
+    from handlers.owed.engine import Engine
+
+    clock = lambda: now[0]  # noqa: E731
     ledger = RequestLedger(
-        store=store, messenger=FakeMessenger(), clock=lambda: now[0], people=TextPeople()
+        store=store,
+        messenger=FakeMessenger(),
+        clock=clock,
+        people=TextPeople(),
+        engine=Engine(store=store, clock=clock, owner="me"),
     )
     plan = ChangePlan(cluster=TRAIN01_NAME, detail=ResizeDetail(), fingerprint="f")
     request = ApprovalRequest(

@@ -45,11 +45,13 @@ def ended(url: str) -> bool:
     """Lasting state: the request ended and its thread message is recorded as the last."""
     requests = query(url, "SELECT state FROM approval_requests")
     finals = query(url, "SELECT final FROM tracked_operations")
+    undone = query(url, "SELECT key FROM owed WHERE state = 'due'")
     return (
         len(requests) == 1
         and requests[0][0] == "succeeded"
         and len(finals) == 1
         and finals[0][0] == "posted"
+        and not undone  # what is owed (the end told in the thread) is done too
     )
 
 

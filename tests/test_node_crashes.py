@@ -46,7 +46,9 @@ def alert(box: Sandbox) -> dict[str, Any] | None:
 
 def resumed(url: str) -> bool:
     states = query(url, "SELECT state, plan FROM approval_requests")
-    return len(states) == 1 and states[0][0] in ("succeeded", "refused", "unknown", "failed")
+    undone = query(url, "SELECT key FROM owed WHERE state = 'due'")
+    ended = len(states) == 1 and states[0][0] in ("succeeded", "refused", "unknown", "failed")
+    return ended and not undone  # and how it ended is told
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

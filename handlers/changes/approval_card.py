@@ -77,6 +77,12 @@ def _status(request: ApprovalRequest) -> Line | None:
     return (Strong("Expired"), ": nobody approved it by ", Time(request.expires_at))
 
 
+def card_key(request_id: str) -> str:
+    """The key a request's card is posted with (and owed under, when it is owed): a card a
+    crash cut off before its record is found by it."""
+    return f"card:{request_id}"
+
+
 def request_card(request: ApprovalRequest) -> Reply:
     plan = request.plan
     kind = kind_of(plan)

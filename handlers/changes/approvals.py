@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from bot.vertex.errors import NotFoundError, VertexError
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName
-from handlers.changes.approval_card import request_card
+from handlers.changes.approval_card import card_key, request_card
 from handlers.changes.execution import KIND, change_key
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
@@ -148,7 +148,8 @@ class Approvals:
             raise await self._busy(plan) from None
         self.crash("after-draft")
         try:
-            card_message = await self.messenger.post(channel, request_card(request))
+            card = request_card(request)
+            card_message = await self.messenger.post(channel, card, key=card_key(request.id))
         except MessengerError as error:
             await self.store.delete_request(request.id)  # nothing may stay pending without a card
             raise Refused(self._unpostable(error)) from None

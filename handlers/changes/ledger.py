@@ -1,7 +1,12 @@
 """Recording what happens to a request: the audit entry, the card, the thread message.
 
-Every step after a state transition is an edit (the card, the thread message) or an append
-that a repeat does no harm to, so a replica that takes over after a crash can run them again.
+How a request ended is owed (``told:REQUEST``, recorded with the ending transition in one
+transaction) and told by the owed-work engine, the ``told`` worker: the card redrawn, the end
+in the card's thread, a reply that mentions the requester, the listeners. Each is an edit, or a
+post made once (``post_once``: looked for by its key after a crash cut it off before its
+record), so a replica that takes it over runs them again harmlessly, and a rate limit or a
+passing failure delays them without losing them. A draft whose card a stop cut off before it
+was recorded has its card found by the key it was posted with, and redrawn as abandoned.
 """
 
 from __future__ import annotations
@@ -13,24 +18,32 @@ from typing import Any, Unpack
 
 from handlers.changes.approval_card import (
     ENDED_WORDS,
+    card_key,
     ending_mention,
     ending_text,
     request_card,
     thread_reply,
 )
 from handlers.entities import ApprovalRequest, AuditEntry, Decision, RequestState
-from handlers.messenger import Messenger, MessengerError, tell_not_posted
+from handlers.messenger import MessageId, Messenger, MessengerError, tell_not_posted
+from handlers.owed.engine import Attempt, Engine
+from handlers.owed.model import Done, GiveUp, Later, Outcome
+from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
 from handlers.ports import Clock, People, RequestStore
-from handlers.replies import Line
 
 log = logging.getLogger(__name__)
 
 # Called once a request has ended (with the request as it ended), e.g. to restore the idle
 # alert a remedy came from. Must be safe to call twice.
 RequestEnded = Callable[[ApprovalRequest], Awaitable[None]]
+TOLD = "told"
 EXECUTED = frozenset(
     {RequestState.SUCCEEDED, RequestState.FAILED, RequestState.REFUSED, RequestState.UNKNOWN}
 )
+
+
+def told_key(request_id: str) -> str:
+    return f"{TOLD}:{request_id}"
 
 
 def details(**values: Any) -> str:
@@ -39,6 +52,9 @@ def details(**values: Any) -> str:
 
 
 class RequestLedger:
+    kind = TOLD
+    steps = ("told-posted",)
+
     def __init__(
         self,
         *,
@@ -46,13 +62,16 @@ class RequestLedger:
         messenger: Messenger,
         clock: Clock,
         people: People,
+        engine: Engine,
         on_ended: Sequence[RequestEnded] = (),
     ) -> None:
         self.store = store
         self.messenger = messenger
         self.clock = clock
         self.people = people
-        self.on_ended = tuple(on_ended)
+        self.engine = engine
+        self.on_ended = list(on_ended)
+        engine.add(self)
 
     async def audit(
         self, actor: str, action: str, request: ApprovalRequest, **extra: object
@@ -107,17 +126,6 @@ class RequestLedger:
             except MessengerError as error:
                 log.warning("could not redraw the card of %s: %s", request.id, error.code)
 
-    async def show(self, request: ApprovalRequest, text: str, note: Line = ()) -> None:
-        """Put ``text`` in the card's thread: edit the request's thread message, or post it
-        (and remember it) when there is none yet."""
-        reply = thread_reply(request.plan.cluster_id, text, note)
-        if request.progress_message:
-            await self.messenger.update(request.channel, request.progress_message, reply)
-            return
-        posted = await self.messenger.post(request.channel, reply, thread=request.card_message)
-        request.progress_message = posted
-        await self.store.update_request(request.id, progress_message=posted)
-
     async def tell_not_posted(self, request: ApprovalRequest) -> None:
         """The requester of a draft that a stop or crash cut off before its card was
         confirmed: told privately that nothing was requested (a card that did appear is
@@ -126,28 +134,6 @@ class RequestLedger:
             return
         what = f"{request.plan.kind.replace('_', ' ')} request for {request.plan.cluster_id}"
         await tell_not_posted(self.messenger, request.channel, request.requester, what)
-
-    async def mention(self, request: ApprovalRequest) -> None:
-        """Tell the requester how it ended, in a thread reply that mentions them, once: the
-        reply's id is kept, so a repeat of these steps does not post it again (a crash
-        between the post and the write can post it twice, never lose it). A requester that
-        is not a person (a pipeline's service account) is not mentioned."""
-        if (
-            request.mention_message
-            or not request.card_message
-            or request.state not in ENDED_WORDS
-            or not self.people.is_person(request.requester)
-        ):
-            return
-        try:
-            posted = await self.messenger.post(
-                request.channel, ending_mention(request), thread=request.card_message
-            )
-        except MessengerError as error:
-            log.warning("could not tell the requester how %s ended: %s", request.id, error.code)
-            return
-        request.mention_message = posted
-        await self.store.update_request(request.id, mention_message=posted)
 
     async def end(
         self,
@@ -160,14 +146,15 @@ class RequestLedger:
         action: str | None = None,
         **decision: Unpack[Decision],
     ) -> bool:
-        """End a request: one conditional transition, then the audit entry, the card, the
-        thread message and the listeners. A request already in ``state`` (this end was begun
-        before a crash) gets the steps after the transition again; True if this call moved it.
-        """
+        """End a request: one conditional transition that owes the telling of it, then the
+        audit entry, and the telling itself, from here (any replica finishes it when this
+        one cannot). True if this call moved it."""
+        told = self.engine.due(TOLD, told_key(request.id), {"request": request.id})
         won = await self.store.transition(
             request.id,
             from_states,
             state,
+            owe=[told],
             outcome=outcome,
             finished_at=self.clock(),
             **decision,
@@ -177,22 +164,80 @@ class RequestLedger:
             return False
         if won:
             await self.audit(actor, action or str(state), fresh, outcome=outcome)
-        await self.conclude(fresh)
+        await self.engine.run(told.key)
         return won
 
-    async def conclude(self, request: ApprovalRequest) -> None:
-        """The steps after an ending transition, each safe to repeat."""
-        await self.redraw(request)
-        if request.state == RequestState.ABANDONED and not request.card_message:
-            await self.tell_not_posted(request)
-        if request.state in EXECUTED:
-            try:
-                await self.show(request, ending_text(request))
-            except MessengerError as error:
-                log.warning("could not post how %s ended: %s", request.id, error.code)
-        await self.mention(request)
+    async def work(self, attempt: Attempt) -> Outcome:
+        """Tell how a request ended: the ``told`` worker."""
+        request = await self.store.get_request(str(attempt.subject["request"]))
+        if request is None:
+            return Done("gone")
+        try:
+            await self._tell(request, attempt)
+        except MessengerError as error:
+            if error.code == "ratelimited":
+                return Later(self.clock() + RATE_LIMITED_AGAIN, "rate limited")
+            if error.not_postable:
+                return GiveUp(f"cannot tell in {request.channel}: {error.code}")
+            raise
         for listener in self.on_ended:
             try:
                 await listener(request)
             except Exception:  # one listener's trouble must not lose the others
                 log.exception("a listener failed after %s ended", request.id)
+        return Done()
+
+    async def _tell(self, request: ApprovalRequest, attempt: Attempt) -> None:
+        if request.state == RequestState.ABANDONED and not request.card_message:
+            request.card_message = await self._find_card(request)
+        if request.card_message:
+            await self.messenger.update(
+                request.channel, request.card_message, request_card(request)
+            )
+        elif request.state == RequestState.ABANDONED and not attempt.item.result.get("whisper"):
+            await self.tell_not_posted(request)
+            await attempt.keep(whisper=True)
+        if request.state in EXECUTED:
+            reply = thread_reply(request.plan.cluster_id, ending_text(request), ())
+            if request.progress_message:
+                await self.messenger.update(request.channel, request.progress_message, reply)
+            else:
+                posted = await post_once(
+                    attempt,
+                    self.messenger,
+                    request.channel,
+                    reply,
+                    thread=request.card_message,
+                    name="end",
+                )
+                request.progress_message = posted
+                await self.store.update_request(request.id, progress_message=posted)
+        if (
+            not request.mention_message
+            and request.card_message
+            and request.state in ENDED_WORDS
+            and self.people.is_person(request.requester)
+        ):
+            posted = await post_once(
+                attempt,
+                self.messenger,
+                request.channel,
+                ending_mention(request),
+                thread=request.card_message,
+                name="mention",
+            )
+            await self.store.update_request(request.id, mention_message=posted)
+
+    async def _find_card(self, request: ApprovalRequest) -> MessageId | None:
+        """The card of a draft that a stop cut off between its post and its record, found
+        by the key it was posted with; None when it never arrived (or cannot be looked for)."""
+        try:
+            found = await self.messenger.find(
+                request.channel, card_key(request.id), request.created_at
+            )
+        except MessengerError as error:
+            log.warning("could not look for the card of %s: %s", request.id, error.code)
+            return None
+        if found is not None:
+            await self.store.update_request(request.id, card_message=found)
+        return found

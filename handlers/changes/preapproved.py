@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from handlers.changes.approval_card import request_card
+from handlers.changes.approval_card import card_key, request_card
 from handlers.changes.approvals import Approvals
 from handlers.changes.execution import KIND, change_key
 from handlers.changes.plan import ChangePlan
@@ -22,11 +22,7 @@ from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
 from handlers.ports import OpenRequestExistsError
 from handlers.replies import Caution, ChannelRef, Reply, Text
 
-CARD = "card"
-
-
-def card_key(request_id: str) -> str:
-    return f"{CARD}:{request_id}"
+CARD = "card"  # the worker's kind; its items' keys are card_key's
 
 
 class Cards:
