@@ -130,20 +130,6 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
     clock, owner, crash, lease = ports.clock, options.owner, options.crash, options.lease
     prices = PriceBook.with_overrides(policy.prices)
     directory = ClusterDirectory(ports.control_plane, options.targets, options.read_deadline)
-    board = AlertBoard(
-        records=ports.records,
-        messenger=ports.messenger if options.alert_channel else None,
-        channel=options.alert_channel,
-        rules=policy.idle,
-        clock=clock,
-    )
-    health = HealthAlerts(
-        board=board,
-        messenger=ports.messenger,
-        channel=options.alert_channel,
-        policy=policy.health,
-        clock=clock,
-    )
     engine = Engine(
         store=ports.owed,
         clock=clock,
@@ -151,6 +137,27 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         crash=crash,
         lease=lease,
         patience=options.patience,
+    )
+    outbox = Outbox(
+        engine=engine, messenger=ports.messenger, alert_channel=options.alert_channel, clock=clock
+    )
+    engine.add(outbox)
+    board = AlertBoard(
+        records=ports.records,
+        messenger=ports.messenger if options.alert_channel else None,
+        channel=options.alert_channel,
+        rules=policy.idle,
+        clock=clock,
+        engine=engine,
+    )
+    health = HealthAlerts(
+        board=board,
+        messenger=ports.messenger,
+        channel=options.alert_channel,
+        policy=policy.health,
+        clock=clock,
+        engine=engine,
+        outbox=outbox,
     )
     ledger = RequestLedger(
         store=ports.requests,
@@ -168,10 +175,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         nodes=ports.nodes,
         window=options.send_window,
     )
-    outbox = Outbox(
-        engine=engine, messenger=ports.messenger, alert_channel=options.alert_channel, clock=clock
-    )
-    engine.add(executor, outbox)
+    engine.add(executor)
     approvals = Approvals(
         store=ports.requests,
         directory=directory,

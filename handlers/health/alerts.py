@@ -2,14 +2,17 @@
 names for the cluster, posted once and edited as the episode changes and when it heals.
 
 The sweep advances each cluster's episode and saves it in the cluster's idle record with
-``owed`` set *before* the alert is drawn; only the replica that swept (under the sweep's
-lease) draws it, and clears ``owed`` by compare-and-set once it has. A crash in between
-draws it again at the next sweep: an edit is harmless, and a post cut off before its
-message was recorded is posted again rather than lost.
+``owed`` set *before* the alert is drawn; then the drawing is owed work
+(``health-alert:CLUSTER:OPENED:SEEN``, one per state of the episode), done by the engine on
+whichever replica gets to it, which clears ``owed`` by compare-and-set once it has. A crash
+between the post and its record is settled by looking for the post by its key; a rate limit
+or a passing failure delays the alert, never loses it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from dataclasses import replace
 
@@ -21,6 +24,9 @@ from handlers.health.kinds import DRAIN, RESUME
 from handlers.idle.alerts import AlertBoard
 from handlers.idle.rules import IdleRecord
 from handlers.messenger import MessageId, Messenger, MessengerError
+from handlers.owed.engine import Attempt, Engine
+from handlers.owed.model import Done, GiveUp, Later, Outcome
+from handlers.owed.posting import RATE_LIMITED_AGAIN, Outbox, post_once
 from handlers.policy import HealthPolicy
 from handlers.ports import Clock
 from handlers.replies import Code, Line, Reply, Strong, UserRef
@@ -28,7 +34,27 @@ from handlers.replies import Code, Line, Reply, Strong, UserRef
 log = logging.getLogger(__name__)
 
 
+KIND = "health-alert"
+
+
+def drawn_as(episode: Episode) -> str:
+    """What the episode's alert shows, in a few characters: a new state of the episode is a
+    new drawing owed, the same state drawn again is not."""
+    shown = {
+        k: v
+        for k, v in episode.to_dict().items()
+        if k not in ("owed", "alert_message", "alert_channel")
+    }
+    text = json.dumps(shown, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 class HealthAlerts:
+    """Health alerts, and the ``health-alert`` worker that draws them."""
+
+    kind = KIND
+    steps = ("health-alert-posted",)
+
     def __init__(
         self,
         *,
@@ -37,12 +63,17 @@ class HealthAlerts:
         channel: str | None,
         policy: HealthPolicy,
         clock: Clock,
+        engine: Engine,
+        outbox: Outbox,
     ) -> None:
         self.board = board
         self.messenger = messenger
         self.channel = channel
         self.policy = policy
         self.clock = clock
+        self.engine = engine
+        self.outbox = outbox
+        engine.add(self)
 
     def channel_of(self, record: IdleRecord) -> str | None:
         """Where the cluster's health alert is (or goes): its episode's alert's channel, else
@@ -53,34 +84,48 @@ class HealthAlerts:
         return self.policy.channel_for(record.cluster.rsplit("/", 1)[-1]) or self.channel
 
     async def tell(self, record: IdleRecord) -> None:
-        """Draw the record's episode where it is owed: post it, or edit its alert."""
+        """Owe the drawing of the record's episode, when it is owed, and do it now."""
         episode = record.episode
         if episode is None or not episode.owed:
             return
+        version = drawn_as(episode)
+        key = f"{KIND}:{record.cluster}:{version}"
+        subject = {"cluster": record.cluster, "version": version}
+        await self.engine.owe(self.engine.due(KIND, key, subject))
+        await self.engine.run(key)
+
+    async def work(self, attempt: Attempt) -> Outcome:
+        """Draw the episode where it is owed: post it, or edit its alert."""
+        subject = attempt.subject
+        record, _ = await self.board.records.get(str(subject["cluster"]))
+        episode = record.episode
+        if episode is None or not episode.owed or drawn_as(episode) != subject["version"]:
+            return Done("drawn, or moved on since")
         cluster_id, target = record.cluster.rsplit("/", 1)[-1], target_of(record.cluster)
         channel = self.channel_of(record)
         now = self.clock()
         message = episode.alert_message
-        if channel is None:
-            pass  # nowhere to post: the episode is kept, and shown by /cluster health
-        elif message is not None:
-            await self._edit(channel, message, health_card(episode, cluster_id, target, now))
-        elif episode.open and not (episode.snoozed_until and episode.snoozed_until > now):
-            message = await self._post(channel, health_card(episode, cluster_id, target, now))
-        await self._drawn(record.cluster, episode, channel if message else None, message)
-
-    async def _post(self, channel: str, card: Reply) -> MessageId | None:
+        card = health_card(episode, cluster_id, target, now)
         try:
-            return await self.messenger.post(channel, card)
+            if channel is None:
+                pass  # nowhere to post: the episode is kept, and shown by /cluster health
+            elif message is not None:
+                await self.messenger.update(channel, message, card)
+            elif episode.open and not (episode.snoozed_until and episode.snoozed_until > now):
+                message = await post_once(attempt, self.messenger, channel, card)
         except MessengerError as error:
-            log.warning("could not post a health alert in %s: %s", channel, error.code)
-            return None
+            if error.code == "ratelimited":
+                return Later(now + RATE_LIMITED_AGAIN, "rate limited")
+            if not error.not_postable:
+                raise
+            await self._drawn(record.cluster, episode, None, None)
+            return GiveUp(f"cannot post a health alert in {channel}: {error.code}")
+        await self._drawn(record.cluster, episode, channel if message else None, message)
+        return Done()
 
     async def _edit(self, channel: str, message: MessageId, card: Reply) -> None:
-        try:
-            await self.messenger.update(channel, message, card)
-        except MessengerError as error:
-            log.warning("could not edit the health alert %s: %s", message, error.code)
+        """An edit of an alert, owed: it arrives whatever the chat platform says meanwhile."""
+        await self.outbox.send(self.outbox.item(channel, card, edit=message))
 
     async def _drawn(
         self, cluster: str, drawn: Episode, channel: str | None, message: MessageId | None

@@ -1,5 +1,12 @@
 """Idle alerts: posted once per idle period, edited as the cluster's situation changes, and
-given their buttons back when a remedy started from them does not go through."""
+given their buttons back when a remedy started from them does not go through.
+
+A sweep that finds an alert due saves the record with its ``alerted_at`` first; the post is
+then owed work (``idle-alert:CLUSTER:ALERTED_AT``), posted once by the engine (looked for by
+its key after a crash cut it off before its record). A sweep that finds an alert due but not
+posted (a replica that died between the record and the post) owes the same item again: a key
+owed before is not owed twice.
+"""
 
 from __future__ import annotations
 
@@ -18,15 +25,22 @@ from handlers.errors import UserError
 from handlers.idle.alert import IdleEntry, alert_card, closed_alert
 from handlers.idle.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.messenger import Messenger, MessengerError
+from handlers.owed.engine import Attempt, Engine
+from handlers.owed.model import Done, GiveUp, Later, Outcome
+from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Strong, Time, UserRef
 
 log = logging.getLogger(__name__)
 CAS_TRIES = 5
+ALERT = "idle-alert"
 
 
 class AlertBoard:
     """The alert messages and the idle records behind them."""
+
+    kind = ALERT
+    steps = ("idle-alert-due", "idle-alert-posted")
 
     def __init__(
         self,
@@ -36,12 +50,16 @@ class AlertBoard:
         channel: str | None,
         rules: IdleRules,
         clock: Clock,
+        engine: Engine | None = None,
     ) -> None:
         self.records = records
         self.messenger = messenger
         self.channel = channel
         self.rules = rules
         self.clock = clock
+        self.engine = engine
+        if engine is not None:
+            engine.add(self)
 
     @property
     def enabled(self) -> bool:
@@ -69,18 +87,24 @@ class AlertBoard:
             except MessengerError as error:
                 log.warning("could not edit the alert of %s: %s", record.cluster, error.code)
 
-    async def post(self, entry: IdleEntry) -> bool:
-        """Post a new alert for the entry; returns whether it was posted."""
+    async def work(self, attempt: Attempt) -> Outcome:
+        """Post the alert of one idle period's alerting (the ``idle-alert`` worker)."""
+        entry = IdleEntry.from_dict(dict(attempt.subject["entry"]))
+        record, _ = await self.records.get(entry.cluster)
+        if record.alerted_at != attempt.subject["alerted_at"]:
+            return Done("no longer due: the cluster moved on")
         if self.messenger is None or self.channel is None:
-            return False
+            return GiveUp("no alert channel")
         now = self.clock()
+        card = alert_card(entry, now, self.rules.auto_action)
         try:
-            posted = await self.messenger.post(
-                self.channel, alert_card(entry, now, self.rules.auto_action)
-            )
+            posted = await post_once(attempt, self.messenger, self.channel, card)
         except MessengerError as error:
-            log.warning("could not post the idle alert of %s: %s", entry.cluster, error.code)
-            return False
+            if error.code == "ratelimited":
+                return Later(now + RATE_LIMITED_AGAIN, "rate limited")
+            if error.not_postable:
+                return GiveUp(f"cannot post the idle alert in {self.channel}: {error.code}")
+            raise
         channel = self.channel
         await self.update(
             entry.cluster,
@@ -88,7 +112,19 @@ class AlertBoard:
                 r, alert_message=posted, alert_channel=channel, alert=entry.to_dict()
             ),
         )
-        return True
+        return Done()
+
+    async def post(self, entry: IdleEntry, alerted_at: float) -> bool:
+        """Owe the alert of the alerting at ``alerted_at`` and post it now; whether a new
+        one was owed (one owed before, for the same alerting, is not owed again)."""
+        if self.engine is None or not self.enabled:
+            return False
+        key = f"{ALERT}:{entry.cluster}:{alerted_at:.3f}"
+        subject = {"entry": entry.to_dict(), "alerted_at": alerted_at}
+        self.engine.crash("idle-alert-due")  # the record says alerted; nothing owed yet
+        new = await self.engine.owe(self.engine.due(ALERT, key, subject))
+        await self.engine.run(key)
+        return bool(new)
 
     async def remedy_ended(self, request: ApprovalRequest) -> None:
         """A request started from an alert ended: say how on the alert; unless it went
@@ -192,7 +228,12 @@ class IdleAlerts:
                     "still idle",
                     (Strong("Still idle"), ": alerted again at ", Time(self.clock()), ", below."),
                 )
-            return int(await self.board.post(entry))
+            assert record.alerted_at is not None  # the rules set it with the alert
+            return int(await self.board.post(entry, record.alerted_at))
+        if verdict.status == Status.IDLE and record.alerted_at and not record.alert_message:
+            # alerted, and the post never recorded (its replica died between the two): owed
+            # again under the same key, so posted at most once
+            await self.board.post(entry, record.alerted_at)
         if verdict.auto_action_due:
             await self._auto_act(entry)
         return 0
