@@ -33,6 +33,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "soak": ("soak", "run"),
     "fuzz": ("fuzz", "run"),
     "fuzz_surfaces": ("fuzz", "run_surfaces"),
+    "matrix": ("matrix", "run"),
+    "heavy": ("heavy", "run"),
 }
 
 

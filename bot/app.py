@@ -31,7 +31,7 @@ from bot.sweep_process import SweepProcess, SweepSummary, shareable
 from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
-from bot.vertex.slurm import SlurmReader
+from bot.vertex.slurm import SWEEP_DEADLINE, SlurmReader
 from handlers.home import Home
 from handlers.idle.report import SweepReport
 from handlers.intake import Intake
@@ -46,11 +46,6 @@ GAUGE_EVERY = 5  # ticks between counts of the operations in flight when none en
 HOUSEKEEPING = 3600.0  # seconds between sweeps of what is done and old
 OWED_KEPT = 7 * 24 * 3600.0  # an owed item ended this long ago is forgotten
 DIGEST_LOOK = 60.0  # seconds between looks for a digest firing that is due
-REQUEST_TIMEOUT = 30.0  # seconds one control-plane call may take (the transport's own)
-
-
-def secret_values(settings: Settings) -> list[str]:
-    return settings.secret_values()
 
 
 def digest_firings(settings: Settings) -> Callable[[float, float], list[float]] | None:
@@ -60,11 +55,12 @@ def digest_firings(settings: Settings) -> Callable[[float, float], list[float]] 
     return cron_firings(digest_trigger(settings.digest_cron, settings.digest_timezone))
 
 
-def send_window(settings: Settings) -> float:
-    """How long a change sent now may still be applied by the control plane: the client's
-    retry deadline, the last try's own timeout (the server's too: ``X-Server-Timeout``), and
-    a margin for clocks."""
-    return settings.vertex_retry_deadline + REQUEST_TIMEOUT + 10.0
+def send_windows(settings: Settings) -> tuple[float, float]:
+    """How long a change, and a Slurm node update (through the proxy, whose deadline is
+    shorter), sent now may still be applied: the client's retry deadline, the last try's own
+    timeout (the server's too: ``X-Server-Timeout``), and a margin for clocks."""
+    last = settings.vertex_request_timeout + 10.0
+    return settings.vertex_retry_deadline + last, SWEEP_DEADLINE + last
 
 
 class ClusterbotService:
@@ -96,7 +92,7 @@ class ClusterbotService:
         crash = crash_hook(
             settings.debug_crash_at, settings.debug_pause_at, settings.debug_pause_file
         )
-        self.redactor = Redactor(secret_values(settings))
+        self.redactor = Redactor(settings.secret_values())
         self.metrics = BotMetrics()
         self.store = Store.from_url(settings.database_url)
         static = settings.vertex_static_token
@@ -106,6 +102,7 @@ class ClusterbotService:
             base_url=settings.vertex_api_url,
             concurrency=settings.vertex_concurrency,
             retry=RetryPolicy(deadline=settings.vertex_retry_deadline),
+            request_timeout=settings.vertex_request_timeout,
             observer=self.metrics.call,
         )
         self.slack = SlackAdapter(settings, policy, self.redactor)
@@ -143,7 +140,9 @@ class ClusterbotService:
             crash=crash,
             release_grace=settings.release_grace_seconds,
             poll_stagger=tick_seconds / 4,  # a tick's polls spread over a quarter of it
-            send_window=send_window(settings),
+            send_window=send_windows(settings)[0],
+            node_window=send_windows(settings)[1],
+            post_window=settings.slack_timeout + 5.0,
             patience=tick_seconds,
             digest_firings=digest_firings(settings),
         )

@@ -20,30 +20,32 @@ class AggCharts:
 
 
 def draw(chart: Chart) -> bytes:
-    """Each day's busy and idle spend stacked, and what was saved beside them."""
+    """Each day's (or, over a long period, each week's) busy and idle spend stacked, and
+    what was saved beside them."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(10, 4.2), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    days = range(len(chart.days))
+    bars = chart.bars()  # 60 at most, whatever the period
+    days = range(len(bars))
     width = 0.4
-    busy = [d.busy for d in chart.days]
-    idle = [d.idle for d in chart.days]
+    busy = [d.busy for d in bars]
+    idle = [d.idle for d in bars]
     left = [x - width / 2 for x in days]
     axes.bar(left, busy, width, label="spend, busy", color=BUSY)
     axes.bar(left, idle, width, bottom=busy, label="spend, idle", color=IDLE)
     axes.bar(
         [x + width / 2 for x in days],
-        [d.saved for d in chart.days],
+        [d.saved for d in bars],
         width,
         label="saved",
         color=SAVED,
     )
-    step = max(1, len(chart.days) // 10)
-    axes.set_xticks(list(days)[::step], [d.label for d in chart.days][::step])
-    axes.set_ylabel("US dollars a day")
+    step = max(1, len(bars) // 10)
+    axes.set_xticks(list(days)[::step], [d.label for d in bars][::step])
+    axes.set_ylabel(f"US dollars a {chart.per}")
     axes.yaxis.set_major_formatter(lambda value, _: f"${value:,.0f}")
     axes.set_title(chart.title, loc="left")
     # above the bars, on the title's line, so it never hides a day

@@ -30,16 +30,19 @@ def crash_hook(
     """A debug hook for the crash and fault tests: the process ends at the named step
     ``point``; or at ``pause_at`` it writes the step's name into ``pause_file`` and stands
     still, the whole process with it, until the test has removed the file (having stopped
-    the database, sent a signal, or made Slack refuse everything meanwhile)."""
+    the database, sent a signal, or made Slack refuse everything meanwhile), the first time
+    it passes there only."""
     if not point and not (pause_at and pause_file):
         return no_crash
     said = logging.getLogger("clusterbot.crash")
+    paused: list[str] = []  # once: a step passed again (a retry after the fault) goes on
 
     def crash(step: str) -> None:
         if step == point:
             said.warning("exiting at %s", step)
             os._exit(CRASH_EXIT)
-        if step == pause_at and pause_file:
+        if step == pause_at and pause_file and not paused:
+            paused.append(step)
             said.warning("pausing at %s", step)
             marker = Path(pause_file)
             marker.write_text(step)

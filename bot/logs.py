@@ -8,6 +8,7 @@ shaped like a token with ``[redacted]``, whichever library logged it.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import logging
@@ -114,3 +115,29 @@ def configure(
     # Alembic narrates each step at INFO; the store logs the one line that matters.
     logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))
     return redact
+
+
+# What asyncpg leaves when a task is cancelled while its connection opens (the pool making a
+# connection, or the CancelRequest it sends for a query cut off): the connection's loss is set
+# on a future nobody awaits any more, and asyncio reports it as an error when it is collected
+# (MagicStack/asyncpg#1211, #1310). Nothing was lost: the task that wanted it was cancelled.
+CUT_CONNECT = "unexpected connection_lost() call"
+
+
+def quiet_cut_connects(loop: asyncio.AbstractEventLoop) -> None:
+    """Log that leftover as what it is (INFO), and hand every other report on."""
+    before = loop.get_exception_handler()
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        if isinstance(error, ConnectionError) and str(error) == CUT_CONNECT:
+            logging.getLogger("clusterbot.database").info(
+                "a database connection cut off as it opened, its task cancelled: nothing lost"
+            )
+            return
+        if before is not None:
+            before(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)

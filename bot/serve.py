@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot.app import ClusterbotService
 from bot.edge import KEEPALIVE_TIMEOUT, listen, quiet_malformed_http
+from bot.logs import quiet_cut_connects
 from bot.routes import web_app
 from bot.settings import Settings
 from handlers.policy import Policy
@@ -47,6 +48,7 @@ async def serve(settings: Settings, policy: Policy) -> int:
         keepalive_timeout=KEEPALIVE_TIMEOUT,
     )
     quiet_malformed_http()
+    quiet_cut_connects(asyncio.get_running_loop())
     listener: asyncio.Server | None = None
     try:
         await service.start()

@@ -113,6 +113,11 @@ class Settings(BaseSettings):
     # limits (aiohttp's default is 100).
     vertex_concurrency: int = Field(32, ge=1, le=256)
     vertex_retry_deadline: float = Field(120.0, gt=0, le=3600)
+    # seconds one control-plane call may take (the server is told a little less:
+    # X-Server-Timeout); with the retry deadline, how long a change may still be applied
+    vertex_request_timeout: float = Field(30.0, ge=6, le=300)
+    # seconds one Slack Web API call may take: how long a post may still arrive once sent
+    slack_timeout: float = Field(30.0, ge=1, le=300)
     sweep_interval: float = Field(900.0, gt=0, le=86_400)
     # each scheduled sweep (and "Sweep now") in a child process: acks never wait behind it
     sweep_process: bool = True

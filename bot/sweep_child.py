@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bot.app import ClusterbotService
+from bot.logs import quiet_cut_connects
 from bot.settings import Settings
 from bot.sweep_process import LENGTH, NICENESS, SweepSummary
 from handlers.policy import Policy
@@ -34,6 +35,7 @@ def _read_payload(fd: int = 0) -> tuple[Settings, Policy, str, bool]:
 
 async def _sweep_here(settings: Settings, policy: Policy, owner: str, force: bool) -> str:
     loop = asyncio.get_running_loop()
+    quiet_cut_connects(loop)
     this = asyncio.current_task()
     assert this is not None
     # end-of-file on stdin: the service is gone; SIGTERM: the service is stopping

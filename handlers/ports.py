@@ -7,7 +7,7 @@ else comes in through these ports, built once in the composition root (``bot/app
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, Unpack
 
 from bot.vertex.facts import ClusterFacts
@@ -78,6 +78,7 @@ class TargetKept(Protocol[K_co]):
 
 
 K = TypeVar("K")
+SPEND_PART = 1000  # ledger runs read at once by a report
 
 
 class ControlPlane(Protocol):
@@ -271,6 +272,13 @@ class SpendStore(Protocol):
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SpendRun]:
         """The runs that overlap [since, until), of one cluster or of all."""
+        ...
+
+    def spend_parts(
+        self, since: float, until: float, size: int = SPEND_PART
+    ) -> AsyncIterator[list[SpendRun]]:
+        """The same runs, of all clusters, ``size`` at a time: a report over a year of them
+        holds one part at once."""
         ...
 
 

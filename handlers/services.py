@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from bot.vertex.names import Target
 from handlers.changes.approvals import Approvals
-from handlers.changes.effects import SEND_WINDOW
+from handlers.changes.effects import NODE_WINDOW, SEND_WINDOW
 from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.preapproved import Cards
@@ -26,7 +26,7 @@ from handlers.idle.sweep import Sweeper
 from handlers.intake import Intake
 from handlers.messenger import Messenger
 from handlers.owed.engine import LEASE, Engine
-from handlers.owed.posting import Outbox
+from handlers.owed.posting import POST_WINDOW, Outbox
 from handlers.owed.store import OwedStore
 from handlers.policy import Policy
 from handlers.ports import (
@@ -100,6 +100,8 @@ class Options:
     release_grace: float = 60.0  # seconds a drained queue stays empty before a release acts
     poll_stagger: float = 0.0  # seconds over which a tick's operation polls are started
     send_window: float = SEND_WINDOW  # seconds a change's call may be applied once sent
+    node_window: float = NODE_WINDOW  # the same for a Slurm node update
+    post_window: float = POST_WINDOW  # seconds a chat post may still arrive once sent
     patience: float = 2.0  # seconds a tick waits for the owed work it started
     digest_firings: Firings | None = None  # the digest's cron; None: fired only when asked
 
@@ -137,6 +139,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         crash=crash,
         lease=lease,
         patience=options.patience,
+        post_window=options.post_window,
     )
     outbox = Outbox(
         engine=engine, messenger=ports.messenger, alert_channel=options.alert_channel, clock=clock
@@ -174,6 +177,7 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         clock=clock,
         nodes=ports.nodes,
         window=options.send_window,
+        node_window=options.node_window,
     )
     engine.add(executor)
     approvals = Approvals(

@@ -11,6 +11,7 @@ from handlers.owed.engine import LEASE
 from handlers.owed.posting import POST_WINDOW
 from handlers.policy import Policy
 from tests.conftest import ManualClock
+from tests.support.text_adapter import text
 from tests.test_health_alerts import Slurm, alerts, health_bot
 from tests.test_health_alerts import sweep as health_sweep
 from tests.test_services_unit import C1, POLICY, Bot, make_bot
@@ -105,3 +106,22 @@ async def test_a_burst_of_429s_delays_a_health_alert_never_loses_it(clock: Manua
     clock.advance(61)
     await bot.services.engine.run_due()
     assert len(alerts(bot)) == 1
+
+
+async def test_a_click_on_an_alert_posted_but_not_yet_recorded_edits_it(
+    clock: ManualClock,
+) -> None:
+    """Someone clicks Keep on an alert the moment it shows, before the replica that posted it
+    recorded the post (a busy replica, or one that died there): the click's note replaces
+    that alert, found by its key, rather than being dropped."""
+    bot = make_bot(clock, Policy.model_validate(POLICY))
+    await idle_for_long(bot)
+    dies_at(bot, "idle-alert-posted")
+    with pytest.raises(Died):
+        await idle_sweep(bot)
+    [(posted, _)] = idle_alerts(bot)
+    record, _ = await bot.records.get(C1)
+    assert record.alert_message is None  # posted, not recorded
+    assert await bot.click("U0ALICE", "idle_keep", C1) is None
+    [note] = bot.edits_of(posted)
+    assert "Kept" in text(note)

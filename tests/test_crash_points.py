@@ -17,19 +17,14 @@ import pytest
 
 from bot.jobs import CRASH_EXIT
 from tests.support.demo_stack import ends_and_mentions
+from tests.support.faults import resize_approved
 from tests.support.postgres import fresh_database, query
 from tests.support.processes import replica, sandbox, wait_until
+from tests.support.steps import steps_of
 
-POINTS = [
-    "after-approval",
-    "after-reread",
-    "before-patch",
-    "after-patch",
-    "after-operation-recorded",
-    "mid-operation",
-    "after-final-claimed",
-    "after-final-posted",
-]
+# every named step of a change, found in the code (tests/support/steps.py), and a SIGKILL
+# while its operation runs
+POINTS = [*steps_of("change"), "mid-operation"]
 
 
 @contextmanager
@@ -65,9 +60,7 @@ def test_a_crash_at_any_step_loses_nothing(point: str, kind: str, tmp_path: Path
         box.point_at(one.events)
         try:
             one.start()
-            assert box.command("alice", "/cluster resize train01 a4 3")["status"] == 200
-            card = box.card("Resize request: train01")
-            box.click("bob", card["ts"], "approve")
+            card = resize_approved(box)
             if point == "mid-operation":
                 wait_until(lambda: box.thread(card["ts"]) and len(box.requests("PATCH")) == 1)
                 assert one.process is not None

@@ -283,3 +283,26 @@ async def test_a_deleted_clusters_alert_says_so(clock: ManualClock) -> None:
     del bot.plane.clusters[C1]
     await sweep(bot)
     assert "*Deleted*: c1 no longer exists" in text(bot.edits_of(ts)[-1])
+
+
+async def test_a_late_note_never_draws_a_healed_alert_back(clock: ManualClock) -> None:
+    """The note that a Resume ended ("done: back in service") is held back by Slack's rate
+    limit; meanwhile a sweep finds the node healed and draws the alert so. When the note's
+    turn comes, the alert has moved on: it is not drawn back to the state it was noted on."""
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    bot = health_bot(clock, slurm)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    await sweep(bot)
+    [(ts, _)] = alerts(bot)
+    await bot.click("U0ALICE", "health_resume", f"{C1}|c1-gpu-1")
+    request = await bot.only_request()
+    bot.messenger.refuse_edits[ts] = "ratelimited"  # the ended note waits its turn
+    await bot.click("U0BOB", "approve", request.id)
+    del bot.messenger.refuse_edits[ts]
+    await sweep(bot)
+    assert "*Healed*: c1" in text(bot.edits_of(ts)[-1])
+    clock.advance(3600)  # every note and retry due again
+    await bot.services.engine.run_due()
+    await bot.services.engine.run_due()
+    assert "*Healed*: c1" in text(bot.edits_of(ts)[-1])  # still healed, whatever came late

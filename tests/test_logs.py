@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.logs import TRACE, configure
+from bot.logs import CUT_CONNECT, TRACE, configure, quiet_cut_connects
 from tests.support.demo_stack import demo_stack, text_of
 
 STATIC_TOKEN = "ya29.static-simulator-token-0123456789"
@@ -74,3 +74,28 @@ def test_readable_lines_on_a_terminal() -> None:
     logging.getLogger("clusterbot").info("token is xoxb-very-secret-token")
     line = stream.getvalue().strip()
     assert not line.startswith("{") and "INFO" in line and "clusterbot: token is [redacted]" in line
+
+
+def test_a_connect_cut_off_by_a_cancel_is_not_an_error(caplog: pytest.LogCaptureFixture) -> None:
+    """asyncpg leaves the loss of a connection it was opening in a future nobody reads when
+    the task that wanted it is cancelled (a dying replica's sweep child cut off mid-query):
+    said as what it is, at INFO; any other unread failure is still an error."""
+    import asyncio
+    import gc
+
+    async def leave(error: Exception) -> None:
+        asyncio.get_running_loop().create_future().set_exception(error)
+        gc.collect()  # the unread future is reported as it goes
+
+    loop = asyncio.new_event_loop()
+    try:
+        quiet_cut_connects(loop)
+        with caplog.at_level(logging.INFO):
+            loop.run_until_complete(leave(ConnectionError(CUT_CONNECT)))
+            loop.run_until_complete(leave(ConnectionError("something else")))
+    finally:
+        loop.close()
+    cut = [r for r in caplog.records if "cut off as it opened" in r.getMessage()]
+    assert [r.levelno for r in cut] == [logging.INFO]
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "something else" in errors[0].getMessage() + str(errors[0].exc_info)

@@ -23,10 +23,11 @@ from cryptography.hazmat.primitives import serialization
 from bot.jobs import CRASH_EXIT
 from tests.support.postgres import query
 from tests.support.processes import replica, sandbox, wait_until
+from tests.support.steps import steps_of
 from tests.test_crash_points import database
 from tests.test_release import AUDIENCE, BUILD, KID, Issuer
 
-POINTS = ["release-asking", "after-draft", "after-card", "release-asked", "after-approval"]
+POINTS = steps_of("release")  # found in the code: tests/support/steps.py
 POLICY = f"""
 [roles]
 operator = ["U0ALICE"]

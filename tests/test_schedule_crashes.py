@@ -20,19 +20,13 @@ from handlers.schedules.model import Schedule, ScheduleState
 from handlers.schedules.times import Weekly
 from tests.support.postgres import execute, query
 from tests.support.processes import Replica, Sandbox, replica, sandbox, wait_until
+from tests.support.steps import night_steps
 from tests.test_crash_points import database
 
 CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"
-NIGHTS = [
-    ("off", "schedule-off-chosen"),
-    ("off", "card-posted"),
-    ("off", "schedule-asked"),
-    ("off", "after-patch"),
-    ("off", "sigterm"),
-    ("on", "schedule-on-chosen"),
-    ("on", "schedule-asked"),
-    ("on", "sigterm"),
-]
+# every named step of a night, found in the code (tests/support/steps.py), the change's
+# PATCH, and a SIGTERM while the night's resize runs
+NIGHTS = [*night_steps(), ("off", "after-patch"), ("off", "sigterm"), ("on", "sigterm")]
 
 
 def in_force(url: str) -> None:
@@ -134,3 +128,9 @@ def test_a_crash_at_any_step_of_a_night_loses_nothing(
         # each night's card once, even when a crash cut it off between its post and its record
         cards = [m for m in box.messages() if m["text"].startswith("Resize request: cpu01")]
         assert len(cards) == asked, [m["text"] for m in cards]
+        lines = [m["text"] for m in box.messages() if m["text"].startswith("schedule sch-crash")]
+        said = [t for t in box.messages() if "asleep: cpu at zero nodes" in str(t["blocks"])]
+        assert len(said) == 1, lines  # the thread's line once, whatever died
+        if night == "on":
+            back = [t for t in box.messages() if "back on: cpu 4:4" in str(t["blocks"])]
+            assert len(back) == 1, lines

@@ -231,3 +231,88 @@ def test_the_charts_days_are_the_ledgers_sums() -> None:
     lines = chart.csv().splitlines()
     assert lines[0] == "day,spend_usd,idle_usd,saved_usd" and len(lines) == 8
     assert lines[6].startswith("1970-01-06,")  # Saturday, the day of the remedy
+
+
+def _runs_and_savings(seed: int) -> tuple[list[SpendRun], list[Any], float, float]:
+    """Runs of several clusters and pools, some longer than a day, some unpriced, and the
+    savings of remedies over them, over about three weeks."""
+    import random
+
+    rng = random.Random(seed)
+    start = 1_700_000_000.0 + rng.uniform(0, DAY)
+    runs = []
+    for n in range(300):
+        begin = start + rng.uniform(0, 20 * DAY)
+        runs.append(
+            SpendRun(
+                f"{C1[:-2]}{n % 7:02d}",
+                rng.choice(["gpu", "login"]),
+                begin,
+                begin + rng.choice([SWEEP, HOUR, 5 * HOUR, 2 * DAY]),
+                rng.randint(0, 8),
+                rng.choice([B200, LOGIN, None]),
+                rng.random() < 0.4,
+                rng.choice(["p/us-central1", "p/europe-west4"]),
+                (("team", rng.choice(["vision", "speech"])),),
+            )
+        )
+    moments = sorted(start + rng.uniform(0, 20 * DAY) for _ in range(12))
+    done = [  # train01 scaled down by a remedy, up by hand, in turn
+        _done(f"r-{n}", Origin.IDLE, 100.0, 0.5, at)
+        if n % 2 == 0
+        else _done(f"r-{n}", Origin.COMMAND, 0.5, 100.0, at)
+        for n, at in enumerate(moments)
+    ]
+    found = savings(done, {C1: (("team", "vision"),)})
+    assert found  # the remedies saved something within the period
+    return runs, found, start + 2 * HOUR, start + 19.5 * DAY
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_report_folded_a_part_at_a_time_sums_as_the_whole(seed: int) -> None:
+    """A report reads the ledger a part at a time and passes over each run once (a year of
+    runs is never held, nor summed once a day): its groups and its chart's days are what the
+    sums over all the runs at once give."""
+    from handlers.spend.chart import chart_of
+    from handlers.spend.totals import Tally, by_target
+
+    runs, saved, since, until = _runs_and_savings(seed)
+    for group in (by_pool, by_target, by_label("team")):
+        tally = Tally(since, until, group)
+        for at in range(0, len(runs), 37):
+            tally.add(runs[at : at + 37])
+        folded, whole = tally.totals(saved), totals(runs, since, until, group, saved)
+        assert list(folded) == list(whole)
+        for name, spend in whole.items():
+            assert folded[name].cost == pytest.approx(spend.cost)
+            assert folded[name].idle == pytest.approx(spend.idle)
+            assert folded[name].saved == pytest.approx(spend.saved)
+            assert folded[name].unpriced == pytest.approx(spend.unpriced)
+    tally = Tally(since, until)
+    tally.add(runs)
+    days = chart_of(tally, saved, "t").days
+    first = since - since % DAY
+    assert [d.start for d in days] == [first + n * DAY for n in range(len(days))]
+    assert days[-1].start < until <= days[-1].start + DAY
+    for day in days:  # each day as the sums of that day alone
+        alone = totals(runs, max(day.start, since), min(day.start + DAY, until), saved=saved)
+        expected = overall(alone)
+        assert day.spend == pytest.approx(expected.cost)
+        assert day.idle == pytest.approx(expected.idle)
+        assert day.saved == pytest.approx(expected.saved)
+
+
+def test_a_long_period_is_drawn_a_week_a_bar_and_kept_a_day_a_row() -> None:
+    """A chart over 400 days is drawn with 60 bars at most (a week each, the same dollars),
+    while its CSV keeps one row a day; 92 days or fewer are drawn a day a bar."""
+    from handlers.spend.chart import DAILY_BARS
+
+    run = SpendRun(C1, "gpu", 0.0, 400 * DAY, 2, B200, False, "p/r")
+    year = daily([run], [], 0.0, 400 * DAY, "train01, last 400d")
+    assert len(year.days) == 400 and len(year.csv().splitlines()) == 401
+    bars = year.bars()
+    assert year.per == "week" and len(bars) == 58
+    assert sum(b.spend for b in bars) == pytest.approx(sum(d.spend for d in year.days))
+    assert bars[1].spend == pytest.approx(7 * 24 * 2 * B200)
+    quarter = daily([run], [], 0.0, DAILY_BARS * DAY, "train01, last 92d")
+    assert quarter.per == "day" and quarter.bars() == quarter.days

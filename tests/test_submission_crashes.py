@@ -18,9 +18,10 @@ from bot.jobs import CRASH_EXIT
 from tests.support.demo_stack import CPU01
 from tests.support.postgres import query
 from tests.support.processes import Sandbox, call, replica, sandbox, wait_until
+from tests.support.steps import steps_of
 from tests.test_crash_points import database
 
-POINTS = ["submission-received", "after-draft", "after-card"]
+POINTS = steps_of("submission")  # found in the code: tests/support/steps.py
 
 
 def top_form(box: Sandbox, has_block: str | None = None) -> dict[str, Any]:

@@ -136,3 +136,47 @@ async def test_a_child_that_fails_says_so_in_one_line(stack: Stack) -> None:
     )
     with pytest.raises(Exception, match=r"the sweep's process ended with exit code 1"):
         await broken.sweep(force=True)
+
+
+@pytest.mark.postgres
+def test_a_replica_killed_mid_sweep_leaves_no_error_on_postgresql(tmp_path: Path) -> None:
+    """kill -9 a replica while its child sweeps, over and over at different moments of the
+    sweep: the child, left alone, stops and ends without logging an error (on PostgreSQL a
+    query cut off makes the driver send a cancel, whose connection the child's exit cuts)."""
+    import signal
+    import time
+
+    from tests.support.postgres import fresh_database
+    from tests.support.processes import replica, sandbox, wait_until
+
+    with sandbox(tmp_path) as box, fresh_database() as url:
+        one = replica(tmp_path, box, "one", url, CLUSTERBOT_SWEEP_INTERVAL="1")
+        for attempt in range(6):
+            one.start()
+            until = time.monotonic() + 30
+            while "sweep" not in one.log.read_text() and time.monotonic() < until:
+                time.sleep(0.1)  # the child's first sweep is under way
+            time.sleep(0.3 + attempt * 0.37)  # the moment of the kill, a little later each time
+            assert one.process is not None
+            one.process.send_signal(signal.SIGKILL)
+            one.wait_exit()
+            wait_until(lambda: not children_of(one.port), what="the orphaned child to end")
+        errors = [line for line in one.log.read_text().splitlines() if '"ERROR"' in line]
+        assert errors == []
+
+
+def children_of(port: int) -> list[int]:
+    """Sweep children started by the replica on ``port`` (their environment says which),
+    alive or not yet reaped."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes()
+            environment = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"bot.sweep_child" in command and f"PORT={port}".encode() in environment:
+            found.append(int(proc.name))
+    return found

@@ -45,7 +45,9 @@ class SlackAdapter:
         self.settings = settings
         self.redactor = redactor
         budget = Budget()  # one Slack budget: what the messenger spends, a 429 pauses
-        self.client = web_client(token or "", settings.slack_api_url, budget)
+        self.client = web_client(
+            token or "", settings.slack_api_url, budget, timeout=settings.slack_timeout
+        )
         # Without a bot token (a cron sweep) nothing is posted: the messages go to the log.
         self.messenger: SlackMessenger | LogMessenger = (
             SlackMessenger(self.client, redactor, Pacer(budget)) if token else LogMessenger()

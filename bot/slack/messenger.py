@@ -63,7 +63,9 @@ class PausingRateLimitHandler(AsyncRateLimitErrorRetryHandler):
         )
 
 
-def web_client(token: str, base_url: str, budget: Budget | None = None) -> AsyncWebClient:
+def web_client(
+    token: str, base_url: str, budget: Budget | None = None, timeout: float = 30.0
+) -> AsyncWebClient:
     """A Web API client that waits out 429s (Retry-After, pausing the method in ``budget``)
     and retries 5xx and dropped connections, so a rate limit delays a message and never
     loses it."""
@@ -75,6 +77,7 @@ def web_client(token: str, base_url: str, budget: Budget | None = None) -> Async
     return AsyncWebClient(
         token=token,
         base_url=base_url,
+        timeout=int(timeout),
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=3),
             rate_limited,

@@ -66,10 +66,41 @@ def _suggestion(body: dict[str, Any]) -> str | None:
     return _user(body)
 
 
+# Where Bolt reads an id from a payload and the parts of an event it looks into (its
+# ``extract_user_id``, ``extract_team_id``, ``extract_channel_id``, ``extract_enterprise_id``):
+# each is an id (text) or an object with one, as in Slack's event types
+# (https://docs.slack.dev/reference/events: ``user`` is an id in message and app_home_opened,
+# an object in user_change; ``channel`` an object in channel_created).
+IDS = ("user", "team", "channel", "enterprise", "organization")
+INNER = ("message", "previous_message", "item", "assistant_thread")
+
+
+def _ids(part: dict[str, Any], where: str) -> str | None:
+    for key in IDS:
+        value = part.get(key)
+        if value is not None and not isinstance(value, str | dict):
+            return f"{where}{key} is neither an id nor an object"
+    return None
+
+
 def _event(body: dict[str, Any]) -> str | None:
     event = body.get("event")
     if not isinstance(event, dict) or not _text(event.get("type")):
         return "no event.type"
+    authorizations = body.get("authorizations")
+    if authorizations is not None and not (
+        isinstance(authorizations, list) and all(isinstance(a, dict) for a in authorizations)
+    ):
+        return "authorizations is not a list of objects"
+    for part, where in [
+        (body, ""),
+        (event, "event."),
+        *((event[k], f"event.{k}.") for k in INNER if isinstance(event.get(k), dict)),
+        *((a, "authorizations[].") for a in authorizations or []),
+    ]:
+        problem = _ids(part, where)
+        if problem is not None:
+            return problem
     if event["type"] == "app_home_opened" and not _text(event.get("user")):
         return "app_home_opened without a user"
     if event["type"] == "workflow_step_execute" and not isinstance(

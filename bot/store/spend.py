@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -11,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
+from handlers.ports import SPEND_PART
 from handlers.spend.runs import SpendRun
 
 
@@ -28,9 +30,15 @@ def _row(run: SpendRun) -> dict[str, Any]:
     }
 
 
-def _run(row: sa.Row[Any]) -> SpendRun:
+def _run(row: sa.Row[Any], read: dict[str, tuple[tuple[str, str], ...]] | None = None) -> SpendRun:
+    """The row's run; ``read``: labels already decoded (a cluster's runs share theirs)."""
     m = row._mapping
-    labels = tuple((str(k), str(v)) for k, v in json.loads(m["labels"]))
+    text = m["labels"]
+    labels = read.get(text) if read is not None else None
+    if labels is None:
+        labels = tuple((str(k), str(v)) for k, v in json.loads(text))
+        if read is not None:
+            read[text] = labels
     return SpendRun(
         m["cluster"],
         m["pool"],
@@ -42,6 +50,12 @@ def _run(row: sa.Row[Any]) -> SpendRun:
         m["target"],
         labels,
     )
+
+
+def _runs(
+    rows: Sequence[sa.Row[Any]], read: dict[str, tuple[tuple[str, str], ...]]
+) -> list[SpendRun]:
+    return [_run(row, read) for row in rows]
 
 
 class SpendRows:
@@ -75,5 +89,26 @@ class SpendRows:
         if cluster is not None:
             query = query.where(table.c.cluster == cluster)
         async with self.engine.connect() as connection:
-            rows = await connection.execute(query.order_by(table.c.start))
+            rows = await connection.execute(
+                query.order_by(table.c.start, table.c.cluster, table.c.pool)
+            )
         return [_run(row) for row in rows]
+
+    async def spend_parts(
+        self, since: float, until: float, size: int = SPEND_PART
+    ) -> AsyncIterator[list[SpendRun]]:
+        """The runs that overlap [since, until), ``size`` at a time, streamed from the
+        database (a server-side cursor on PostgreSQL), the event loop free between parts."""
+        table = schema.spend_runs
+        query = (
+            sa.select(table)
+            .where(table.c.end > since, table.c.start < until)
+            .order_by(table.c.start, table.c.cluster, table.c.pool)
+            .execution_options(yield_per=size)
+        )
+        read: dict[str, tuple[tuple[str, str], ...]] = {}
+        async with self.engine.connect() as connection:
+            result = await connection.stream(query)
+            async for rows in result.partitions(size):
+                # made into runs in a worker thread: the loop only fetches
+                yield await asyncio.to_thread(_runs, rows, read)

@@ -27,7 +27,14 @@ from bot.vertex.errors import (
     VertexError,
 )
 from bot.vertex.models import Cluster
-from handlers.changes.effects import SEND_WINDOW, Finished, Next, Planes, Unsettled
+from handlers.changes.effects import (
+    NODE_WINDOW,
+    SEND_WINDOW,
+    Finished,
+    Next,
+    Planes,
+    Unsettled,
+)
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
 from handlers.entities import (
@@ -69,10 +76,11 @@ class Executor:
         clock: Clock,
         nodes: NodeUpdater | None = None,
         window: float = SEND_WINDOW,
+        node_window: float = NODE_WINDOW,
     ) -> None:
         self.store = store
         self.vertex = vertex
-        self.planes = Planes(vertex, nodes, window=window)
+        self.planes = Planes(vertex, nodes, window=window, node_window=node_window)
         self.ledger = ledger
         self.clock = clock
 

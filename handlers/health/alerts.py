@@ -11,6 +11,7 @@ or a passing failure delays the alert, never loses it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -26,7 +27,8 @@ from handlers.idle.rules import IdleRecord
 from handlers.messenger import MessageId, Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Later, Outcome
-from handlers.owed.posting import RATE_LIMITED_AGAIN, Outbox, post_once
+from handlers.owed.posting import RATE_LIMITED_AGAIN, Outbox
+from handlers.owed.wire import decode, encode
 from handlers.policy import HealthPolicy
 from handlers.ports import Clock
 from handlers.replies import Code, Line, Reply, Strong, UserRef
@@ -37,13 +39,21 @@ log = logging.getLogger(__name__)
 KIND = "health-alert"
 
 
+def _marked(record: IdleRecord, episode: Episode) -> IdleRecord:
+    """The record with its episode's post marked as sent (the same episode only)."""
+    now = record.episode
+    if now is None or now.opened_at != episode.opened_at:
+        return record
+    return replace(record, episode=replace(now, posting=True))
+
+
 def drawn_as(episode: Episode) -> str:
     """What the episode's alert shows, in a few characters: a new state of the episode is a
     new drawing owed, the same state drawn again is not."""
     shown = {
         k: v
         for k, v in episode.to_dict().items()
-        if k not in ("owed", "alert_message", "alert_channel")
+        if k not in ("owed", "posting", "alert_message", "alert_channel")
     }
     text = json.dumps(shown, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -73,6 +83,7 @@ class HealthAlerts:
         self.clock = clock
         self.engine = engine
         self.outbox = outbox
+        self._drawing: dict[str, asyncio.Lock] = {}  # per cluster
         engine.add(self)
 
     def channel_of(self, record: IdleRecord) -> str | None:
@@ -95,10 +106,19 @@ class HealthAlerts:
         await self.engine.run(key)
 
     async def work(self, attempt: Attempt) -> Outcome:
-        """Draw the episode where it is owed: post it, or edit its alert."""
+        """Draw the episode where it is owed: post it, or edit its alert. One drawing of a
+        cluster's alert at a time here, each of the state it reads: a drawing that read an
+        older state cannot land after a newer one (the newer waits, then reads its own)."""
+        cluster = str(attempt.subject["cluster"])
+        async with self._drawing.setdefault(cluster, asyncio.Lock()):
+            return await self._draw(attempt)
+
+    async def _draw(self, attempt: Attempt) -> Outcome:
         subject = attempt.subject
         record, _ = await self.board.records.get(str(subject["cluster"]))
         episode = record.episode
+        if "note" in subject:
+            return await self._noted(attempt, episode)
         if episode is None or not episode.owed or drawn_as(episode) != subject["version"]:
             return Done("drawn, or moved on since")
         cluster_id, target = record.cluster.rsplit("/", 1)[-1], target_of(record.cluster)
@@ -112,7 +132,7 @@ class HealthAlerts:
             elif message is not None:
                 await self.messenger.update(channel, message, card)
             elif episode.open and not (episode.snoozed_until and episode.snoozed_until > now):
-                message = await post_once(attempt, self.messenger, channel, card)
+                message = await self._post(attempt, record.cluster, episode, channel, card)
         except MessengerError as error:
             if error.code == "ratelimited":
                 return Later(now + RATE_LIMITED_AGAIN, "rate limited")
@@ -122,6 +142,29 @@ class HealthAlerts:
             return GiveUp(f"cannot post a health alert in {channel}: {error.code}")
         await self._drawn(record.cluster, episode, channel if message else None, message)
         return Done()
+
+    async def _post(
+        self, attempt: Attempt, cluster: str, episode: Episode, channel: str, card: Reply
+    ) -> MessageId:
+        """Post the episode's alert once, whichever drawing of it does: the post is marked
+        on the episode before it is sent, and a drawing that finds the mark without a
+        message looks for the post (by the episode's key) before sending another."""
+        key = f"{KIND}:{cluster}:{episode.opened_at:.3f}"
+        if episode.posting:
+            try:
+                found = await self.messenger.find(channel, key, episode.opened_at)
+            except MessengerError as error:
+                log.warning("%s: cannot tell whether it arrived (%s); posting it", key, error.code)
+                found = None
+            if found is not None:
+                return found
+        else:
+            await self.board.update(cluster, lambda r: _marked(r, episode))
+        await attempt.sending(attempt.engine.post_window)
+        message = await self.messenger.post(channel, card, key=key)
+        attempt.step("health-alert-posted")
+        await attempt.sent()
+        return message
 
     async def _edit(self, channel: str, message: MessageId, card: Reply) -> None:
         """An edit of an alert, owed: it arrives whatever the chat platform says meanwhile."""
@@ -134,13 +177,16 @@ class HealthAlerts:
 
         def change(record: IdleRecord) -> IdleRecord:
             now = record.episode
-            if now is None or now.opened_at != drawn.opened_at or now.seen_at != drawn.seen_at:
+            if now is None or now.opened_at != drawn.opened_at:
                 return record
+            # the post is the episode's whatever came since; owed is cleared only for the
+            # state that was drawn
             return replace(
                 record,
                 episode=replace(
                     now,
-                    owed=False,
+                    owed=now.owed and drawn_as(now) != drawn_as(drawn),
+                    posting=now.posting and message is None,
                     alert_message=message or now.alert_message,
                     alert_channel=channel or now.alert_channel,
                 ),
@@ -156,14 +202,40 @@ class HealthAlerts:
             await self._edit(episode.alert_channel, episode.alert_message, card)
 
     async def note(self, cluster: str, note: Line) -> None:
-        """Draw the alert again with a note (a fix asked from it, and how it went)."""
+        """Draw the alert again with a note (a fix asked from it, and how it went): owed as
+        a drawing of the state it was noted on, which is skipped once the alert has moved on
+        (a sweep drew it healed meanwhile: the note must not draw it back)."""
         record, _ = await self.board.records.get(cluster)
         episode = record.episode
         if episode is None or episode.alert_message is None or episode.alert_channel is None:
             return
         cluster_id, target = cluster.rsplit("/", 1)[-1], target_of(cluster)
-        card = health_card(episode, cluster_id, target, self.clock(), note)
-        await self._edit(episode.alert_channel, episode.alert_message, card)
+        card = encode(health_card(episode, cluster_id, target, self.clock(), note))
+        version = drawn_as(episode)
+        said = hashlib.sha256(json.dumps(card, sort_keys=True).encode()).hexdigest()[:12]
+        key = f"{KIND}:{cluster}:{version}:note:{said}"
+        subject = {"cluster": cluster, "version": version, "note": card}
+        await self.engine.owe(self.engine.due(KIND, key, subject))
+        await self.engine.run(key)
+
+    async def _noted(self, attempt: Attempt, episode: Episode | None) -> Outcome:
+        """A note's drawing: on the alert as it was when noted, or not at all."""
+        subject = attempt.subject
+        if episode is None or drawn_as(episode) != subject["version"]:
+            return Done("the alert moved on since the note")
+        if episode.alert_message is None or episode.alert_channel is None:
+            return Done("no alert to note")
+        try:
+            await self.messenger.update(
+                episode.alert_channel, episode.alert_message, decode(subject["note"])
+            )
+        except MessengerError as error:
+            if error.code == "ratelimited":
+                return Later(self.clock() + RATE_LIMITED_AGAIN, "rate limited")
+            if not error.not_postable:
+                raise
+            return GiveUp(f"cannot edit the health alert: {error.code}")
+        return Done()
 
     async def request_ended(self, request: ApprovalRequest) -> None:
         """A Resume or Drain asked from an alert ended: say how on the alert (the next sweep

@@ -80,12 +80,25 @@ class AlertBoard:
     ) -> None:
         """Replace the alert with a note that asks nothing (its buttons are gone but ``undo``,
         the one that takes the note back)."""
-        if record.alert_message and record.alert_channel and self.messenger is not None:
-            closed = closed_alert(record.cluster, title, text, undo)
-            try:
-                await self.messenger.update(record.alert_channel, record.alert_message, closed)
-            except MessengerError as error:
-                log.warning("could not edit the alert of %s: %s", record.cluster, error.code)
+        try:
+            posted = await self._posted(record)
+            if posted is not None and self.messenger is not None:
+                closed = closed_alert(record.cluster, title, text, undo)
+                await self.messenger.update(*posted, closed)
+        except MessengerError as error:
+            log.warning("could not edit the alert of %s: %s", record.cluster, error.code)
+
+    async def _posted(self, record: IdleRecord) -> tuple[str, str] | None:
+        """Where the record's alert is: as recorded, or, for an alert posted and clicked on
+        before its post was recorded (a moment, longer on a busy replica), looked for by its
+        key in the alert channel."""
+        if record.alert_message and record.alert_channel:
+            return record.alert_channel, record.alert_message
+        if record.alerted_at is None or self.channel is None or self.messenger is None:
+            return None
+        key = f"{ALERT}:{record.cluster}:{record.alerted_at:.3f}"
+        found = await self.messenger.find(self.channel, key, record.alerted_at - 5.0)
+        return (self.channel, found) if found is not None else None
 
     async def work(self, attempt: Attempt) -> Outcome:
         """Post the alert of one idle period's alerting (the ``idle-alert`` worker)."""

@@ -34,6 +34,7 @@ LEASE = 15.0  # seconds an item's lease lasts unless the replica running it rene
 AT_ONCE = 16  # items one replica runs at a time
 PATIENCE = 2.0  # seconds ``run_due`` waits for what it started before it returns
 ATTEMPT_LIMIT = 600.0  # seconds one attempt may run before it is cancelled and tried again
+POST_WINDOW = 35.0  # seconds a chat post may still arrive once sent: the Web API call's timeout
 FIRST_RETRY = 5.0
 LONGEST_RETRY = 300.0
 
@@ -134,6 +135,7 @@ class Engine:
         at_once: int = AT_ONCE,
         patience: float = PATIENCE,
         rng: random.Random | None = None,
+        post_window: float = POST_WINDOW,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -143,6 +145,7 @@ class Engine:
         self.at_once = at_once
         self.patience = patience
         self.rng = rng or random.Random()
+        self.post_window = post_window  # how long a chat post may still arrive once sent
         self.workers: dict[str, Worker] = {}
         self.running: dict[str, _Running] = {}
         self.stopping = False

@@ -20,14 +20,14 @@ import logging
 import secrets
 
 from handlers.messenger import MessageId, Messenger, MessengerError
-from handlers.owed.engine import Attempt, Engine
+from handlers.owed.engine import POST_WINDOW, Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed
 from handlers.owed.wire import decode, encode
 from handlers.ports import Clock
 from handlers.replies import Caution, ChannelRef, Reply, Text
 
 log = logging.getLogger(__name__)
-POST_WINDOW = 35.0  # seconds a post may still arrive once sent: the Web API call's own timeout
+__all__ = ["POST_WINDOW", "Outbox", "post_once"]
 RATE_LIMITED_AGAIN = 60.0  # a post Slack still rate-limits after its own waits: tried then
 KIND = "message"
 
@@ -57,7 +57,7 @@ async def post_once(
         if found is not None:
             await attempt.sent(**{name: found})
             return found
-    await attempt.sending(POST_WINDOW)
+    await attempt.sending(attempt.engine.post_window)
     try:
         message = await messenger.post(channel, reply, thread=thread, key=key)
     except MessengerError as error:

@@ -4,15 +4,16 @@ matplotlib in ``bot/charts.py``) and shares it with the same numbers as a CSV be
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import Saving
-from handlers.spend.totals import totals
+from handlers.spend.totals import DAY, Tally
 
-DAY = 24 * 3600.0
+__all__ = ["DAY", "Chart", "Day", "chart_of", "daily"]
+DAILY_BARS = 92  # days drawn a bar each; a longer period is drawn a bar a week
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,28 @@ class Chart:
     days: tuple[Day, ...]
     note: str
 
+    @property
+    def per(self) -> str:
+        """What one bar of the drawing sums: a day, or a week over a long period."""
+        return "day" if len(self.days) <= DAILY_BARS else "week"
+
+    def bars(self) -> tuple[Day, ...]:
+        """What is drawn: a bar a day, or a bar a week (each from its first day) when the
+        period is longer than ``DAILY_BARS`` days, so that a drawing has 60 bars at most
+        whatever the period (400 days: 58); the CSV keeps every day."""
+        if self.per == "day":
+            return self.days
+        weeks = [self.days[at : at + 7] for at in range(0, len(self.days), 7)]
+        return tuple(
+            Day(
+                week[0].start,
+                sum(d.spend for d in week),
+                sum(d.idle for d in week),
+                sum(d.saved for d in week),
+            )
+            for week in weeks
+        )
+
     def csv(self) -> str:
         """The chart's numbers: one row a day, dollars at list prices."""
         lines = ["day,spend_usd,idle_usd,saved_usd"]
@@ -56,16 +79,18 @@ class Chart:
 
 
 def daily(
-    runs: Sequence[SpendRun], saved: Sequence[Saving], since: float, until: float, title: str
+    runs: Iterable[SpendRun], saved: Sequence[Saving], since: float, until: float, title: str
 ) -> Chart:
     """Each UTC day from ``since``'s to ``until``'s, summed over the whole scope."""
-    days = []
-    start = since - since % DAY
-    while start < until:
-        end = min(start + DAY, until)
-        whole = totals(runs, max(start, since), end, lambda _: ("all",), saved).get("all")
-        spend, idle, kept = (whole.cost, whole.idle, whole.saved) if whole else (0.0, 0.0, 0.0)
-        days.append(Day(start, spend, idle, kept))
-        start += DAY
+    tally = Tally(since, until)
+    tally.add(runs)
+    return chart_of(tally, saved, title)
+
+
+def chart_of(tally: Tally, saved: Sequence[Saving], title: str) -> Chart:
+    """The chart of what ``tally`` has summed: one bar a day, in one pass over each run."""
+    days = tuple(
+        Day(start, spend.cost, spend.idle, spend.saved) for start, spend in tally.by_day(saved)
+    )
     note = "Estimates at list prices; idle is spend after the idle threshold with no Slurm demand"
-    return Chart(title, tuple(days), note)
+    return Chart(title, days, note)

@@ -27,7 +27,7 @@ from handlers.idle.rules import Recommendation
 from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed, OwedState
-from handlers.owed.posting import POST_WINDOW, RATE_LIMITED_AGAIN, post_once
+from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
 from handlers.ports import Clock, ScheduleStore
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.schedules.model import ScheduleState
@@ -156,7 +156,7 @@ class Digest:
         if attempt.unsure and attempt.item.result.get("sharing"):
             why = "clusterbot stopped while sharing it"
         else:
-            await attempt.sending(POST_WINDOW)
+            await attempt.sending(attempt.engine.post_window)
             await attempt.keep(sharing=True)
             try:
                 await self.spend.share(chart, self.channel, whole)

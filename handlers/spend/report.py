@@ -14,12 +14,14 @@ from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Charts, Clock, IdleRecordStore, RequestStore, SpendStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
-from handlers.spend.chart import Chart, daily
+from handlers.spend.chart import Chart, chart_of
 from handlers.spend.runs import HOUR, SpendRun, still_open
 from handlers.spend.savings import Saving, savings
 from handlers.spend.totals import (
     Grouping,
+    Placed,
     Spend,
+    Tally,
     by_cluster,
     by_label,
     by_pool,
@@ -105,8 +107,26 @@ class SpendReport:
 
     async def saved(self, runs: list[SpendRun]) -> list[Saving]:
         """What remedies and schedules saved, each cluster's labels taken from its runs."""
-        labels = {run.cluster: run.labels for run in runs}
+        return await self.saved_with({run.cluster: run.labels for run in runs})
+
+    async def saved_with(self, labels: dict[str, tuple[tuple[str, str], ...]]) -> list[Saving]:
         return savings(await self.requests.requests_in([str(RequestState.SUCCEEDED)]), labels)
+
+    async def tally(self, tally: Tally) -> Tally:
+        """``tally`` folded over the ledger a part at a time, each part off the event loop,
+        and over the runs still open: memory and the loop's pauses bounded by a part, however
+        long the period."""
+        async for part in self.store.spend_parts(tally.since, tally.until):
+            await asyncio.to_thread(tally.add, part)
+        opened: list[SpendRun] = []
+        for record in await self.records.all():
+            labels = dict(record.labels)
+            target = target_of(record.cluster)
+            opened += still_open(
+                record.cluster, target, labels, record.spending, tally.until, self.interval
+            )
+        tally.add(opened)
+        return tally
 
     async def month(self, until: float) -> tuple[str, Spend, dict[str, float]]:
         """This calendar month (UTC) up to ``until``: its name, what it cost, and what was
@@ -124,14 +144,15 @@ class SpendReport:
     async def cost(self, command: Cost, channel: str | None = None) -> Reply:
         until = self.clock()
         since = until - command.since
-        runs = await self.runs(since, until)
-        saved = await self.saved(runs)
-        if command.cluster is not None:
-            key = command.cluster
-            runs = [r for r in runs if key in (r.cluster, r.cluster.rsplit("/", 1)[-1])]
-            saved = [s for s in saved if key in (s.cluster, s.cluster.rsplit("/", 1)[-1])]
         group, named = _grouping(command)
-        groups = totals(runs, since, until, group, saved)
+        key = command.cluster
+
+        def keep(placed: Placed) -> bool:
+            return key is None or key in (placed.cluster, placed.cluster.rsplit("/", 1)[-1])
+
+        tally = await self.tally(Tally(since, until, group, keep))
+        saved = await self.saved_with(tally.labels)
+        groups = tally.totals(saved)
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"
         period = _period(command.since)
@@ -163,9 +184,9 @@ class SpendReport:
             )
         reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
         if channel is not None:
-            # a day's sums over every run, for up to 400 days: off the event loop
+            # each day's sums, folded with the table's in one pass over the runs
             title = f"{scope}, last {period}"
-            chart = await asyncio.to_thread(daily, runs, saved, since, until, title)
+            chart = chart_of(tally, saved, title)
             said = await self.share_chart(chart, channel, whole)
             if said is not None:
                 reply.add(Note(said))

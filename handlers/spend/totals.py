@@ -101,3 +101,67 @@ def overall(groups: dict[str, Spend]) -> Spend:
         total.unpriced += spend.unpriced
         total.saved += spend.saved
     return total
+
+
+DAY = 24 * 3600.0
+
+
+class Tally:
+    """The sums of a report, folded a part of the ledger at a time, so that a report over a
+    year of runs holds one part of them at once and passes over each run once: each group's
+    spend, each UTC day's (for the chart) and each cluster's labels (for the savings)."""
+
+    def __init__(
+        self,
+        since: float,
+        until: float,
+        group: Grouping = by_cluster,
+        keep: Callable[[Placed], bool] | None = None,
+    ) -> None:
+        self.since, self.until, self.group, self.keep = since, until, group, keep
+        self.groups: dict[str, Spend] = {}
+        self.days: dict[float, Spend] = {}  # a UTC midnight -> that day's spend
+        self.labels: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def add(self, runs: Iterable[SpendRun]) -> None:
+        since, until = self.since, self.until
+        for run in runs:
+            if run.within(since, until) <= 0 or (self.keep and not self.keep(run)):
+                continue
+            self.labels[run.cluster] = run.labels
+            for name in self.group(run):
+                self.groups.setdefault(name, Spend()).add(run, since, until)
+            start, end = max(run.start, since), min(run.end, until)
+            day = start - start % DAY
+            while day < end:
+                self.days.setdefault(day, Spend()).add(run, max(day, since), min(day + DAY, until))
+                day += DAY
+
+    def totals(self, saved: Iterable[Saving] = ()) -> dict[str, Spend]:
+        """Each group's spend and savings, largest spend first (as ``totals``)."""
+        for saving in saved:
+            if saving.within(self.since, self.until) <= 0 or (self.keep and not self.keep(saving)):
+                continue
+            for name in self.group(saving):
+                spend = self.groups.setdefault(name, Spend())
+                spend.saved += saving.saved(self.since, self.until)
+        return dict(sorted(self.groups.items(), key=lambda item: (-item[1].cost, item[0])))
+
+    def by_day(self, saved: Iterable[Saving] = ()) -> list[tuple[float, Spend]]:
+        """Each UTC day from ``since``'s to ``until``'s: its spend and what was saved."""
+        first = self.since - self.since % DAY
+        days = {first + n * DAY: Spend() for n in range(int((self.until - first) // DAY) + 1)}
+        days = {day: spend for day, spend in days.items() if day < self.until}
+        for day, spend in self.days.items():
+            days[day] = spend
+        for saving in saved:
+            if self.keep and not self.keep(saving):
+                continue
+            start = max(saving.start, self.since)
+            end = self.until if saving.end is None else min(saving.end, self.until)
+            day = start - start % DAY
+            while day < end:
+                if day in days:
+                    days[day].saved += saving.saved(max(day, self.since), min(day + DAY, end))
+                day += DAY
+        return sorted(days.items())

@@ -83,7 +83,7 @@ class Stack:
             return list((await reply.json())["messages"])
 
     async def wait(
-        self, predicate: Callable[[list[dict[str, Any]]], Any], limit: float = 15.0
+        self, predicate: Callable[[list[dict[str, Any]]], Any], limit: float = 30.0
     ) -> list[dict[str, Any]]:
         """Messages once ``predicate(messages)`` holds; the bot works after its ack."""
         deadline = asyncio.get_running_loop().time() + limit
@@ -107,7 +107,7 @@ class Stack:
 
         await self.wait_for(settled)
 
-    async def wait_for(self, check: Callable[[], Awaitable[Any]], limit: float = 15.0) -> Any:
+    async def wait_for(self, check: Callable[[], Awaitable[Any]], limit: float = 30.0) -> Any:
         """Wait until ``check()`` holds: lasting state (rows, request logs), never a sleep."""
         deadline = asyncio.get_running_loop().time() + limit
         while True:
@@ -120,11 +120,15 @@ class Stack:
 
     async def reply_to(self, user: str, text: str) -> dict[str, Any]:
         """Run a command and return the new message it answered with (an alert a sweep
-        posts meanwhile is not it)."""
+        posts meanwhile is not it, nor a line in a thread: the end of a change told late)."""
         seen = {m["ts"] for m in await self.messages()}
 
         def new(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            return [m for m in messages if m["ts"] not in seen and not from_a_sweep(m)]
+            return [
+                m
+                for m in messages
+                if m["ts"] not in seen and not from_a_sweep(m) and m["thread_ts"] is None
+            ]
 
         await self.command(user, text)
         return new(await self.wait(new))[-1]

@@ -22,6 +22,7 @@ class FakeMessenger:
     files: list[tuple[str, str, str, str]] = field(default_factory=list)
     shared: list[tuple[str, tuple[tuple[str, bytes | str], ...], str]] = field(default_factory=list)
     refuse_in: dict[str, str] = field(default_factory=dict)  # a channel's refusal of posts
+    refuse_edits: dict[str, str] = field(default_factory=dict)  # a message's edits refused
     keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (channel, ts)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -46,6 +47,8 @@ class FakeMessenger:
     async def update(
         self, channel: str, message: str, reply: Reply, *, progress: bool = False
     ) -> None:
+        if message in self.refuse_edits:
+            raise MessengerError(self.refuse_edits[message])
         self.edits.append((channel, message, reply))
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:

@@ -79,6 +79,12 @@ class Harness:
     # what reached each command's response_url, and what came back in each one's ack
     hooked: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     acked: dict[str, dict[str, Any]] = field(default_factory=dict)
+    statuses: dict[int, int] = field(default_factory=dict)  # HTTP status -> commands
+
+    def internal_errors(self) -> int:
+        """Answers that were an internal error (the reference a person is shown)."""
+        said = [*self.acked.values(), *(r for rs in self.hooked.values() for r in rs)]
+        return sum("internal error" in json.dumps(r) for r in said)
 
     async def send(self, text: str, user: str = "U0ALICE") -> str:
         """Send one signed command; returns its id (where its response_url points)."""
@@ -99,6 +105,7 @@ class Harness:
             }
         )
         status, answered = await self.stack.deliver(body)
+        self.statuses[status] = self.statuses.get(status, 0) + 1
         assert status == 200, answered
         if answered.strip():  # answered in the ack's own body: Slack shows that as the reply
             message = json.loads(answered)

@@ -216,14 +216,20 @@ def well_formed(case: Case, status: int, text: str) -> bool:
 
 async def answer(surfaces: Surfaces, case: Case) -> str | None:
     """What was wrong with the case's answer, or None when it was one well-formed answer."""
+    return (await answer_status(surfaces, case))[1]
+
+
+async def answer_status(surfaces: Surfaces, case: Case) -> tuple[int, str | None]:
+    """The case's HTTP status, and what was wrong with its answer (None: nothing)."""
     before = len(surfaces.failures)
     status, text = await surfaces.send(case)
     await surfaces.settled()
     if not well_formed(case, status, text):
-        return f"{case.surface}: HTTP {status} {text[:80]!r} for {json.dumps(case.body)[:300]}"
+        shown = json.dumps(case.body)[:300]
+        return status, f"{case.surface}: HTTP {status} {text[:80]!r} for {shown}"
     if len(surfaces.failures) > before:
-        return f"{case.surface}: {surfaces.failures[-1]}"
-    return None
+        return status, f"{case.surface}: {surfaces.failures[-1]}"
+    return status, None
 
 
 @asynccontextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
@@ -33,7 +33,7 @@ from handlers.entities import (
 from handlers.idle.rules import IdleRecord
 from handlers.owed.model import Owed
 from handlers.policy import Policy, Role
-from handlers.ports import OpenRequestExistsError
+from handlers.ports import SPEND_PART, OpenRequestExistsError
 from handlers.spend.runs import SpendRun
 from tests.support.memory_owed import MemoryOwed
 
@@ -79,6 +79,10 @@ class MemoryStore(MemoryOwed):
         for run in runs:
             self.spend[(run.cluster, run.pool, run.start)] = run
 
+    async def first_spend(self) -> float | None:
+        self._reach()
+        return min((run.start for run in self.spend.values()), default=None)
+
     async def forget_spend(self, before: float) -> int:
         self._reach()
         gone = [key for key, run in self.spend.items() if run.end < before]
@@ -95,7 +99,14 @@ class MemoryStore(MemoryOwed):
             for r in self.spend.values()
             if r.end > since and r.start < until and cluster in (None, r.cluster)
         ]
-        return sorted(found, key=lambda r: r.start)
+        return sorted(found, key=lambda r: (r.start, r.cluster, r.pool))
+
+    async def spend_parts(
+        self, since: float, until: float, size: int = SPEND_PART
+    ) -> AsyncIterator[list[SpendRun]]:
+        found = await self.spend_between(since, until)
+        for at in range(0, len(found), size):
+            yield found[at : at + size]
 
     # -- form submissions ----------------------------------------------------------------------
 

@@ -137,9 +137,13 @@ class Replica:
     def events(self) -> str:
         return f"{self.url}/slack/events"
 
-    def start(self, *, may_exit: bool = False, **extra_env: str) -> Replica:
+    def start(
+        self, *, may_exit: bool = False, paused: Path | None = None, **extra_env: str
+    ) -> Replica:
         """Start it and wait until it is ready; with ``may_exit``, one that ends on its own
-        before then (at a crash point its first periodic run reaches) is not a failure."""
+        before then (at a crash point its first periodic run reaches) is not a failure; with
+        ``paused``, one that stands still at its pause point before then (the marker file is
+        there) is not either."""
         env = {**self.env, **extra_env}
         with self.log.open("a") as log:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
@@ -148,7 +152,11 @@ class Replica:
         wait_until(
             lambda: (
                 self.process is not None
-                and (self.process.poll() is not None or status_of(f"{self.url}/readyz") == 200)
+                and (
+                    self.process.poll() is not None
+                    or (paused is not None and paused.exists())
+                    or status_of(f"{self.url}/readyz") == 200
+                )
             ),
             what=f"{self.name} to be ready",
         )
@@ -181,10 +189,17 @@ class Replica:
                 self.process.wait(timeout=10)
 
 
-def replica(tmp_path: Path, box: Sandbox, name: str, database_url: str, **settings: str) -> Replica:
+def replica(
+    tmp_path: Path,
+    box: Sandbox,
+    name: str,
+    database_url: str,
+    policy_text: str = POLICY,
+    **settings: str,
+) -> Replica:
     """A replica's environment: the sandbox's token and secret, fast ticks for tests."""
     policy = tmp_path / "policy.toml"
-    policy.write_text(POLICY)
+    policy.write_text(policy_text)
     config = box.config
     port = free_port()
     env = {
@@ -200,6 +215,9 @@ def replica(tmp_path: Path, box: Sandbox, name: str, database_url: str, **settin
         "CLUSTERBOT_VERTEX_API_URL": f"{box.url}/vertex",
         "CLUSTERBOT_VERTEX_STATIC_TOKEN": "serve-test-token",
         "CLUSTERBOT_VERTEX_RETRY_DEADLINE": "5",
+        # short calls, so that what a killed process may still have in flight is over soon
+        "CLUSTERBOT_VERTEX_REQUEST_TIMEOUT": "10",
+        "CLUSTERBOT_SLACK_TIMEOUT": "5",
         "CLUSTERBOT_DATABASE_URL": database_url,
         "CLUSTERBOT_POLICY_FILE": str(policy),
         "CLUSTERBOT_ALERT_CHANNEL": "C0MLINFRA",

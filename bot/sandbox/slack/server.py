@@ -178,6 +178,7 @@ def _config(ws: Workspace, limits: webapi.RateLimits) -> dict[str, Any]:
         "force_ratelimit": limits.forced,
         "ratelimited": limits.refused,
         "ratelimited_by_method": limits.refused_by_method,
+        "ratelimit_all_until": limits.refuse_until,
         "enterprise_id": ws.enterprise_id,
     }
 
@@ -211,6 +212,10 @@ async def configure(request: web.Request) -> web.Response:
     limits.forced.update({str(k): int(v) for k, v in body.get("force_ratelimit", {}).items()})
     if "retry_after" in body:
         limits.retry_after = max(1, int(body["retry_after"]))
+    if "ratelimit_all_for" in body:
+        # a 429 storm: every Web API call refused for that many seconds, each told how long
+        # is left in Retry-After (https://api.slack.com/apis/rate-limits)
+        limits.refuse_until = ws.clock() + max(0.0, float(body["ratelimit_all_for"]))
     if body.get("enterprise_id"):
         ws.join_grid(str(body["enterprise_id"]), str(body.get("enterprise_name") or "Grid org"))
     return web.json_response(_config(ws, limits))

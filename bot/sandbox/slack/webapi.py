@@ -38,6 +38,7 @@ class RateLimits:
     calls: dict[str, deque[float]] = field(default_factory=dict)
     refused: int = 0  # 429s answered, for the benchmarks to check
     refused_by_method: dict[str, int] = field(default_factory=dict)
+    refuse_until: float = 0.0  # every method answers 429 until then (a storm, for tests)
 
     PER_CHANNEL = frozenset({"chat.postMessage"})
 
@@ -47,6 +48,9 @@ class RateLimits:
 
     def check(self, method: str, now: float, channel: str | None = None) -> int | None:
         """Seconds to wait when this call is over the limit, else None (and count the call)."""
+        if now < self.refuse_until:
+            self._refuse(method)
+            return max(1, math.ceil(self.refuse_until - now))
         if self.forced.get(method, 0) > 0:
             self.forced[method] -= 1
             self._refuse(method)
