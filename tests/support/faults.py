@@ -17,6 +17,7 @@ whether anything was lost or done twice.
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from tests.support.processes import Replica, Sandbox, call, replica, sandbox, wa
 FAULTS = ["sigterm", "database-5s", "database-30s", "slack-429"]
 DOWN = {"database-5s": 5.0, "database-30s": 30.0}
 SLACK_REFUSES = 60.0
+MIGRATING = threading.Lock()  # runs made side by side in one process (make bench)
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Outcome:
     mentions: int = 0
     undone: int = 0
     state: str = ""
+    cards: int = 0  # approval cards posted
     problems: list[str] = field(default_factory=list)
     log: str = ""  # the end of the replica's log, when the run went wrong
 
@@ -162,3 +165,61 @@ def _counted(box: Sandbox, url: str, card_ts: str) -> Outcome:
 
 
 Runner = Callable[[str, str, Path], Outcome]
+
+
+def run_night_off(point: str, fault: str, tmp_path: Path) -> Outcome:
+    """A schedule's off due now, with the fault at ``point``: the pool at zero by one PATCH,
+    its card and its "asleep" line (``ends``) once each, the request succeeded, nothing owed
+    left."""
+    from tests.test_schedule_crashes import cpu_bounds, in_force, phase, undone
+
+    with sandbox(tmp_path) as box, database_for(fault, tmp_path) as (url, server):
+        box.simulator("config", {"durations": {"update": 2}})
+        box.simulator("jobs", {"cluster": "cpu01", "jobs": []})  # nothing runs tonight
+        with MIGRATING:  # alembic's context is one per process: one migration at a time
+            in_force(url)
+        marker = tmp_path / "paused"
+        if fault == "kill":
+            at = {"CLUSTERBOT_DEBUG_CRASH_AT": point}
+        else:
+            at = {"CLUSTERBOT_DEBUG_PAUSE_AT": point, "CLUSTERBOT_DEBUG_PAUSE_FILE": str(marker)}
+        one = replica(tmp_path, box, "one", url, CLUSTERBOT_SCHEDULE_CHECK_SECONDS="0.3", **at)
+        box.point_at(one.events)
+        try:
+            # the night may come before the replica is ready
+            one.start(may_exit=fault == "kill", paused=marker)
+            if fault == "kill":
+                assert one.wait_exit(limit=60) == CRASH_EXIT, one.log.read_text()[-2000:]
+                one.env.pop("CLUSTERBOT_DEBUG_CRASH_AT", None)
+                one.start()
+            else:
+                wait_until(marker.exists, limit=60, what=f"the night to stand at {point}")
+                make_fault(fault, one, box, server, marker)
+            limit = 60 + DOWN.get(fault, 0.0) + (SLACK_REFUSES if fault == "slack-429" else 0)
+            problems = []
+            try:
+                wait_until(lambda: phase(url) == "asleep", limit=limit, what="asleep")
+                wait_until(lambda: not undone(url), limit=limit, what="what is owed")
+            except AssertionError as error:
+                problems.append(f"{error}; owed {undone(url)}")
+        finally:
+            one.stop()
+        messages = box.messages()
+        outcome = Outcome(
+            patches=len(box.requests("PATCH")),
+            ends=sum("asleep: cpu at zero nodes" in str(m["blocks"]) for m in messages),
+            cards=sum(str(m["text"]).startswith("Resize request: cpu01") for m in messages),
+            undone=len(undone(url)),
+            state=",".join(s for (s,) in query(url, "SELECT state FROM approval_requests")),
+            log=one.log.read_text()[-4000:] if problems else "",
+        )
+        checks: list[tuple[bool, str]] = [
+            (outcome.patches == 1, f"{outcome.patches} PATCHes"),
+            (outcome.patches == 0 or cpu_bounds(box) == (0, 0), "the pool is not at zero"),
+            (outcome.ends == 1, f"{outcome.ends} asleep lines"),
+            (outcome.cards == 1, f"{outcome.cards} cards"),
+            (outcome.state == "succeeded", f"the request ended {outcome.state}"),
+            (outcome.undone == 0, f"{outcome.undone} owed items left"),
+        ]
+        outcome.problems = problems + [why for good, why in checks if not good]
+        return outcome
