@@ -130,6 +130,7 @@ class ClusterbotService:
             charts=AggCharts(),
             digests=self.store,
         )
+        change_window, node_window = send_windows(settings)
         options = Options(
             owner=self.owner,
             targets=settings.targets,
@@ -140,8 +141,8 @@ class ClusterbotService:
             crash=crash,
             release_grace=settings.release_grace_seconds,
             poll_stagger=tick_seconds / 4,  # a tick's polls spread over a quarter of it
-            send_window=send_windows(settings)[0],
-            node_window=send_windows(settings)[1],
+            send_window=change_window,
+            node_window=node_window,
             post_window=settings.slack_timeout + 5.0,
             patience=tick_seconds,
             digest_firings=digest_firings(settings),
