@@ -1,11 +1,12 @@
-"""The fault matrix of an approved change and of a night's off: at each named step of each
-path (found in the code, tests/support/steps.py), each fault (kill -9 at the step, SIGTERM,
-PostgreSQL gone for 5 s and for 30 s, Slack answering 429 to everything for a minute), on
-real processes (tests/support/faults.py). Each run counts what reached the world: PATCHes at
-the control plane, the messages telling the end (a change's in its card's thread, a night's
-"asleep" line), mentions of the requester, cards, owed items left undone, and how the
-request ended. A run is lost when nothing was sent or nothing told, duplicated when anything
-was sent, told or asked twice, stuck when it did not end or left work owed.
+"""The fault matrix: at each named step of each path (found in the code,
+tests/support/steps.py), each fault (kill -9 at the step, SIGTERM, PostgreSQL gone for 5 s
+and for 30 s, Slack answering 429 to everything for a minute), on real processes
+(tests/support/faults.py). The paths (tests/support/scenarios.py): a change, a pipeline's
+release, a form submission, a node's Resume from a health alert, a night's off and its on,
+the weekly digest, an idle alert. Each run counts what reached the world (PATCHes and node
+updates, cards, the lines telling the end, mentions, digests, alerts) against what it should
+have, and the owed items left undone. A run is lost when it has fewer of any than it should,
+duplicated when more, stuck when it did not end as it should or left work owed.
 
 Two runs at a time (each its own stand-ins, replica and database). ``CLUSTERBOT_MATRIX_PATHS``,
 ``CLUSTERBOT_MATRIX_FAULTS`` and ``CLUSTERBOT_MATRIX_STEPS`` (comma-separated) run a part.
@@ -21,14 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.harness import Results, heading
-from tests.support.faults import FAULTS, Outcome, Runner, run_change, run_night_off
-from tests.support.steps import night_steps, steps_of
+from tests.support.faults import FAULTS, Outcome
+from tests.support.scenarios import PATHS  # each path with its runner and its steps
 
-# the paths run, each with its runner and its steps (found in the code)
-PATHS: dict[str, tuple[Runner, list[str]]] = {
-    "change": (run_change, steps_of("change")),
-    "night off": (run_night_off, [step for night, step in night_steps() if night == "off"]),
-}
+EFFECTS = ("PATCH", "node updates")  # what reached the control plane or Slurm
 
 
 def _chosen(variable: str, every: list[str]) -> list[str]:
@@ -80,13 +77,13 @@ def run(results: Results) -> None:
             ]
             shown = " ".join("." if o.ok else "x" for o in row)  # a mark a step, in order
             print(f"  {fault:>13}  {shown}")
-    lost = sum(o.patches == 0 or o.ends == 0 for o in outcomes)
-    twice = sum(o.patches > 1 or o.ends > 1 or o.mentions > 1 or o.cards > 1 for o in outcomes)
-    stuck = sum(o.undone > 0 or o.state != "succeeded" for o in outcomes)
-    patches = sum(o.patches for o in outcomes)
+    lost = sum(o.lost for o in outcomes)
+    twice = sum(o.twice for o in outcomes)
+    stuck = sum(o.stuck for o in outcomes)
+    effects = sum(o.counts.get(name, 0) for o in outcomes for name in EFFECTS)
     # the work proved before a figure: every run sent and told something, or is counted lost
     results.add("matrix", "runs (path x step x fault)", len(outcomes), "runs")
-    results.add("matrix", "PATCHes sent in all", patches, "calls")
+    results.add("matrix", "PATCHes and node updates sent in all", effects, "calls")
     made_again = results.add(
         "matrix", "runs made again (a stand-in did not start)", len(unmade), "runs"
     )

@@ -31,24 +31,30 @@ def crash_hook(
     ``point``; or at ``pause_at`` it writes the step's name into ``pause_file`` and stands
     still, the whole process with it, until the test has removed the file (having stopped
     the database, sent a signal, or made Slack refuse everything meanwhile), the first time
-    it passes there only."""
+    any of its processes passes there only (``pause_file``.passed is left to tell)."""
     if not point and not (pause_at and pause_file):
         return no_crash
     said = logging.getLogger("clusterbot.crash")
-    paused: list[str] = []  # once: a step passed again (a retry after the fault) goes on
 
     def crash(step: str) -> None:
         if step == point:
             said.warning("exiting at %s", step)
             os._exit(CRASH_EXIT)
-        if step == pause_at and pause_file and not paused:
-            paused.append(step)
-            said.warning("pausing at %s", step)
-            marker = Path(pause_file)
-            marker.write_text(step)
-            while marker.exists():  # on purpose: nothing else in the process moves
-                time.sleep(0.05)
-            said.warning("going on from %s", step)
+        if step != pause_at or not pause_file:
+            return
+        # once, in whichever process passes first (the service, a sweep's child, the
+        # service started again): a step passed again (a retry after the fault) goes on
+        passed = Path(f"{pause_file}.passed")
+        try:
+            passed.touch(exist_ok=False)
+        except FileExistsError:
+            return
+        said.warning("pausing at %s", step)
+        marker = Path(pause_file)
+        marker.write_text(step)
+        while marker.exists():  # on purpose: nothing else in the process moves
+            time.sleep(0.05)
+        said.warning("going on from %s", step)
 
     return crash
 

@@ -17,9 +17,9 @@ import pytest
 
 from bot.jobs import CRASH_EXIT
 from tests.support.demo_stack import ends_and_mentions
-from tests.support.faults import resize_approved
 from tests.support.postgres import fresh_database, query
 from tests.support.processes import replica, sandbox, wait_until
+from tests.support.scenarios import resize_approved
 from tests.support.steps import steps_of
 
 # every named step of a change, found in the code (tests/support/steps.py), and a SIGKILL

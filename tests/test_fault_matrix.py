@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.faults import DOWN, FAULTS, run_change, run_night_off
+from tests.support.faults import DOWN, FAULTS
+from tests.support.scenarios import run_change, run_night_off
 
 
 def _marks(fault: str) -> list[pytest.MarkDecorator]:

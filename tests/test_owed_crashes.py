@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import CRASH_EXIT
 from bot.store import Store
+from tests.support.faults import crashed_then_restarted
 from tests.support.postgres import execute, query
-from tests.support.processes import POLICY, Replica, Sandbox, replica, sandbox, wait_until
+from tests.support.processes import POLICY, Sandbox, replica, sandbox, wait_until
 from tests.support.steps import steps_of
 from tests.test_crash_points import database
 
@@ -36,17 +36,21 @@ def undone(url: str) -> list[str]:
     return [k for (k,) in query(url, "SELECT key FROM owed WHERE state = 'due'")]
 
 
-def crashed_then_restarted(one: Replica, point: str) -> None:
-    """Run until ``point`` is passed (by the service, or by its sweep's child process, which
-    is the one to end then), and start the service again without the crash point."""
-    wait_until(lambda: f"exiting at {point}" in one.log.read_text(), limit=90, what=point)
-    assert one.process is not None
-    if one.process.poll() is None:  # the child ended; the service is stopped and restarted
-        one.stop()
-    else:
-        assert one.wait_exit() == CRASH_EXIT
-    one.env.pop("CLUSTERBOT_DEBUG_CRASH_AT", None)
-    one.start()
+def watched_an_hour(url: str) -> str:
+    """clusterbot has watched spend for an hour; a daily digest was due two minutes ago (one
+    firing): its cron."""
+    now = time.time()
+    execute(
+        url,
+        'INSERT INTO spend_runs (cluster, pool, start, "end", nodes, node_hour, idle, '
+        "target, labels) VALUES (:c, 'a4', :s, :e, 2, 53.0, false, "
+        "'demo-project/us-central1', '[]')",
+        c=TRAIN01,
+        s=now - 3600,
+        e=now - 60,
+    )
+    fired = time.gmtime(now - 120)
+    return f"{fired.tm_min} {fired.tm_hour} * * *"
 
 
 def digests(box: Sandbox) -> list[dict[str, object]]:
@@ -64,18 +68,7 @@ def test_a_crash_at_any_step_of_a_digest_says_it_once(
 ) -> None:
     with sandbox(tmp_path) as box, database(kind, tmp_path) as url:
         migrated(url)
-        now = time.time()
-        execute(  # clusterbot has watched spend for an hour
-            url,
-            'INSERT INTO spend_runs (cluster, pool, start, "end", nodes, node_hour, idle, '
-            "target, labels) VALUES (:c, 'a4', :s, :e, 2, 53.0, false, "
-            "'demo-project/us-central1', '[]')",
-            c=TRAIN01,
-            s=now - 3600,
-            e=now - 60,
-        )
-        fired = time.gmtime(now - 120)  # a daily digest due two minutes ago: one firing
-        cron = f"{fired.tm_min} {fired.tm_hour} * * *"
+        cron = watched_an_hour(url)
         one = replica(
             tmp_path, box, "one", url, CLUSTERBOT_DIGEST_CRON=cron, CLUSTERBOT_DEBUG_CRASH_AT=point
         )

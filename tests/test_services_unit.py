@@ -20,6 +20,7 @@ from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, state_of
 from handlers.forms.model import Entry
 from handlers.idle.rules import Status
+from handlers.owed.posting import POST_WINDOW
 from handlers.policy import Policy, Role
 from handlers.ports import (
     ActivityReader,
@@ -527,6 +528,44 @@ async def test_a_delete_cut_off_after_keeping_its_spec_is_sent_once_and_can_be_r
     restored = await fourth.store.get_request(card.id)
     assert restored is not None and restored.state == RequestState.SUCCEEDED, restored
     assert fourth.plane.creates == [C1]  # never sent twice
+
+
+@pytest.mark.parametrize("refused", [False, True])
+async def test_a_progress_post_cut_off_before_its_record_is_found_not_posted_again(
+    clock: ManualClock, refused: bool
+) -> None:
+    """A stop between the thread's first progress post and its record: the replica that
+    takes the operation over finds the post by its key and shows the end in it (no second
+    progress line, no separate end). Where the platform cannot be asked, it posts anew."""
+    policy = Policy.model_validate(POLICY)
+    first = make_bot(clock, policy, crash=dies_at("progress-posted"))
+    await first.ask("U0ALICE", "resize c1 gpu 3")
+    request = await first.only_request()
+    await first.services.approvals.decide("U0BOB", Role.APPROVER, request.id, approve=True)
+    clock.advance(1)
+    await first.services.tracker.poll_due()  # the progress is posted; the process dies
+    posted = [ts for _, ts, _, parent in first.messenger.posted if parent == request.card_message]
+    assert len(posted) == 1 and (await first.only_request()).progress_message is None
+    second = make_bot(clock, policy, same_world_as=first)
+    if refused:
+        second.messenger.keys.clear()  # history the bot cannot read: nothing is found
+    clock.advance(20)  # the dead one's lease has run out; its post may still be in flight
+    await second.services.tracker.poll_due()
+    assert len(second.messenger.posted) == len(first.messenger.posted)  # nothing said yet
+    [operation] = second.plane.operations
+    second.plane.finish(operation)
+    clock.advance(POST_WINDOW)
+    await second.services.tracker.poll_due()
+    ended = await second.only_request()
+    assert ended.state == RequestState.SUCCEEDED
+    thread = [r for _, _, r, parent in second.messenger.posted if parent == request.card_message]
+    ends = [r for r in thread if "your request" not in text(r)]
+    assert len(ends) == (2 if refused else 1), [text(r) for r in thread]
+    if refused:  # a stale progress line at worst, and the end told in its own
+        assert "finished in" in text(ends[-1])
+    else:  # the post the dead one made is the one edited to the end
+        assert ended.progress_message == posted[0]
+        assert "finished in" in text(second.edits_of(ended.progress_message)[-1])
 
 
 async def resizes_running(bot: Bot, count: int) -> None:

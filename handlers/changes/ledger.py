@@ -27,8 +27,8 @@ from handlers.changes.approval_card import (
 from handlers.entities import ApprovalRequest, AuditEntry, Decision, RequestState
 from handlers.messenger import MessageId, Messenger, MessengerError, tell_not_posted
 from handlers.owed.engine import Attempt, Engine
-from handlers.owed.model import Done, GiveUp, Later, Outcome
-from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
+from handlers.owed.model import Done, Outcome
+from handlers.owed.posting import post_once, refused
 from handlers.ports import Clock, People, RequestStore
 
 log = logging.getLogger(__name__)
@@ -175,11 +175,7 @@ class RequestLedger:
         try:
             await self._tell(request, attempt)
         except MessengerError as error:
-            if error.code == "ratelimited":
-                return Later(self.clock() + RATE_LIMITED_AGAIN, "rate limited")
-            if error.not_postable:
-                return GiveUp(f"cannot tell in {request.channel}: {error.code}")
-            raise
+            return refused(error, self.clock(), f"cannot tell in {request.channel}")
         for listener in self.on_ended:
             try:
                 await listener(request)

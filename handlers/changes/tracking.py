@@ -30,6 +30,7 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.messenger import Messenger, MessengerError
+from handlers.owed.posting import POST_WINDOW
 from handlers.ports import Clock, ControlPlane, CrashPoint, OperationStore, RequestStore, no_crash
 from handlers.replies import Code, Line
 from handlers.words import duration
@@ -59,6 +60,11 @@ def spread(interval: float) -> float:
     """The wait before the next poll: the backoff step, shortened by up to a fifth at random,
     so that operations started together do not stay in step and poll in bursts."""
     return interval * _spread.uniform(0.8, 1.0)
+
+
+def progress_key(operation: TrackedOperation) -> str:
+    """The key a change's thread message is posted with, to be found after a stop."""
+    return f"progress:{operation.request_id}"
 
 
 def cluster_id(name: str) -> str:
@@ -164,6 +170,14 @@ class Tracker:
             )
 
     async def poll(self, operation: TrackedOperation) -> None:
+        if operation.progress_message is None and operation.last_edit_at > 0:
+            # a first progress post was begun and not recorded: settled before anything else
+            # is said in the thread, so that neither a progress line nor the end is doubled
+            wait = operation.last_edit_at + POST_WINDOW - self.clock()
+            if wait > 0:  # it may still arrive: nothing is said until it can no longer
+                await self._save(operation.name, next_poll_at=self.clock() + wait, owner=None)
+                return
+            await self._find_progress(operation)
         if operation.final is not None or operation.done:
             await self._finish(operation)  # the outcome is known; only the message is owed
         elif operation.kind == OperationKind.CLUSTER:
@@ -254,7 +268,9 @@ class Tracker:
                 await self._show(operation, text, now)
                 changes["shown_progress"] = text
                 changes["progress_message"] = operation.progress_message
-                changes["last_edit_at"] = now
+                changes["last_edit_at"] = (
+                    now if operation.progress_message else operation.last_edit_at
+                )
             else:
                 next_poll = min(next_poll, now + wait)  # show it as soon as edits are allowed
         changes["next_poll_at"] = next_poll
@@ -276,22 +292,46 @@ class Tracker:
                 await self.store.update_operation(operation.name, thread=operation.thread)
         try:
             if operation.progress_message is None:
-                operation.progress_message = await self.messenger.post(
-                    operation.channel, reply, thread=operation.thread
+                # marked as begun before it is sent, and posted with its key: a stop between
+                # the post and its record leaves a post the next poll finds (``poll``)
+                operation.last_edit_at = now
+                await self.store.update_operation(operation.name, last_edit_at=now)
+                message = await self.messenger.post(
+                    operation.channel, reply, thread=operation.thread, key=progress_key(operation)
                 )
-                # kept at once, not with the batch: a restart must edit it, not post another
-                await self.requests.update_request(
-                    operation.request_id, progress_message=operation.progress_message
-                )
-                await self.store.update_operation(
-                    operation.name, progress_message=operation.progress_message
-                )
+                self.crash("progress-posted")
+                await self._keep_progress(operation, message)
             else:
                 await self.messenger.update(
                     operation.channel, operation.progress_message, reply, progress=True
                 )
         except MessengerError as error:
             log.warning("progress of %s not shown: %s", operation.name, error.code)
+            if operation.progress_message is None and error.code != "connection_failed":
+                operation.last_edit_at = 0.0  # refused: it did not arrive, nothing to look for
+
+    async def _keep_progress(self, operation: TrackedOperation, message: str) -> None:
+        """Keep the thread message at once, not with the batch: a restart must edit it, not
+        post another; the request keeps it too, for the end told in it."""
+        operation.progress_message = message
+        await self.requests.update_request(operation.request_id, progress_message=message)
+        await self.store.update_operation(operation.name, progress_message=message)
+
+    async def _find_progress(self, operation: TrackedOperation) -> None:
+        """Look for a first progress post cut off before its record, by its key; found, it is
+        kept; not found (or it cannot be looked for), the next progress is posted anew."""
+        try:
+            found = await self.messenger.find(
+                operation.channel, progress_key(operation), operation.started_at, operation.thread
+            )
+        except MessengerError as error:
+            log.warning("could not look for the progress of %s: %s", operation.name, error.code)
+            found = None
+        if found is not None:
+            await self._keep_progress(operation, found)
+        else:
+            operation.last_edit_at = 0.0
+            await self.store.update_operation(operation.name, last_edit_at=0.0)
 
     async def _done(
         self, operation: TrackedOperation, error: str | None, ended: float | None = None

@@ -26,8 +26,8 @@ from handlers.idle.alerts import AlertBoard
 from handlers.idle.rules import IdleRecord
 from handlers.messenger import MessageId, Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
-from handlers.owed.model import Done, GiveUp, Later, Outcome
-from handlers.owed.posting import RATE_LIMITED_AGAIN, Outbox
+from handlers.owed.model import Done, GiveUp, Outcome
+from handlers.owed.posting import Outbox, refused
 from handlers.owed.wire import decode, encode
 from handlers.policy import HealthPolicy
 from handlers.ports import Clock
@@ -134,12 +134,10 @@ class HealthAlerts:
             elif episode.open and not (episode.snoozed_until and episode.snoozed_until > now):
                 message = await self._post(attempt, record.cluster, episode, channel, card)
         except MessengerError as error:
-            if error.code == "ratelimited":
-                return Later(now + RATE_LIMITED_AGAIN, "rate limited")
-            if not error.not_postable:
-                raise
-            await self._drawn(record.cluster, episode, None, None)
-            return GiveUp(f"cannot post a health alert in {channel}: {error.code}")
+            outcome = refused(error, now, f"cannot post a health alert in {channel}")
+            if isinstance(outcome, GiveUp):  # kept, and shown by /cluster health
+                await self._drawn(record.cluster, episode, None, None)
+            return outcome
         await self._drawn(record.cluster, episode, channel if message else None, message)
         return Done()
 
@@ -230,11 +228,7 @@ class HealthAlerts:
                 episode.alert_channel, episode.alert_message, decode(subject["note"])
             )
         except MessengerError as error:
-            if error.code == "ratelimited":
-                return Later(self.clock() + RATE_LIMITED_AGAIN, "rate limited")
-            if not error.not_postable:
-                raise
-            return GiveUp(f"cannot edit the health alert: {error.code}")
+            return refused(error, self.clock(), "cannot edit the health alert")
         return Done()
 
     async def request_ended(self, request: ApprovalRequest) -> None:

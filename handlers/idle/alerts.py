@@ -26,8 +26,8 @@ from handlers.idle.alert import IdleEntry, alert_card, closed_alert
 from handlers.idle.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
-from handlers.owed.model import Done, GiveUp, Later, Outcome
-from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
+from handlers.owed.model import Done, GiveUp, Outcome
+from handlers.owed.posting import post_once, refused
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Strong, Time, UserRef
 
@@ -113,11 +113,7 @@ class AlertBoard:
         try:
             posted = await post_once(attempt, self.messenger, self.channel, card)
         except MessengerError as error:
-            if error.code == "ratelimited":
-                return Later(now + RATE_LIMITED_AGAIN, "rate limited")
-            if error.not_postable:
-                return GiveUp(f"cannot post the idle alert in {self.channel}: {error.code}")
-            raise
+            return refused(error, now, f"cannot post the idle alert in {self.channel}")
         channel = self.channel
         await self.update(
             entry.cluster,

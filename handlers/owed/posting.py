@@ -27,9 +27,20 @@ from handlers.ports import Clock
 from handlers.replies import Caution, ChannelRef, Reply, Text
 
 log = logging.getLogger(__name__)
-__all__ = ["POST_WINDOW", "Outbox", "post_once"]
+__all__ = ["POST_WINDOW", "Outbox", "post_once", "refused"]
 RATE_LIMITED_AGAIN = 60.0  # a post Slack still rate-limits after its own waits: tried then
 KIND = "message"
+
+
+def refused(error: MessengerError, now: float, cannot: str) -> Outcome:
+    """How an attempt ends that the chat platform refused: tried again once a rate limit
+    has passed, given up (saying ``cannot`` and why) where the bot may not post; anything
+    else is raised, for the engine to try again with backoff."""
+    if error.code == "ratelimited":
+        return Later(now + RATE_LIMITED_AGAIN, "rate limited")
+    if error.not_postable:
+        return GiveUp(f"{cannot}: {error.code}")
+    raise error
 
 
 async def post_once(

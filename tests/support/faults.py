@@ -10,8 +10,10 @@ gone), the test makes the fault, removes the marker, and the process goes on int
   and starts again that much later; the process is never restarted;
 - ``slack-429``: Slack answers 429 to every Web API call for a minute from the step.
 
-Each run counts what reached the world, so that a caller (a test, ``make bench``) says
-whether anything was lost or done twice.
+Each path is a ``Scenario``: what it sets up, what a person does, when it is over, and what
+it must have left in the world (each thing counted: a PATCH, a card, a line telling the end).
+A run counts what reached the world, so that a caller (a test, ``make bench``) says whether
+anything was lost (fewer than wanted), done twice (more), or stuck (not over, work owed).
 """
 
 from __future__ import annotations
@@ -20,16 +22,22 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bot.jobs import CRASH_EXIT
-from tests.support.demo_stack import ends_and_mentions
 from tests.support.postgres import query
 from tests.support.private_postgres import PrivatePostgres, private_postgres
-from tests.support.processes import Replica, Sandbox, call, replica, sandbox, wait_until
+from tests.support.processes import (
+    POLICY,
+    Replica,
+    Sandbox,
+    call,
+    replica,
+    sandbox,
+    wait_until,
+)
 
 FAULTS = ["sigterm", "database-5s", "database-30s", "slack-429"]
 DOWN = {"database-5s": 5.0, "database-30s": 30.0}
@@ -39,16 +47,22 @@ MIGRATING = threading.Lock()  # runs made side by side in one process (make benc
 
 @dataclass
 class Outcome:
-    """What one run left in the world, and whether that is right."""
+    """What one run left in the world, against what it should have."""
 
-    patches: int = 0
-    ends: int = 0
-    mentions: int = 0
-    undone: int = 0
-    state: str = ""
-    cards: int = 0  # approval cards posted
+    counts: dict[str, int] = field(default_factory=dict)  # what reached the world, by name
+    wanted: dict[str, int] = field(default_factory=dict)  # how many of each there should be
+    undone: int = 0  # owed items left undone
+    stuck: bool = False  # it did not end as it should, or left work owed
     problems: list[str] = field(default_factory=list)
     log: str = ""  # the end of the replica's log, when the run went wrong
+
+    @property
+    def lost(self) -> bool:
+        return any(self.counts.get(name, 0) < n for name, n in self.wanted.items())
+
+    @property
+    def twice(self) -> bool:
+        return any(self.counts.get(name, 0) > n for name, n in self.wanted.items())
 
     @property
     def ok(self) -> bool:
@@ -57,6 +71,21 @@ class Outcome:
     @property
     def why(self) -> str:
         return "; ".join(self.problems) + (f"\nlog:\n{self.log}" if self.log else "")
+
+    def judge(self, *checks: tuple[bool, str]) -> Outcome:
+        """Each count against what was wanted, and the scenario's own checks."""
+        for name, n in self.wanted.items():
+            got = self.counts.get(name, 0)
+            if got != n:
+                self.problems.append(f"{got} {name} (wanted {n})")
+        if self.undone:
+            self.problems.append(f"{self.undone} owed items left")
+        for good, why in checks:
+            if not good:
+                self.stuck = True
+                self.problems.append(why)
+        self.stuck = self.stuck or self.undone > 0
+        return self
 
 
 @contextmanager
@@ -78,7 +107,6 @@ def make_fault(
         one.process.send_signal(signal.SIGTERM)
         marker.unlink()
         one.wait_exit()
-        one.env.pop("CLUSTERBOT_DEBUG_PAUSE_AT", None)
         one.start()
     elif fault in DOWN:
         assert server is not None
@@ -93,133 +121,119 @@ def make_fault(
         raise ValueError(f"no fault {fault!r}")
 
 
-def resize_approved(box: Sandbox) -> dict[str, Any]:
-    """alice asks to resize train01, bob approves: the card."""
-    assert box.command("alice", "/cluster resize train01 a4 3")["status"] == 200
-    card = box.card("Resize request: train01")
-    box.click("bob", card["ts"], "approve")
-    return card
+def undone(url: str) -> list[str]:
+    """The owed items still to do."""
+    return [k for (k,) in query(url, "SELECT key FROM owed WHERE state = 'due'")]
 
 
-def run_change(point: str, fault: str, tmp_path: Path) -> Outcome:
-    """/cluster resize approved, with the fault at ``point``: one PATCH, one end, one mention,
-    the request succeeded, nothing owed left. A run that does not end in time says so in its
-    problems, with the owed items and the end of the replica's log."""
-    with sandbox(tmp_path) as box, database_for(fault, tmp_path) as (url, server):
-        box.simulator("config", {"durations": {"update": 3}})
+def states(url: str) -> list[str]:
+    return sorted(str(s) for (s,) in query(url, "SELECT state FROM approval_requests"))
+
+
+class Scenario:
+    """A path, run once under a fault. ``early`` steps come before anything a person does
+    (a periodic run's, a sweep's): the fault is made before ``begin``."""
+
+    def setup(self, stack: ExitStack, box: Sandbox, url: str, tmp_path: Path) -> dict[str, str]:
+        """Before the replica starts: the world as the path needs it; the replica's settings."""
+        return {}
+
+    def policy(self) -> str:
+        return POLICY
+
+    def early(self, point: str) -> bool:
+        return False
+
+    def begin(self, box: Sandbox, one: Replica) -> None:
+        """What a person does, once the replica is up."""
+
+    def over(self, box: Sandbox, url: str) -> bool:
+        raise NotImplementedError
+
+    def outcome(self, box: Sandbox, url: str) -> Outcome:
+        raise NotImplementedError
+
+
+def limit_for(fault: str) -> float:
+    return 60 + DOWN.get(fault, 0.0) + (SLACK_REFUSES if fault == "slack-429" else 0.0)
+
+
+def run(scenario: Scenario, point: str, fault: str, tmp_path: Path) -> Outcome:
+    """The scenario with ``fault`` at ``point``: kill -9 there (``kill``: the process, or the
+    sweep's child that passes it, ends; the service is started again), or the process stands
+    there while the fault is made. A run that does not end in time says so in its problems,
+    with the owed items and the end of the replica's log."""
+    with (
+        sandbox(tmp_path) as box,
+        database_for(fault, tmp_path) as (url, server),
+        ExitStack() as stack,
+    ):
+        settings = scenario.setup(stack, box, url, tmp_path)
         marker = tmp_path / "paused"
         if fault == "kill":
             at = {"CLUSTERBOT_DEBUG_CRASH_AT": point}
         else:
             at = {"CLUSTERBOT_DEBUG_PAUSE_AT": point, "CLUSTERBOT_DEBUG_PAUSE_FILE": str(marker)}
-        one = replica(tmp_path, box, "one", url, **at)
+        one = replica(tmp_path, box, "one", url, scenario.policy(), **settings, **at)
         box.point_at(one.events)
-        try:
-            one.start()
-            card = resize_approved(box)
-            if fault == "kill":
-                assert one.wait_exit(limit=60) == CRASH_EXIT, one.log.read_text()[-2000:]
-                one.env.pop("CLUSTERBOT_DEBUG_CRASH_AT", None)
-                one.start()
-            else:
-                wait_until(marker.exists, limit=60, what=f"the process to stand at {point}")
-                make_fault(fault, one, box, server, marker)
-            limit = 60 + DOWN.get(fault, 0.0) + (SLACK_REFUSES if fault == "slack-429" else 0)
+        early = scenario.early(point)
+        problems: list[str] = []
+
+        def begin() -> None:
             try:
-                wait_until(lambda: _ended(url), limit=limit, what=f"the change after {fault}")
+                scenario.begin(box, one)
+            except Exception as error:  # what a person saw go wrong is a finding, kept
+                problems.append(f"{type(error).__name__}: {error}")
+
+        # a person's part runs beside: the replica may stand still in the middle of it
+        person = threading.Thread(target=begin, daemon=True)
+        try:
+            one.start(may_exit=fault == "kill" and early, paused=marker)
+            if not early:
+                person.start()
+            if fault == "kill":
+                crashed_then_restarted(one, point)
+            else:
+                wait_until(marker.exists, limit=90, what=f"the process to stand at {point}")
+                one.env.pop("CLUSTERBOT_DEBUG_PAUSE_AT", None)  # once: never again
+                make_fault(fault, one, box, server, marker)
+            if early:
+                person.start()
+            person.join(timeout=limit_for(fault) + 90)
+            try:
+                wait_until(lambda: scenario.over(box, url), limit=limit_for(fault), what="the end")
             except AssertionError as error:
-                outcome = _counted(box, url, card["ts"])
-                owed = query(url, "SELECT key, state, attempts, note FROM owed")
-                outcome.problems.insert(0, f"{error}; owed {owed}")
-                outcome.log = one.log.read_text()[-4000:]
-                return outcome
-            return _counted(box, url, card["ts"])
+                problems.append(f"{error} after {fault} at {point}; owed {undone(url)}")
         finally:
             one.stop()
+        outcome = scenario.outcome(box, url)
+        outcome.problems[:0] = problems
+        outcome.stuck = outcome.stuck or bool(problems)
+        if not outcome.ok:
+            outcome.log = one.log.read_text()[-4000:]
+        return outcome
 
 
-def _ended(url: str) -> bool:
-    requests = query(url, "SELECT state FROM approval_requests")
-    undone = query(url, "SELECT key FROM owed WHERE state = 'due'")
-    return len(requests) == 1 and requests[0][0] == "succeeded" and not undone
-
-
-def _counted(box: Sandbox, url: str, card_ts: str) -> Outcome:
-    thread, mentions = ends_and_mentions(box.thread(card_ts))
-    outcome = Outcome(
-        patches=len(box.requests("PATCH")),
-        ends=len(thread),
-        mentions=len(mentions),
-        undone=len(query(url, "SELECT key FROM owed WHERE state = 'due'")),
-        state=str(query(url, "SELECT state FROM approval_requests")[0][0]),
-    )
-    checks: list[tuple[bool, str]] = [
-        (outcome.patches == 1, f"{outcome.patches} PATCHes"),
-        (outcome.ends == 1, f"{outcome.ends} messages told the end: {thread}"),
-        (outcome.mentions == 1, f"{outcome.mentions} mentions"),
-        (outcome.state == "succeeded", f"the request ended {outcome.state}"),
-        (outcome.undone == 0, f"{outcome.undone} owed items left"),
-    ]
-    outcome.problems = [why for good, why in checks if not good]
-    return outcome
+def crashed_then_restarted(one: Replica, point: str) -> None:
+    """Run until ``point`` is passed (by the service, or by its sweep's child process, which
+    is the one to end then), and start the service again without the crash point."""
+    wait_until(lambda: f"exiting at {point}" in one.log.read_text(), limit=90, what=point)
+    assert one.process is not None
+    if one.process.poll() is None:  # the child ended; the service is stopped and restarted
+        one.stop()
+    else:
+        assert one.wait_exit() == CRASH_EXIT
+    one.env.pop("CLUSTERBOT_DEBUG_CRASH_AT", None)
+    one.start()
 
 
 Runner = Callable[[str, str, Path], Outcome]
 
 
-def run_night_off(point: str, fault: str, tmp_path: Path) -> Outcome:
-    """A schedule's off due now, with the fault at ``point``: the pool at zero by one PATCH,
-    its card and its "asleep" line (``ends``) once each, the request succeeded, nothing owed
-    left."""
-    from tests.test_schedule_crashes import cpu_bounds, in_force, phase, undone
+def runner(make: Callable[[], Scenario]) -> Runner:
+    """A runner of a fresh scenario at each call (a scenario keeps what its run saw)."""
 
-    with sandbox(tmp_path) as box, database_for(fault, tmp_path) as (url, server):
-        box.simulator("config", {"durations": {"update": 2}})
-        box.simulator("jobs", {"cluster": "cpu01", "jobs": []})  # nothing runs tonight
-        with MIGRATING:  # alembic's context is one per process: one migration at a time
-            in_force(url)
-        marker = tmp_path / "paused"
-        if fault == "kill":
-            at = {"CLUSTERBOT_DEBUG_CRASH_AT": point}
-        else:
-            at = {"CLUSTERBOT_DEBUG_PAUSE_AT": point, "CLUSTERBOT_DEBUG_PAUSE_FILE": str(marker)}
-        one = replica(tmp_path, box, "one", url, CLUSTERBOT_SCHEDULE_CHECK_SECONDS="0.3", **at)
-        box.point_at(one.events)
-        try:
-            # the night may come before the replica is ready
-            one.start(may_exit=fault == "kill", paused=marker)
-            if fault == "kill":
-                assert one.wait_exit(limit=60) == CRASH_EXIT, one.log.read_text()[-2000:]
-                one.env.pop("CLUSTERBOT_DEBUG_CRASH_AT", None)
-                one.start()
-            else:
-                wait_until(marker.exists, limit=60, what=f"the night to stand at {point}")
-                make_fault(fault, one, box, server, marker)
-            limit = 60 + DOWN.get(fault, 0.0) + (SLACK_REFUSES if fault == "slack-429" else 0)
-            problems = []
-            try:
-                wait_until(lambda: phase(url) == "asleep", limit=limit, what="asleep")
-                wait_until(lambda: not undone(url), limit=limit, what="what is owed")
-            except AssertionError as error:
-                problems.append(f"{error}; owed {undone(url)}")
-        finally:
-            one.stop()
-        messages = box.messages()
-        outcome = Outcome(
-            patches=len(box.requests("PATCH")),
-            ends=sum("asleep: cpu at zero nodes" in str(m["blocks"]) for m in messages),
-            cards=sum(str(m["text"]).startswith("Resize request: cpu01") for m in messages),
-            undone=len(undone(url)),
-            state=",".join(s for (s,) in query(url, "SELECT state FROM approval_requests")),
-            log=one.log.read_text()[-4000:] if problems else "",
-        )
-        checks: list[tuple[bool, str]] = [
-            (outcome.patches == 1, f"{outcome.patches} PATCHes"),
-            (outcome.patches == 0 or cpu_bounds(box) == (0, 0), "the pool is not at zero"),
-            (outcome.ends == 1, f"{outcome.ends} asleep lines"),
-            (outcome.cards == 1, f"{outcome.cards} cards"),
-            (outcome.state == "succeeded", f"the request ended {outcome.state}"),
-            (outcome.undone == 0, f"{outcome.undone} owed items left"),
-        ]
-        outcome.problems = problems + [why for good, why in checks if not good]
-        return outcome
+    def run_it(point: str, fault: str, tmp_path: Path) -> Outcome:
+        return run(make(), point, fault, tmp_path)
+
+    return run_it
