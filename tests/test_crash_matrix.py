@@ -41,3 +41,12 @@ def test_each_path_is_run_at_each_of_its_steps() -> None:
         points = next(m.args[1] for m in marks if m.args[0] == "point")
         assert list(points) == steps_of(path), path
     assert set(covered) | set(parametrized) == set(PATHS)
+
+
+def test_the_fault_matrix_takes_every_step_too() -> None:
+    """make bench's fault matrix runs every path's scenario at each step of its own: every
+    step of the code is made to meet every fault on some path."""
+    from tests.support.scenarios import PATHS as SCENARIOS
+
+    faulted = {step for _, steps in SCENARIOS.values() for step in steps}
+    assert every_step() <= faulted, every_step() - faulted

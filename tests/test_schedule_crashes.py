@@ -29,8 +29,9 @@ CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cp
 NIGHTS = [*night_steps(), ("off", "after-patch"), ("off", "sigterm"), ("on", "sigterm")]
 
 
-def in_force(url: str) -> None:
-    """The schedule as its approval left it, with its first off due now."""
+def in_force(url: str, off_in: float = -1.0) -> None:
+    """The schedule as its approval left it, with its first off due now (or ``off_in``
+    seconds from now)."""
     now = time.time()
     hour = time.gmtime(now + 6 * 3600).tm_hour
 
@@ -51,7 +52,7 @@ def in_force(url: str) -> None:
                 request_id="r-approved",
                 state=ScheduleState.ACTIVE,
                 approved_by="U0BOB",
-                next_off=now - 1,
+                next_off=now + off_in,
             )
         )
         await store.close()

@@ -9,6 +9,8 @@ left in the world. Each path is run at every step of its own, found in the code
 - node: a health alert's Resume approved: the alert once, one node update, one end;
 - night off / night on: a schedule's night: one PATCH each way, each card and line once,
   the pool at zero and then back at exactly its bounds;
+- notice: the notice before a night's off: posted once, nothing sent;
+- wake: a schedule ended while its cluster sleeps: woken at once, as a night's on is;
 - digest: the weekly digest's firing: one digest, one chart;
 - idle alert: an idle paying cluster's alert from a sweep: one alert.
 """
@@ -22,6 +24,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from bot.app import EXPIRY_SECONDS
+from handlers.changes.approvals import DRAFT_TIMEOUT
 from tests.support.demo_stack import ends_and_mentions
 from tests.support.faults import (
     MIGRATING,
@@ -60,7 +64,7 @@ class Change(Scenario):
         self.card = resize_approved(box)["ts"]
 
     def over(self, box: Sandbox, url: str) -> bool:
-        return states(url) == ["succeeded"] and not undone(url)
+        return states(url) == ["succeeded"] and not self.undone(url)
 
     def outcome(self, box: Sandbox, url: str) -> Outcome:
         thread, mentions = _thread_of(box, self.card)
@@ -69,12 +73,19 @@ class Change(Scenario):
             counts={"PATCH": len(box.requests("PATCH")), "ends": len(thread)}
             | {"mentions": len(mentions)},
             wanted={"PATCH": 1, "ends": 1, "mentions": 1},
-            undone=len(undone(url)),
+            undone=self.undone(url),
         ).judge((ended == ["succeeded"], f"the request ended {ended}: {thread}"))
+
+
+# a card a short outage cut off from its record is abandoned once its draft is stale (and
+# the expiry job has run), and a release asks again: what a path with a card may take more
+DRAFT_AGAIN = DRAFT_TIMEOUT + EXPIRY_SECONDS + 10.0
 
 
 class Release(Scenario):
     """The pipeline hook's release of cpu01 once its jobs end: approved by the policy."""
+
+    patience = DRAFT_AGAIN
 
     def setup(self, stack: ExitStack, box: Sandbox, url: str, tmp_path: Path) -> dict[str, str]:
         from tests.test_release import AUDIENCE, Issuer
@@ -106,7 +117,7 @@ class Release(Scenario):
     def over(self, box: Sandbox, url: str) -> bool:
         from tests.test_release_crashes import acted
 
-        return acted(url) and not undone(url)
+        return acted(url) and not self.undone(url)
 
     def outcome(self, box: Sandbox, url: str) -> Outcome:
         releases = query(url, "SELECT state FROM releases")
@@ -114,7 +125,7 @@ class Release(Scenario):
         return Outcome(
             counts={"PATCH": len(box.requests("PATCH")), "releases acted": len(releases)},
             wanted={"PATCH": 1, "releases acted": 1},
-            undone=len(undone(url)),
+            undone=self.undone(url),
         ).judge(
             (releases == [("acted",)], f"the releases {releases}"),
             # a card cut off before it was confirmed is abandoned, and the release asked again
@@ -124,6 +135,8 @@ class Release(Scenario):
 
 class Submission(Scenario):
     """A delete form sent: it ends one way, its card up or its sender told; nothing sent."""
+
+    patience = DRAFT_AGAIN
 
     def begin(self, box: Sandbox, one: Replica) -> None:
         from tests.test_submission_crashes import submit_delete_form
@@ -143,12 +156,14 @@ class Submission(Scenario):
             counts={"ends": len(cards(box)) + len(told_not_posted(box))}
             | {"DELETE": len(box.requests("DELETE"))},
             wanted={"ends": 1, "DELETE": 0},
-            undone=len(undone(url)),
+            undone=self.undone(url),
         ).judge((drafts == 0, f"{drafts} drafts left"))
 
 
 class Node(Scenario):
     """The demo's drained B200 node: its health alert, Resume asked and approved."""
+
+    unrelated = ("idle-alert:",)
 
     card: str | None = None
 
@@ -183,19 +198,24 @@ class Node(Scenario):
             counts={"node updates": len(node_updates(box)), "alerts": len(alerts)}
             | {"ends": len(thread), "mentions": len(mentions)},
             wanted={"node updates": 1, "alerts": 1, "ends": 1, "mentions": 1},
-            undone=len(undone(url)),
+            undone=self.undone(url),
         ).judge((ended == ["succeeded"], f"the request ended {ended}"))
 
 
 class Night(Scenario):
-    """A schedule's night: its "off" due now (for the "on", the off is done first, without
-    a fault, and its "on" made due)."""
+    """A schedule's night: its "off" due now. For the "on", the off is done first, without
+    a fault, and its "on" made due; for a "wake", the same, and alice ends the schedule
+    while the cluster sleeps (it wakes at once)."""
 
     def __init__(self, night: str) -> None:
         self.night = night
 
     def early(self, point: str) -> bool:
-        return True  # the clock sets it going
+        return self.night != "wake"  # the clock sets it going, or alice does
+
+    def begin(self, box: Sandbox, one: Replica) -> None:
+        if self.night == "wake":
+            assert box.command("alice", "/cluster schedule end sch-crash")["status"] == 200
 
     def setup(self, stack: ExitStack, box: Sandbox, url: str, tmp_path: Path) -> dict[str, str]:
         from tests.test_schedule_crashes import in_force, phase
@@ -205,7 +225,7 @@ class Night(Scenario):
         with MIGRATING:  # alembic's context is one per process: one migration at a time
             in_force(url)
         settings = {"CLUSTERBOT_SCHEDULE_CHECK_SECONDS": "0.3"}
-        if self.night == "on":  # the off, as it goes with nothing in its way
+        if self.night != "off":  # the off, as it goes with nothing in its way
             first = replica(tmp_path, box, "off", url, **settings)
             box.point_at(first.events)
             try:
@@ -213,14 +233,16 @@ class Night(Scenario):
                 wait_until(lambda: phase(url) == "asleep" and not undone(url), limit=90)
             finally:
                 first.stop()
-            execute(url, "UPDATE schedules SET next_on = :now", now=time.time() - 1)
+            if self.night == "on":
+                execute(url, "UPDATE schedules SET next_on = :now", now=time.time() - 1)
         return settings
 
     def over(self, box: Sandbox, url: str) -> bool:
         from tests.test_schedule_crashes import phase
 
         wanted = "asleep" if self.night == "off" else "awake"
-        return phase(url) == wanted and not undone(url)
+        ended = self.night != "wake" or _schedule_state(url) == "ended"
+        return phase(url) == wanted and ended and not self.undone(url)
 
     def outcome(self, box: Sandbox, url: str) -> Outcome:
         from tests.test_schedule_crashes import cpu_bounds
@@ -245,11 +267,45 @@ class Night(Scenario):
                 "asleep lines": 1,
                 "back-on lines": nights - 1,
             },
-            undone=len(undone(url)),
+            undone=self.undone(url),
         ).judge(
             (bounds == ((0, 0) if self.night == "off" else (4, 4)), f"the pool left at {bounds}"),
             (ended == ["succeeded"] * nights, f"the requests ended {ended}"),
         )
+
+
+def _schedule_state(url: str) -> str:
+    return str(query(url, "SELECT state FROM schedules WHERE id = 'sch-crash'")[0][0])
+
+
+class Notice(Scenario):
+    """The notice before a night's off (with Skip tonight and Postpone): the off is ten
+    minutes away."""
+
+    def early(self, point: str) -> bool:
+        return True
+
+    def setup(self, stack: ExitStack, box: Sandbox, url: str, tmp_path: Path) -> dict[str, str]:
+        from tests.test_schedule_crashes import in_force
+
+        with MIGRATING:
+            in_force(url, off_in=600)
+        return {"CLUSTERBOT_SCHEDULE_CHECK_SECONDS": "0.3"}
+
+    def over(self, box: Sandbox, url: str) -> bool:
+        noticed = query(url, "SELECT noticed_for FROM schedules WHERE id = 'sch-crash'")
+        return noticed[0][0] is not None and bool(_notices(box)) and not self.undone(url)
+
+    def outcome(self, box: Sandbox, url: str) -> Outcome:
+        return Outcome(
+            counts={"notices": len(_notices(box)), "PATCH": len(box.requests("PATCH"))},
+            wanted={"notices": 1, "PATCH": 0},
+            undone=self.undone(url),
+        ).judge()
+
+
+def _notices(box: Sandbox) -> list[dict[str, Any]]:
+    return [m for m in box.messages() if "goes to zero at" in str(m["blocks"])]
 
 
 class Digest(Scenario):
@@ -268,7 +324,7 @@ class Digest(Scenario):
     def over(self, box: Sandbox, url: str) -> bool:
         from tests.test_owed_crashes import digests
 
-        return bool(digests(box)) and not undone(url)
+        return bool(digests(box)) and not self.undone(url)
 
     def outcome(self, box: Sandbox, url: str) -> Outcome:
         from tests.test_owed_crashes import charts, digests
@@ -276,12 +332,14 @@ class Digest(Scenario):
         return Outcome(
             counts={"digests": len(digests(box)), "charts": len(charts(box))},
             wanted={"digests": 1, "charts": 1},
-            undone=len(undone(url)),
+            undone=self.undone(url),
         ).judge()
 
 
 class IdleAlert(Scenario):
     """cpu01 idle and paying: a sweep every 2 s alerts it, once."""
+
+    unrelated = ("health-alert:",)
 
     def early(self, point: str) -> bool:
         return True
@@ -295,11 +353,11 @@ class IdleAlert(Scenario):
         return {"CLUSTERBOT_SWEEP_INTERVAL": "2"}
 
     def over(self, box: Sandbox, url: str) -> bool:
-        return bool(_idle_alerts(box)) and not undone(url)
+        return bool(_idle_alerts(box)) and not self.undone(url)
 
     def outcome(self, box: Sandbox, url: str) -> Outcome:
         return Outcome(
-            counts={"alerts": len(_idle_alerts(box))}, wanted={"alerts": 1}, undone=len(undone(url))
+            counts={"alerts": len(_idle_alerts(box))}, wanted={"alerts": 1}, undone=self.undone(url)
         ).judge()
 
 
@@ -320,6 +378,8 @@ PATHS: dict[str, tuple[Runner, list[str]]] = {
         )
         for night in ("off", "on")
     },
+    "wake": (runner(lambda: Night("wake")), [step for when, step in night_steps() if when == "on"]),
+    "notice": (runner(Notice), ["message-posted"]),
     "digest": (runner(Digest), steps_of("digest")),
     "idle alert": (runner(IdleAlert), steps_of("idle-alert")),
 }
