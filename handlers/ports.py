@@ -311,10 +311,12 @@ class RequestStore(KeptSpecStore, Protocol):
         to_state: RequestState,
         *,
         owe: Sequence[Owed] = (),
+        audit: AuditEntry | None = None,
         **changes: Unpack[RequestChanges],
     ) -> bool:
         """Move a request between states once (True for the caller that moved it), and in
-        the same transaction record what that move makes owed (``owe``)."""
+        the same transaction record what that move makes owed (``owe``) and its audit entry
+        (``audit``): a stop just after the move loses neither."""
         ...
 
     async def update_request(self, request_id: str, **changes: Unpack[RequestChanges]) -> None: ...

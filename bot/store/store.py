@@ -175,10 +175,12 @@ class Store(
         to_state: RequestState,
         *,
         owe: Sequence[Owed] = (),
+        audit: AuditEntry | None = None,
         **changes: Unpack[RequestChanges],
     ) -> bool:
         """Move a request between states atomically; True only for the caller that moved it,
-        and only then are the ``owe`` items recorded, in the same transaction."""
+        and only then are the ``owe`` items and the ``audit`` entry recorded, in the same
+        transaction."""
         table = schema.requests
         conditions = [table.c.id == request_id, table.c.state.in_([str(s) for s in from_states])]
         async with self.engine.begin() as connection:
@@ -188,6 +190,8 @@ class Store(
             won = bool(result.rowcount == 1)
             if won:
                 await insert_owed(connection, owe)
+                if audit is not None:
+                    await connection.execute(schema.audit.insert().values(**_audit_row(audit)))
         return won
 
     async def update_request(self, request_id: str, **changes: Unpack[RequestChanges]) -> None:
@@ -249,10 +253,8 @@ class Store(
     # -- audit ---------------------------------------------------------------------------------
 
     async def audit(self, entry: AuditEntry) -> None:
-        row = asdict(entry)
-        row.pop("id")
         async with self.engine.begin() as connection:
-            await connection.execute(schema.audit.insert().values(**row))
+            await connection.execute(schema.audit.insert().values(**_audit_row(entry)))
 
     async def audit_log(
         self,
@@ -283,3 +285,9 @@ class Store(
 def details(**values: Any) -> str:
     """Audit details as compact JSON."""
     return json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _audit_row(entry: AuditEntry) -> dict[str, Any]:
+    row = asdict(entry)
+    row.pop("id")
+    return row

@@ -87,26 +87,33 @@ class RequestLedger:
             "kind": str(request.kind),
             "plan": request.plan.model_dump(mode="json"),
         }
-        await self._write(
-            request.created_at, request.requester, "requested", request.cluster, request.id, extra
+        await self.store.audit(
+            self._entry(
+                request.created_at,
+                request.requester,
+                "requested",
+                request.cluster,
+                request.id,
+                extra,
+            )
         )
 
     async def record(
         self, actor: str, action: str, cluster: str, request_id: str | None, **extra: object
     ) -> None:
         """One audit entry, for a request or for what no request stands behind yet."""
-        await self._write(self.clock(), actor, action, cluster, request_id, extra)
+        await self.store.audit(self._entry(self.clock(), actor, action, cluster, request_id, extra))
 
-    async def _write(
-        self,
+    @staticmethod
+    def _entry(
         at: float,
         actor: str,
         action: str,
         cluster: str,
         request_id: str | None,
         extra: dict[str, object],
-    ) -> None:
-        entry = AuditEntry(
+    ) -> AuditEntry:
+        return AuditEntry(
             at=at,
             actor=actor,
             action=action,
@@ -114,7 +121,6 @@ class RequestLedger:
             request_id=request_id,
             details=details(**extra),
         )
-        await self.store.audit(entry)
 
     async def redraw(self, request: ApprovalRequest) -> None:
         """Edit the card to show the request as it is now."""
@@ -150,20 +156,27 @@ class RequestLedger:
         audit entry, and the telling itself, from here (any replica finishes it when this
         one cannot). True if this call moved it."""
         told = self.engine.due(TOLD, told_key(request.id), {"request": request.id})
+        now = self.clock()
         won = await self.store.transition(
             request.id,
             from_states,
             state,
             owe=[told],
+            audit=self._entry(
+                now,
+                actor,
+                action or str(state),
+                request.cluster,
+                request.id,
+                {"kind": str(request.kind), "outcome": outcome},
+            ),
             outcome=outcome,
-            finished_at=self.clock(),
+            finished_at=now,
             **decision,
         )
         fresh = await self.store.get_request(request.id)
         if fresh is None or fresh.state != state:
             return False
-        if won:
-            await self.audit(actor, action or str(state), fresh, outcome=outcome)
         await self.engine.run(told.key)
         return won
 

@@ -168,6 +168,7 @@ class MemoryStore(MemoryOwed):
         to_state: RequestState,
         *,
         owe: Sequence[Owed] = (),
+        audit: AuditEntry | None = None,
         **changes: Unpack[RequestChanges],
     ) -> bool:
         self._reach()
@@ -176,6 +177,8 @@ class MemoryStore(MemoryOwed):
             return False
         self.requests[request_id] = replace(request, state=to_state, **changes)
         self.owe_now(owe)
+        if audit is not None:
+            self.entries.append(replace(audit, id=next(self._ids)))
         return True
 
     async def update_request(self, request_id: str, **changes: Unpack[RequestChanges]) -> None:
