@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.store import Store
-from tests.support.faults import crashed_then_restarted
+from tests.support.faults import crashed_then_restarted, undone
 from tests.support.postgres import execute, query
 from tests.support.processes import POLICY, Sandbox, replica, sandbox, wait_until
 from tests.support.steps import steps_of
@@ -30,10 +30,6 @@ def migrated(url: str) -> None:
         await store.close()
 
     asyncio.run(run())
-
-
-def undone(url: str) -> list[str]:
-    return [k for (k,) in query(url, "SELECT key FROM owed WHERE state = 'due'")]
 
 
 def watched_an_hour(url: str) -> str:

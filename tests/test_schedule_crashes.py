@@ -18,6 +18,7 @@ from bot.jobs import CRASH_EXIT
 from bot.store import Store
 from handlers.schedules.model import Schedule, ScheduleState
 from handlers.schedules.times import Weekly
+from tests.support.faults import undone
 from tests.support.postgres import execute, query
 from tests.support.processes import Replica, Sandbox, replica, sandbox, wait_until
 from tests.support.steps import night_steps
@@ -58,12 +59,6 @@ def in_force(url: str, off_in: float = -1.0) -> None:
         await store.close()
 
     asyncio.run(run())
-
-
-def undone(url: str) -> list[str]:
-    """The owed items still to do (a post cut off is looked for only once it could no
-    longer arrive)."""
-    return [k for (k,) in query(url, "SELECT key FROM owed WHERE state = 'due'")]
 
 
 def phase(url: str) -> str:

@@ -76,9 +76,14 @@ class RequestLedger:
     async def audit(
         self, actor: str, action: str, request: ApprovalRequest, **extra: object
     ) -> None:
-        await self.record(
-            actor, action, request.cluster, request.id, kind=str(request.kind), **extra
-        )
+        await self.store.audit(self._about(actor, action, request, **extra))
+
+    def _about(
+        self, actor: str, action: str, request: ApprovalRequest, **extra: object
+    ) -> AuditEntry:
+        """The audit entry of what ``actor`` did to ``request``, dated now."""
+        extra = {"kind": str(request.kind), **extra}
+        return self._entry(self.clock(), actor, action, request.cluster, request.id, extra)
 
     async def asked(self, request: ApprovalRequest) -> None:
         """The ask, dated when it was made: it is written once the card exists, and a click
@@ -152,26 +157,19 @@ class RequestLedger:
         action: str | None = None,
         **decision: Unpack[Decision],
     ) -> bool:
-        """End a request: one conditional transition that owes the telling of it, then the
-        audit entry, and the telling itself, from here (any replica finishes it when this
+        """End a request: one conditional transition that keeps its audit entry and owes the
+        telling of it, then the telling itself, from here (any replica finishes it when this
         one cannot). True if this call moved it."""
         told = self.engine.due(TOLD, told_key(request.id), {"request": request.id})
-        now = self.clock()
+        entry = self._about(actor, action or str(state), request, outcome=outcome)
         won = await self.store.transition(
             request.id,
             from_states,
             state,
             owe=[told],
-            audit=self._entry(
-                now,
-                actor,
-                action or str(state),
-                request.cluster,
-                request.id,
-                {"kind": str(request.kind), "outcome": outcome},
-            ),
+            audit=entry,
             outcome=outcome,
-            finished_at=now,
+            finished_at=entry.at,
             **decision,
         )
         fresh = await self.store.get_request(request.id)

@@ -268,9 +268,7 @@ class Tracker:
                 await self._show(operation, text, now)
                 changes["shown_progress"] = text
                 changes["progress_message"] = operation.progress_message
-                changes["last_edit_at"] = (
-                    now if operation.progress_message else operation.last_edit_at
-                )
+                changes["last_edit_at"] = operation.last_edit_at
             else:
                 next_poll = min(next_poll, now + wait)  # show it as soon as edits are allowed
         changes["next_poll_at"] = next_poll
@@ -290,11 +288,11 @@ class Tracker:
             if request is not None and request.card_message:
                 operation.thread = request.card_message
                 await self.store.update_operation(operation.name, thread=operation.thread)
+        operation.last_edit_at = now
         try:
             if operation.progress_message is None:
                 # marked as begun before it is sent, and posted with its key: a stop between
                 # the post and its record leaves a post the next poll finds (``poll``)
-                operation.last_edit_at = now
                 await self.store.update_operation(operation.name, last_edit_at=now)
                 message = await self.messenger.post(
                     operation.channel, reply, thread=operation.thread, key=progress_key(operation)
