@@ -57,8 +57,10 @@ from bot.sandbox.slack.delivery import signed_headers
 from bot.store import Store
 from bot.vertex.models import Cluster
 from handlers.changes.resize import plan_resize
+from handlers.changes.tracking import FOLLOW, follow_key
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState, TrackedOperation
+from handlers.owed.model import Owed
 from tests.support.ports import free_port
 
 TARGETS = 10
@@ -164,18 +166,19 @@ async def record_changes(
             progress_message=thread,
         )
         await store.add_request(request)
-        await store.add_operation(
-            TrackedOperation(
-                name=operation,
-                request_id=request.id,
-                cluster=name,
-                channel=CHANNEL,
-                thread=card,
-                started_at=now,
-                next_poll_at=now,
-                progress_message=thread,
-            )
+        followed = TrackedOperation(
+            name=operation,
+            request_id=request.id,
+            cluster=name,
+            channel=CHANNEL,
+            thread=card,
+            started_at=now,
+            next_poll_at=now,
+            progress_message=thread,
         )
+        # its following owed with it, as the move to running owes it
+        follow = Owed(follow_key(request.id), FOLLOW, {"operation": operation}, now, now)
+        await store.add_operation(followed, owe=[follow])
         ids.append(request.id)
     await store.close()
     return ids

@@ -155,7 +155,8 @@ class ClusterbotService:
         self.jobs = PeriodicJobs()
         self.sweeps: SweepProcess | None = None
         if settings.sweep_process and shareable(settings.database_url):
-            self.sweeps = SweepProcess(settings, policy, self.owner, self.core.sweeper.lock)
+            lock, free = self.core.sweeper.lock, self.store.free_lease
+            self.sweeps = SweepProcess(settings, policy, self.owner, lock=lock, free=free)
             self.core.reports.sweep_elsewhere = self._sweep_elsewhere
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -176,8 +177,8 @@ class ClusterbotService:
     async def start(self) -> None:
         self.open_http()
         await self.store.migrate()
-        # A replica keeps its id across restarts: the cards it was posting when it stopped
-        # will never be confirmed, and whatever it held before is free again now.
+        # A replica keeps its id across restarts: its drafts with no card owed (an older
+        # release's) are ended, and whatever it held before is free again now.
         abandoned = await self.core.approvals.abandon_own_drafts()
         if abandoned:
             log.info("ended %d requests whose cards were cut off by a stop", abandoned)
@@ -185,8 +186,8 @@ class ClusterbotService:
         if settled:
             log.info("finished %d form submissions cut off by a stop", settled)
         await self.store.release_leases(self.owner)
-        self.jobs.add("tracker", self._tick, self.tick_seconds)
-        # what is owed and free: due now, left by a replica that died, or due again
+        # what is owed and free (a change's poll among it): due now, left by a replica that
+        # died, or due again
         self.jobs.add("owed", self._owed, self.tick_seconds)
         self.jobs.add("heartbeat", self._heartbeat, max(0.5, self.lease / 3))
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
@@ -216,13 +217,13 @@ class ClusterbotService:
         if self._lag_watch is not None:
             self._lag_watch.cancel()
         await self.jobs.stop(self.settings.drain_seconds)
-        handed = await self.core.engine.stop(self.settings.drain_seconds)
-        if handed:
-            log.info("handed back %d owed items to be taken up at once", handed)
-        await self.core.tracker.settle(self.settings.drain_seconds)
+        # people's work in flight first: it may still owe (a card) to the engine
         cancelled = await self.slack.drain(self.settings.drain_seconds)
         if cancelled:
             log.info("handed back %d unfinished tasks to be recovered", cancelled)
+        handed = await self.core.engine.stop(self.settings.drain_seconds)
+        if handed:
+            log.info("handed back %d owed items to be taken up at once", handed)
         await self.store.release_leases(self.owner)
         await self.close_connections()
         log.info("clusterbot stopped")
@@ -244,12 +245,12 @@ class ClusterbotService:
             await asyncio.sleep(every)
             self.metrics.lag(max(0.0, loop.time() - asked - every))
 
-    async def _tick(self) -> None:
+    async def _owed(self) -> None:
         if not self.accepting:
             return
         tracker = self.core.tracker
         ended_before = tracker.ended
-        await tracker.poll_due()
+        await self.core.engine.run_due()
         self._ticks += 1
         # the count changes when an operation ends or a change starts one: counted after a
         # tick that ended one, and every few ticks for the rest (not after every tick that
@@ -257,16 +258,11 @@ class ClusterbotService:
         if tracker.ended != ended_before or self._ticks % GAUGE_EVERY == 0:
             self.metrics.operations_in_flight.set(await self.store.count_in_flight())
 
-    async def _owed(self) -> None:
-        if self.accepting:
-            await self.core.engine.run_due()
-
     async def _heartbeat(self) -> None:
         """Renew the leases of the work running here, and only that: what died here lapses,
         and any replica takes it up."""
         await self.core.engine.renew()
-        polling = list(self.core.tracker.lingering.values())
-        await self.store.renew_leases(self.owner, self.clock(), self.lease, polling)
+        await self.store.renew_leases(self.owner, self.clock(), self.lease)
 
     async def _releases(self) -> None:
         if self.accepting and self.core.releases is not None:

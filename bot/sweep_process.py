@@ -28,12 +28,14 @@ import pickle
 import signal
 import sys
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.settings import Settings
 from handlers.health.rules import ClusterHealth
 from handlers.idle.report import SweepReport
 from handlers.idle.rules import Status
+from handlers.idle.sweep import SWEEP_LEASE
 from handlers.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -98,11 +100,20 @@ def shareable(database_url: str) -> bool:
 class SweepProcess:
     """Runs one sweep at a time in a child process and returns its summary."""
 
-    def __init__(self, settings: Settings, policy: Policy, owner: str, lock: asyncio.Lock) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        policy: Policy,
+        owner: str,
+        *,
+        lock: asyncio.Lock,
+        free: Callable[[str, str], Awaitable[None]],
+    ) -> None:
         self.settings = settings
         self.policy = policy
         self.owner = owner
         self.lock = lock  # the sweeper's own: an inline sweep and a child never overlap
+        self.free = free  # gives a named lease of the replica's back (``Store.free_lease``)
         self.started = 0  # children started (the tests read it)
         self.child: asyncio.subprocess.Process | None = None
 
@@ -148,4 +159,10 @@ class SweepProcess:
             with contextlib.suppress(ProcessLookupError):
                 child.kill()
             await child.wait()
+            # it sweeps as this replica: its lease is given back here, and the next sweep,
+            # by any replica, does not wait for it to lapse
+            try:
+                await self.free(SWEEP_LEASE, self.owner)
+            except Exception as error:
+                log.warning("the killed sweep's lease will lapse instead: %s", error)
         log.info("the idle sweep was stopped with the service; the next one starts over")

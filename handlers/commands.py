@@ -230,11 +230,12 @@ async def _run_help(services: Desk, command: Help, caller: Caller) -> Reply:
     return help_reply(command.topic)
 
 
-async def _run_restore(services: Desk, command: Restore, caller: Caller) -> None:
-    """The approval card is the answer."""
-    await services.approvals.request_restore(
+async def _run_restore(services: Desk, command: Restore, caller: Caller) -> Reply | None:
+    """The approval card is the answer (or, while it is owed, word that it comes)."""
+    request = await services.approvals.request_restore(
         caller.user, caller.channel, command.cluster, command.new_id
     )
+    return await services.approvals.card_pending(request)
 
 
 async def _run_cost(services: Desk, command: Cost, caller: Caller) -> Reply:
@@ -243,9 +244,11 @@ async def _run_cost(services: Desk, command: Cost, caller: Caller) -> Reply:
     return await services.spend.cost(command, caller.channel)
 
 
-async def _run_change(services: Desk, command: Resize | Delete, caller: Caller) -> None:
-    """The approval card is the answer, posted in the channel for everyone."""
-    await services.approvals.request_change(caller.user, caller.channel, command)
+async def _run_change(services: Desk, command: Resize | Delete, caller: Caller) -> Reply | None:
+    """The approval card is the answer, posted in the channel for everyone (or, while it is
+    owed, word that it comes)."""
+    request = await services.approvals.request_change(caller.user, caller.channel, command)
+    return await services.approvals.card_pending(request)
 
 
 REGISTRY: tuple[Subcommand[Any], ...] = (

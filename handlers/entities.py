@@ -121,9 +121,7 @@ class TrackedOperation:
     last_edit_at: float = 0.0
     done: bool = False
     error: str | None = None
-    final: Final | None = None  # None, then CLAIMED, then POSTED
-    owner: str | None = None
-    lease_until: float = 0.0
+    final: Final | None = None  # None, then CLAIMED (the outcome kept), then POSTED (told)
     kind: OperationKind = OperationKind.OPERATION
     done_at: float | None = None  # when it ended, by the control plane's clock if it says
 
@@ -247,8 +245,6 @@ class OperationChanges(TypedDict, total=False):
     done: bool
     error: str | None
     final: Final | None
-    owner: str | None
-    lease_until: float
     done_at: float | None
 
 

@@ -13,7 +13,7 @@ from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.preapproved import Cards
 from handlers.changes.release import Releases
-from handlers.changes.tracking import Tracker
+from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
 from handlers.desk import Desk
 from handlers.dispatch import Dispatcher
@@ -25,7 +25,7 @@ from handlers.idle.observe import ActivityObserver
 from handlers.idle.sweep import Sweeper
 from handlers.intake import Intake
 from handlers.messenger import Messenger
-from handlers.owed.engine import LEASE, Engine
+from handlers.owed.engine import LEASE, Engine, Room
 from handlers.owed.posting import POST_WINDOW, Outbox
 from handlers.owed.store import OwedStore
 from handlers.policy import Policy
@@ -98,7 +98,7 @@ class Options:
     read_deadline: float = READ_DEADLINE
     crash: CrashPoint = no_crash
     release_grace: float = 60.0  # seconds a drained queue stays empty before a release acts
-    poll_stagger: float = 0.0  # seconds over which a tick's operation polls are started
+    poll_stagger: float = 0.0  # seconds over which a batch of operation polls is started
     send_window: float = SEND_WINDOW  # seconds a change's call may be applied once sent
     node_window: float = NODE_WINDOW  # the same for a Slurm node update
     post_window: float = POST_WINDOW  # seconds a chat post may still arrive once sent
@@ -199,11 +199,8 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         messenger=ports.messenger,
         ledger=ledger,
         clock=clock,
-        owner=owner,
-        crash=crash,
-        lease=lease,
-        stagger=options.poll_stagger,
     )
+    engine.add(tracker, room=Room(POLLS_AT_ONCE, spread=options.poll_stagger))
     remedies = Remedies(board, approvals, ports.control_plane, prices)
     health_clicks = HealthClicks(
         alerts=health,

@@ -14,17 +14,19 @@ from bot.vertex.names import Target
 from handlers.changes.approvals import Approvals
 from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
+from handlers.changes.preapproved import Cards
 from handlers.changes.resize import plan_resize
+from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.commands import Resize
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.grammar import CommandError
-from handlers.owed.engine import Engine
+from handlers.owed.engine import Engine, Room
 from handlers.policy import Policy
 from handlers.reading.clusters import ClusterDirectory
 from tests.conftest import ManualClock
 from tests.support.fakes import FakeMessenger
-from tests.support.text_adapter import TextPeople
+from tests.support.text_adapter import TextPeople, text
 
 
 @pytest.fixture
@@ -44,7 +46,7 @@ def service(
     )
     engine.add(Executor(store=store, vertex=client, ledger=ledger, clock=clock))
     directory = ClusterDirectory(client, [Target("demo-project", "us-central1")])
-    return Approvals(
+    approvals = Approvals(
         store=store,
         directory=directory,
         policy=Policy(),
@@ -55,9 +57,15 @@ def service(
         clock=clock,
         owner="me",
     )
+    engine.add(Cards(approvals, alert_channel=None))
+    tracker = Tracker(
+        store=store, requests=store, vertex=client, messenger=messenger, ledger=ledger, clock=clock
+    )
+    engine.add(tracker, room=Room(POLLS_AT_ONCE))
+    return approvals
 
 
-@pytest.mark.parametrize("refusal", ["ratelimited", "not_in_channel", "channel_not_found"])
+@pytest.mark.parametrize("refusal", ["not_in_channel", "channel_not_found"])
 async def test_a_card_that_cannot_be_posted_leaves_nothing_pending(
     store: Store, client: VertexClient, clock: ManualClock, refusal: str
 ) -> None:
@@ -78,9 +86,28 @@ async def test_a_card_that_cannot_be_posted_leaves_nothing_pending(
     assert request.state == RequestState.PENDING and request.card_message
 
 
-async def test_a_draft_left_by_a_crash_is_abandoned_and_frees_the_cluster(
+async def test_a_card_slack_rate_limits_is_kept_owed_and_posted_once_the_limit_passes(
     store: Store, client: VertexClient, clock: ManualClock
 ) -> None:
+    messenger = FakeMessenger(refuse="ratelimited")
+    changes = service(store, client, clock, messenger)
+    request = await changes.request_change("U0ALICE", "C0X", Resize("train01", "a4", 3, 3))
+    assert request.state == RequestState.DRAFT and request.card_message is None
+    told = await changes.card_pending(request)
+    assert told is not None and "rate limited" in text(told), told
+    messenger.refuse = None
+    assert await changes.engine.run_due() == 0  # not before Slack's limit has passed
+    clock.advance(61)
+    assert await changes.engine.run_due() == 1
+    posted = await store.get_request(request.id)
+    assert posted is not None and posted.state == RequestState.PENDING and posted.card_message
+    assert len(messenger.posted) == 1 and await changes.card_pending(posted) is None
+
+
+async def test_a_draft_with_no_card_owed_is_abandoned_and_frees_the_cluster(
+    store: Store, client: VertexClient, clock: ManualClock
+) -> None:
+    """A draft an older release left (its card was never owed): ended after its minute."""
     messenger = FakeMessenger()
     changes = service(store, client, clock, messenger)
     cluster = await client.get_cluster(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from handlers.owed.engine import LEASE, Attempt, Engine, retry_in
+from handlers.owed.engine import LEASE, Attempt, Engine, Room, retry_in
 from handlers.owed.model import Done, Later, Outcome, OwedState
 from tests.conftest import ManualClock
 from tests.support.memory import MemoryStore
@@ -37,13 +37,13 @@ class Sender:
         if self.fail:
             self.fail -= 1
             raise RuntimeError("the world said no")
-        attempt.step("test-before-send")
+        attempt.step(self.steps[0])
         await attempt.sending(self.in_flight)
         if self.hold is not None:
             await self.hold.wait()
         self.sent.append(attempt.key)
         await attempt.sent()
-        attempt.step("test-after-send")
+        attempt.step(self.steps[1])
         return Done()
 
 
@@ -195,3 +195,31 @@ async def test_stop_hands_back_what_is_still_running(clock: ManualClock) -> None
     assert held is not None and held.owner is None and held.lease_until == 0.0
     b = engine(store, clock, "B", Sender())
     assert await b.run_due() == 1  # at once, not a lease later
+
+
+async def test_a_kind_with_a_room_of_its_own_neither_waits_nor_crowds_the_others(
+    clock: ManualClock,
+) -> None:
+    """A thousand polls due at once take their own room (spread over a batch), not the
+    room every other kind shares: a crowd of polls never holds a change back, and a crowd
+    of changes never starves the polls; each room takes what is due longest first."""
+    store = MemoryStore()
+    held = asyncio.Event()
+    changes, polls = (
+        Sender(kind="send", hold=held),
+        Sender(kind="poll", steps=("poll-before", "poll-after")),
+    )
+    one = Engine(store=store, clock=clock, owner="A", at_once=2, patience=0.05)
+    one.add(changes)
+    one.add(polls, room=Room(at_once=5, spread=0.05))
+    await one.owe(*(one.due("send", f"send:{n}", {}, at=clock() - n) for n in range(4)))
+    await one.owe(*(one.due("poll", f"poll:{n}", {}, at=clock() - n) for n in range(8)))
+    assert await one.run_due() == 2 + 5  # each room full, neither takes the other's
+    assert polls.sent == ["poll:7", "poll:6", "poll:5", "poll:4", "poll:3"]
+    assert len(one.running) == 2 and changes.sent == []  # two changes still hold their room
+    assert await one.run_due() == 3  # the polls' room is free again: the rest of them
+    assert polls.sent[5:] == ["poll:2", "poll:1", "poll:0"]
+    assert await one.run_due() == 0  # the changes' room is still full
+    held.set()
+    await asyncio.wait([r.task for r in one.running.values()])
+    assert await one.run_due() == 2 and len(changes.sent) == 4

@@ -120,12 +120,10 @@ def test_a_crash_at_any_step_of_a_release_loses_nothing(
             assert f"exiting at {point}" in one.log.read_text()
             one.env.pop("CLUSTERBOT_DEBUG_CRASH_AT")
             one.start()  # the same replica, restarted: it finishes what the release began
-            wait_until(lambda: acted(url), limit=60, what=f"the release to act after {point}")
+            wait_until(lambda: acted(url), limit=120, what=f"the release to act after {point}")
         finally:
             one.stop()
         assert len(box.requests("PATCH")) == 1  # sent once, whatever died
         states = sorted(s for (s,) in query(url, "SELECT state FROM approval_requests"))
-        # a card cut off before it was confirmed is abandoned, and the release asked again
-        assert states == (
-            ["abandoned", "succeeded"] if point in ("after-draft", "after-card") else ["succeeded"]
-        )
+        # one request, whatever step was cut off: a card cut off is owed, and posted once
+        assert states == ["succeeded"]

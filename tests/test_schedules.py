@@ -17,6 +17,7 @@ import pytest
 from bot.calendar import CronCalendar
 from bot.store import Store
 from handlers import dispatch
+from handlers.changes.tracking import FOLLOW
 from handlers.costs import money
 from handlers.dispatch import read
 from handlers.entities import RequestState
@@ -174,7 +175,7 @@ async def finish_change(bot: Bot) -> None:
     operation = list(bot.plane.started)[-1]
     bot.plane.finish(operation)
     bot.clock.advance(2)
-    await bot.services.tracker.poll_due()
+    await bot.services.engine.run_due([FOLLOW])
 
 
 def thread(bot: Bot, schedule: Schedule) -> list[str]:

@@ -65,8 +65,11 @@ def test_sigterm_drains_and_a_restart_finishes_the_operation(box: Sandbox, tmp_p
         log = first.log.read_text()
         assert "shutting down" in log and "clusterbot stopped" in log
         with sqlite3.connect(tmp_path / "bot.db") as db:
-            owner, final = db.execute("SELECT owner, final FROM tracked_operations").fetchone()
-        assert owner is None and final is None  # handed back, not finished
+            [final] = db.execute("SELECT final FROM tracked_operations").fetchone()
+            owner, state = db.execute(
+                "SELECT owner, state FROM owed WHERE kind = 'follow'"
+            ).fetchone()
+        assert (owner, state, final) == (None, "due", None)  # handed back, not finished
         assert not any("done, finished" in t for t in box.thread(card["ts"]))
 
         box.point_at(second.events)

@@ -14,12 +14,15 @@ from bot.calendar import CronCalendar
 from bot.charts import AggCharts
 from bot.vertex.names import Target
 from handlers import dispatch
+from handlers.changes.approvals import DRAFT_TIMEOUT
+from handlers.changes.tracking import FOLLOW, POLLS_AT_ONCE, follow_key
 from handlers.costs import money
 from handlers.entities import RequestState
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, state_of
 from handlers.forms.model import Entry
 from handlers.idle.rules import Status
+from handlers.owed.engine import Room
 from handlers.owed.posting import POST_WINDOW
 from handlers.policy import Policy, Role
 from handlers.ports import (
@@ -186,14 +189,13 @@ async def test_a_request_gets_its_card_and_twenty_approvals_send_one_patch(bot: 
 async def test_the_operation_is_followed_to_exactly_one_end(bot: Bot) -> None:
     await bot.ask("U0ALICE", "resize c1 gpu 3")
     await bot.click("U0BOB", "approve", (await bot.only_request()).id)
-    tracker = bot.services.tracker
     [operation] = bot.plane.operations
     bot.clock.advance(1)
-    assert await tracker.poll_due() == 1  # still running
+    assert await poll(bot) == 1  # still running
     bot.clock.advance(12)
     bot.plane.finish(operation)
     bot.clock.advance(30)
-    assert await tracker.poll_due() == 1
+    assert await poll(bot) == 1
     request = await bot.only_request()
     assert request.state == RequestState.SUCCEEDED
     assert "Done" in text(bot.edits_of(request.card_message)[-1])
@@ -202,7 +204,7 @@ async def test_the_operation_is_followed_to_exactly_one_end(bot: Bot) -> None:
     assert "your request" in text(thread[1]) and "U0ALICE" in text(thread[1])
     edits = len(bot.messenger.edits)
     bot.clock.advance(60)
-    assert await tracker.poll_due() == 0 and len(bot.messenger.edits) == edits  # nothing more
+    assert await poll(bot) == 0 and len(bot.messenger.edits) == edits  # nothing more
     assert await bot.store.count_in_flight() == 0
 
 
@@ -213,7 +215,7 @@ async def test_a_failed_operation_says_why(bot: Bot) -> None:
     [operation] = bot.plane.operations
     bot.plane.finish(operation, {"code": 8, "message": "Quota exceeded for a3-ultragpu-8g"})
     bot.clock.advance(5)
-    await bot.services.tracker.poll_due()
+    await poll(bot)
     ended = await bot.only_request()
     assert ended.state == RequestState.FAILED
     assert "Quota exceeded for a3-ultragpu-8g" in text(bot.edits_of(request.card_message)[-1])
@@ -476,7 +478,7 @@ async def test_a_slurm_change_cut_off_after_its_patch_is_found_applied_and_finis
     clock.advance(60)
     assert await second.services.engine.run_due() == 1
     clock.advance(5)
-    await second.services.tracker.poll_due()
+    await poll(second)
     ended = await second.only_request()
     assert ended.state == RequestState.SUCCEEDED, ended.state
     assert len(second.plane.patches) == 1  # never sent twice
@@ -504,7 +506,7 @@ async def test_a_delete_cut_off_after_keeping_its_spec_is_sent_once_and_can_be_r
     [operation] = second.plane.operations
     second.plane.finish(operation)
     clock.advance(5)
-    await second.services.tracker.poll_due()
+    await poll(second)
     assert (await second.only_request()).state == RequestState.SUCCEEDED
     [kept] = await second.store.deleted_specs()
     assert kept.cluster == C1 and kept.spec == spec and kept.request_id == request.id
@@ -519,12 +521,12 @@ async def test_a_delete_cut_off_after_keeping_its_spec_is_sent_once_and_can_be_r
     clock.advance(60)
     assert await fourth.services.engine.run_due() == 1  # found PROVISIONING
     clock.advance(5)
-    await fourth.services.tracker.poll_due()
+    await poll(fourth)
     following = await fourth.store.get_request(card.id)
     assert following is not None and following.state == RequestState.RUNNING
     fourth.plane.finish(list(fourth.plane.operations)[-1])  # the create completes
     clock.advance(30)
-    await fourth.services.tracker.poll_due()
+    await poll(fourth)
     restored = await fourth.store.get_request(card.id)
     assert restored is not None and restored.state == RequestState.SUCCEEDED, restored
     assert fourth.plane.creates == [C1]  # never sent twice
@@ -538,24 +540,25 @@ async def test_a_progress_post_cut_off_before_its_record_is_found_not_posted_aga
     takes the operation over finds the post by its key and shows the end in it (no second
     progress line, no separate end). Where the platform cannot be asked, it posts anew."""
     policy = Policy.model_validate(POLICY)
-    first = make_bot(clock, policy, crash=dies_at("progress-posted"))
+    first = make_bot(clock, policy, crash=dies_at("follow-posted"))
     await first.ask("U0ALICE", "resize c1 gpu 3")
     request = await first.only_request()
     await first.services.approvals.decide("U0BOB", Role.APPROVER, request.id, approve=True)
     clock.advance(1)
-    await first.services.tracker.poll_due()  # the progress is posted; the process dies
+    with pytest.raises(Died):
+        await poll(first)  # the progress is posted; the process dies
     posted = [ts for _, ts, _, parent in first.messenger.posted if parent == request.card_message]
     assert len(posted) == 1 and (await first.only_request()).progress_message is None
     second = make_bot(clock, policy, same_world_as=first)
     if refused:
         second.messenger.keys.clear()  # history the bot cannot read: nothing is found
     clock.advance(20)  # the dead one's lease has run out; its post may still be in flight
-    await second.services.tracker.poll_due()
+    await poll(second)
     assert len(second.messenger.posted) == len(first.messenger.posted)  # nothing said yet
     [operation] = second.plane.operations
     second.plane.finish(operation)
     clock.advance(POST_WINDOW)
-    await second.services.tracker.poll_due()
+    await poll(second)
     ended = await second.only_request()
     assert ended.state == RequestState.SUCCEEDED
     thread = [r for _, _, r, parent in second.messenger.posted if parent == request.card_message]
@@ -566,6 +569,11 @@ async def test_a_progress_post_cut_off_before_its_record_is_found_not_posted_aga
     else:  # the post the dead one made is the one edited to the end
         assert ended.progress_message == posted[0]
         assert "finished in" in text(second.edits_of(ended.progress_message)[-1])
+
+
+async def poll(bot: Bot) -> int:
+    """One tick of the tracker: the polls due, each one attempt of the follow worker."""
+    return await bot.services.engine.run_due([FOLLOW])
 
 
 async def resizes_running(bot: Bot, count: int) -> None:
@@ -579,8 +587,8 @@ async def resizes_running(bot: Bot, count: int) -> None:
 
 
 async def test_a_ticks_polls_are_started_apart_not_in_one_turn(bot: Bot) -> None:
-    """With a stagger, the tick's polls start ``stagger / due`` apart (the service spreads
-    them over a quarter of its tick), so a Slack request never waits behind all of them."""
+    """With a spread, a tick's polls start ``spread / due`` apart (the service spreads them
+    over a quarter of its tick), so a Slack request never waits behind all of them."""
     await resizes_running(bot, 5)
     assert len(bot.plane.operations) == 5
     starts: list[float] = []
@@ -591,11 +599,10 @@ async def test_a_ticks_polls_are_started_apart_not_in_one_turn(bot: Bot) -> None
         return await asked(name)
 
     bot.plane.get_operation = recorded  # type: ignore[method-assign]
-    tracker = bot.services.tracker
-    tracker.stagger = 0.2
+    bot.services.engine.rooms[FOLLOW] = Room(POLLS_AT_ONCE, spread=0.2)
     bot.clock.advance(2)
     began = asyncio.get_running_loop().time()
-    assert await tracker.poll_due() == 5
+    assert await poll(bot) == 5
     # each poll waits its place from the tick's start (a busy machine only makes it later)
     gap = 0.2 / 5
     assert len(starts) == 5 and all(s - began >= i * gap for i, s in enumerate(starts)), starts
@@ -604,7 +611,7 @@ async def test_a_ticks_polls_are_started_apart_not_in_one_turn(bot: Bot) -> None
 
 async def test_a_slow_poll_does_not_hold_up_the_next_tick(bot: Bot) -> None:
     """A poll that waits long (a final message waiting its turn under Slack's limits) goes
-    on by itself after the tick's patience; the next tick polls the others meanwhile."""
+    on by itself after the tick's patience, still leased; the next tick polls the others."""
     await resizes_running(bot, 3)
     slow_name = sorted(bot.plane.operations)[0]
     held = asyncio.Event()
@@ -618,50 +625,86 @@ async def test_a_slow_poll_does_not_hold_up_the_next_tick(bot: Bot) -> None:
         return await asked(name)
 
     bot.plane.get_operation = recorded  # type: ignore[method-assign]
-    tracker = bot.services.tracker
-    tracker.patience = 0.05
+    engine = bot.services.engine
+    engine.patience = 0.05
     bot.clock.advance(2)
-    assert await tracker.poll_due() == 3  # returns, though one poll still waits
-    assert len(tracker.lingering) == 1
+    assert await poll(bot) == 3  # returns, though one poll still waits
+    assert len(engine.running) == 1
     bot.clock.advance(3)
-    assert await tracker.poll_due() == 2  # the other two again; the slow one stays leased
+    assert await poll(bot) == 2  # the other two again; the slow one stays leased
     assert polled.count(slow_name) == 1
     held.set()
-    await tracker.settle(5.0)
-    assert not tracker.lingering
+    await asyncio.wait([r.task for r in engine.running.values()], timeout=5.0)
+    assert not engine.running
     slow = await bot.store.get_operation(slow_name)
-    assert slow is not None and slow.owner is None and slow.next_poll_at > bot.clock()
+    assert slow is not None
+    item = await bot.store.get_owed(follow_key(slow.request_id))
+    assert item is not None and item.owner is None and item.due_at > bot.clock()
 
 
-@pytest.mark.parametrize("point", ["after-draft", "after-card"])
-async def test_a_card_cut_off_by_a_crash_frees_its_cluster_at_restart_and_says_so(
+@pytest.mark.parametrize("point", ["after-draft", "card-posted"])
+async def test_a_card_cut_off_by_a_crash_is_posted_once_and_its_request_kept(
     clock: ManualClock, point: str
 ) -> None:
+    """The card is owed with its draft: a stop before the post, or between the post and its
+    record, loses nothing. The replica that takes it up posts it (or finds the post cut off,
+    by its key, once the post can no longer arrive) and makes the request pending: one card,
+    nobody told to ask again, and a draft past its minute is not abandoned while owed."""
     policy = Policy.model_validate(POLICY)
     first = make_bot(clock, policy, crash=dies_at(point))
     with pytest.raises(Died):
         await first.ask("U0ALICE", "resize c1 gpu 3")
     [draft] = await first.store.requests_in(["draft"])
-    # the same replica starts again: nothing else would ever confirm that card
-    again = make_bot(clock, policy, same_world_as=first, owner="me")
-    assert await again.services.approvals.abandon_own_drafts() == 1
-    assert (await again.store.get_request(draft.id)).state == RequestState.ABANDONED  # type: ignore[union-attr]
-    if point == "after-card":
-        # the card arrived before the crash: found by its key and redrawn as abandoned, so
-        # no live-looking card with buttons is left (and nobody is told twice)
-        [card_ts] = [ts for _, ts, _, thread in first.messenger.posted if thread is None]
-        redrawn = text(again.edits_of(card_ts)[-1])
-        assert "*Interrupted*: clusterbot stopped" in redrawn and "(approve)" not in redrawn
-        assert again.messenger.whispers == []
-    else:
-        [(channel, user, told)] = again.messenger.whispers
-        assert user == "U0ALICE" and channel == INFRA
-        assert "Your resize request for c1 was not posted" in text(told)
-    assert await again.ask("U0ALICE", "resize c1 gpu 3") is None  # not blocked: a new card
-    assert len(await again.store.requests_in(["pending"])) == 1
-    # another replica's draft is not its to end
-    other = make_bot(clock, policy, same_world_as=first, owner="elsewhere")
-    assert await other.services.approvals.abandon_own_drafts() == 0
+    again = make_bot(clock, policy, same_world_as=first, owner="me")  # the same replica
+    assert await again.services.approvals.abandon_own_drafts() == 0  # owed, not abandoned
+    clock.advance(POST_WINDOW + 1)  # past the lease, and past the window of a post cut off
+    assert await again.services.approvals.expire_due() == 0
+    assert await again.services.engine.run_due() == 1
+    [(card_ts, card)] = again.cards()  # one card, whichever step was cut off
+    assert "Resize request: c1 / gpu" in text(card) and "(approve)" in text(card)
+    request = await again.only_request()
+    assert (request.id, request.state, request.card_message) == (
+        draft.id,
+        RequestState.PENDING,
+        card_ts,
+    )
+    asked = [e for e in again.store.entries if e.action == "requested"]
+    assert [(e.request_id, e.actor) for e in asked] == [(draft.id, "U0ALICE")]
+    assert again.messenger.whispers == []
+    busy = await again.ask("U0ALICE", "resize c1 gpu 3")  # kept: the cluster has it open
+    assert busy is not None and draft.id in text(busy)
+    await again.click("U0BOB", "approve", draft.id)
+    assert len(again.plane.patches) == 1
+
+
+async def test_a_card_slack_cannot_take_yet_is_posted_later_and_its_asker_told_it_comes(
+    clock: ManualClock,
+) -> None:
+    """Slack failing the post (or the store, between the post and its record) does not drop
+    the request: the asker is told the card comes, and the engine posts it at its next try."""
+    bot = make_bot(clock, Policy.model_validate(POLICY))
+    bot.messenger.refuse = "internal_error"
+    answer = await bot.ask("U0ALICE", "resize c1 gpu 3")
+    assert answer is not None and answer.summary == "Card on its way", answer
+    assert "(last try: internal_error)" in text(answer)
+    assert "nothing needs to be asked again" in text(answer)
+    assert bot.cards() == [] and (await bot.only_request()).state == RequestState.DRAFT
+    bot.messenger.refuse = None
+    clock.advance(DRAFT_TIMEOUT + 1)  # a minute on: still owed, so not abandoned
+    assert await bot.services.approvals.expire_due() == 0
+    assert await bot.services.engine.run_due() == 1
+    [(card_ts, _)] = bot.cards()
+    request = await bot.only_request()
+    assert (request.state, request.card_message) == (RequestState.PENDING, card_ts)
+
+
+async def test_a_card_the_bot_may_not_post_keeps_nothing_and_says_why(bot: Bot) -> None:
+    bot.messenger.refuse_in[INFRA] = "not_in_channel"
+    answer = await bot.ask("U0ALICE", "resize c1 gpu 3")
+    assert answer is not None and "/invite @clusterbot" in text(answer), answer
+    assert "not_in_channel" in text(answer) and "Nothing was requested" in text(answer)
+    assert await bot.store.requests_in(list(RequestState)) == []  # the cluster is free
+    assert bot.cards() == [] and await bot.services.engine.owed_now() == []
 
 
 async def test_a_sweep_cut_off_between_the_ledger_and_the_records_writes_one_row(

@@ -15,9 +15,10 @@ from types import ModuleType
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 
 from bot.store import IdleRecords, OpenRequestExistsError, Store
-from bot.store.migrate import current_revision, differences
+from bot.store.migrate import _config, current_revision, differences
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import ResizeDetail
 from handlers.entities import (
@@ -117,7 +118,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0010"
+HEAD = "0011"
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:
@@ -220,15 +221,23 @@ async def test_an_approval_owes_its_change_in_the_same_step(store: Rows) -> None
     assert await store.get_owed("change:other") is None
 
 
-async def test_start_following_records_the_operation_with_the_transition(store: Rows) -> None:
+async def test_start_following_records_the_operation_and_owes_it_with_the_transition(
+    store: Rows,
+) -> None:
     await store.add_request(a_request("r1"))
     await store.transition("r1", [RequestState.PENDING], RequestState.EXECUTING)
     operation = tracked("op-1", "r1", started_at=1.0, next_poll_at=2.0)
-    assert await store.start_following("r1", operation)
-    assert not await store.start_following("r1", operation)  # once
+    follow = Owed("follow:r1", "follow", {"operation": "op-1"}, 2.0, 1.0)
+    assert await store.start_following("r1", operation, owe=[follow])
+    again = Owed("follow:r1-again", "follow", {"operation": "op-1"}, 2.0, 1.0)
+    assert not await store.start_following("r1", operation, owe=[again])  # once
     loaded = await store.get_request("r1")
     assert loaded is not None and loaded.state == RequestState.RUNNING
     assert loaded.operation == "op-1" and await store.get_operation("op-1") is not None
+    # its following is owed with the move, and only with a move that happened
+    owed = await store.get_owed("follow:r1")
+    assert owed is not None and (owed.kind, owed.due_at) == ("follow", 2.0)
+    assert await store.get_owed("follow:r1-again") is None
 
 
 async def test_named_lease_one_sweep_per_interval(store: Rows) -> None:
@@ -242,42 +251,6 @@ async def test_named_lease_one_sweep_per_interval(store: Rows) -> None:
     assert await store.take_lease("idle-sweep", "other", 500.0, 60.0, 0.0)  # forced
     assert not await store.take_lease("idle-sweep", holder, 501.0, 60.0, 0.0)  # held
     assert await store.take_lease("idle-sweep", holder, 561.0, 60.0, 0.0)  # lapsed
-
-
-async def test_operation_leases_and_final_claim(store: Rows) -> None:
-    operation = tracked(
-        "projects/1/locations/r/operations/9", "r1", started_at=100.0, next_poll_at=101.0
-    )
-    await store.add_operation(operation)
-    assert await store.claim_due("replica-a", 100.5, 30, 50) == []  # not due yet
-    [claimed] = await store.claim_due("replica-a", 101.0, 30, 50)
-    assert claimed.owner == "replica-a"
-    assert await store.claim_due("replica-b", 110.0, 30, 50) == []  # leased elsewhere
-    assert len(await store.claim_due("replica-b", 132.0, 30, 50)) == 1  # lease ran out
-    await store.release_leases("replica-b")
-    assert len(await store.claim_due("replica-a", 133.0, 30, 50)) == 1
-    claims = await asyncio.gather(*(store.claim_final(operation.name) for _ in range(10)))
-    assert claims.count(True) == 1
-    await store.update_operation(operation.name, final="posted")
-    assert await store.active_operations() == []
-
-
-async def test_a_crowd_of_due_operations_is_claimed_a_tick_at_a_time(store: Rows) -> None:
-    for n in range(7):
-        await store.add_operation(
-            tracked(
-                f"projects/1/locations/r/operations/{n}",
-                f"r{n}",
-                started_at=100.0,
-                next_poll_at=110.0 - n,  # the last added has been due longest
-            )
-        )
-    first = await store.claim_due("replica-a", 120.0, 30, 3)
-    assert [o.name[-1] for o in first] == ["6", "5", "4"]
-    second = await store.claim_due("replica-b", 120.0, 30, 3)  # the next three, not the same
-    assert [o.name[-1] for o in second] == ["3", "2", "1"]
-    rest = await store.claim_due("replica-c", 120.0, 30, 3)
-    assert [o.name[-1] for o in rest] == ["0"]
 
 
 async def test_audit_log_newest_first(store: Rows) -> None:
@@ -394,15 +367,29 @@ async def test_upgrade_from_an_earlier_release(database: Store, release: ModuleT
     assert "clusterbot_meta" not in tables and "alembic_version" in tables
 
 
-async def test_many_operations_updated_in_one_batch(store: Rows) -> None:
-    for n in range(3):
-        await store.add_operation(tracked(f"op-{n}", f"r{n}", started_at=1.0, next_poll_at=2.0))
-    await store.update_operations(
-        [("op-0", {"progress": "10%", "next_poll_at": 5.0}), ("op-2", {"interval": 3.0})]
+async def test_an_upgrade_mid_change_owes_the_following_of_every_operation_in_flight(
+    database: Store,
+) -> None:
+    """A database of the release whose tracker claimed operations itself (revision 0010),
+    with one operation still followed and one told: the upgrade owes the first's following,
+    due at its next poll, so the change is followed to its end by the engine."""
+    store = database
+    async with store.engine.begin() as connection:
+        await connection.run_sync(lambda sync: command.downgrade(_config(sync), "0010"))
+        for name, final in (("op-live", None), ("op-told", "posted")):
+            operation = tracked(name, f"r-{name}", started_at=100.0, next_poll_at=130.0)
+            row = {**dataclasses.asdict(operation), "final": final, "lease_until": 0.0}
+            row["thread_ts"], row["progress_ts"] = row.pop("thread"), row.pop("progress_message")
+            then = sa.table("tracked_operations", *(sa.column(name) for name in row))
+            await connection.execute(then.insert().values(**row))
+    assert await store.migrate() == HEAD
+    [item] = await store.owed_items(kinds=["follow"])
+    assert (item.key, item.subject, item.due_at) == (
+        "follow:r-op-live",
+        {"operation": "op-live"},
+        130.0,
     )
-    loaded = {o.name: o for o in await store.active_operations()}
-    assert (loaded["op-0"].progress, loaded["op-0"].next_poll_at) == ("10%", 5.0)
-    assert loaded["op-1"].progress is None and loaded["op-2"].interval == 3.0
+    assert await store.migrate() == HEAD  # once
 
 
 async def test_a_submission_is_taken_once_and_found_when_left_unfinished(store: Rows) -> None:

@@ -64,7 +64,14 @@ async def test_the_scheduled_sweep_and_sweep_now_run_in_a_child(stack: Stack) ->
     assert (await lease_of(stack))[0] is None  # each child handed the lease back
 
 
-async def test_a_child_stopped_with_the_service_hands_the_lease_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize("killed", [False, True])
+async def test_a_child_stopped_with_the_service_hands_the_lease_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, killed: bool
+) -> None:
+    """Told to stop, the child gives its lease back; one that does not stop in its grace
+    (a loaded machine, a hung call) is killed, and the service gives its lease back."""
+    if killed:
+        monkeypatch.setattr("bot.sweep_process.STOP_GRACE", 0.0)
     async with demo_stack(
         tmp_path, policy=policy(), sweep_interval=3600, sweep_process=True
     ) as stack:
@@ -82,6 +89,8 @@ async def test_a_child_stopped_with_the_service_hands_the_lease_back(tmp_path: P
             run.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
         assert all(c is not None and c.returncode is not None for c in children)
+        if killed:
+            assert all(c is not None and c.returncode == -9 for c in children), children
         assert sweeps.child is None
         assert (await lease_of(stack))[0] is None
 
@@ -130,7 +139,13 @@ def test_only_a_database_on_disk_or_a_server_is_shared_with_the_child() -> None:
 
 async def test_a_child_that_fails_says_so_in_one_line(stack: Stack) -> None:
     service = stack.service
-    broken = SweepProcess(service.settings, service.policy, "broken", asyncio.Lock())
+    broken = SweepProcess(
+        service.settings,
+        service.policy,
+        "broken",
+        lock=asyncio.Lock(),
+        free=service.store.free_lease,
+    )
     broken.settings = service.settings.model_copy(
         update={"database_url": f"sqlite+aiosqlite:///{os.devnull}/nowhere.db"}
     )

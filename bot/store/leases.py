@@ -1,9 +1,7 @@
-"""Named leases (work one replica at a time does, such as the idle sweep), the leases on
-requests and operations that a live replica renews, and the last sweep's report."""
+"""Named leases (work one replica at a time does, such as the idle sweep), which a live
+replica renews, and the last sweep's report."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -14,22 +12,10 @@ from bot.store import schema
 class LeaseRows:
     engine: AsyncEngine
 
-    async def renew_leases(
-        self, owner: str, now: float, lease: float, operations: Sequence[str] = ()
-    ) -> None:
-        """Keep this replica's work in hand: the operations whose polls are still running
-        here, and its named leases. Nothing else: what died here lapses."""
+    async def renew_leases(self, owner: str, now: float, lease: float) -> None:
+        """Keep this replica's named leases (its sweep's) in hand; the owed work running
+        here is renewed by the engine, item by item. Nothing else: what died here lapses."""
         async with self.engine.begin() as connection:
-            table = schema.operations
-            for start in range(0, len(operations), 500):
-                await connection.execute(
-                    table.update()
-                    .where(
-                        table.c.owner == owner,
-                        table.c.name.in_(list(operations[start : start + 500])),
-                    )
-                    .values(lease_until=now + lease)
-                )
             await connection.execute(
                 schema.leases.update()
                 .where(schema.leases.c.owner == owner)
@@ -40,7 +26,7 @@ class LeaseRows:
         """Give up this replica's leases (at shutdown, or at start after a crash) so that any
         replica, this one included, takes the work up at once."""
         async with self.engine.begin() as connection:
-            for table in (schema.requests, schema.operations, schema.owed):
+            for table in (schema.requests, schema.owed):
                 await connection.execute(
                     table.update().where(table.c.owner == owner).values(owner=None, lease_until=0.0)
                 )
@@ -76,6 +62,17 @@ class LeaseRows:
                 .values(owner=owner, until=now + ttl)
             )
         return bool(result.rowcount == 1)
+
+    async def free_lease(self, name: str, owner: str) -> None:
+        """Give a named lease back unfinished (its work was cut off): any replica may take
+        it at once, and the last finish stays what it was."""
+        table = schema.leases
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                table.update()
+                .where(table.c.name == name, table.c.owner == owner)
+                .values(owner=None, until=0.0)
+            )
 
     async def finish_lease(self, name: str, owner: str, now: float) -> None:
         table = schema.leases

@@ -69,8 +69,6 @@ operations = sa.Table(
     sa.Column("done", sa.Boolean, nullable=False),
     sa.Column("error", sa.Text),
     sa.Column("final", sa.String(16)),
-    sa.Column("owner", sa.String(128)),
-    sa.Column("lease_until", sa.Float, nullable=False),
     sa.Column("kind", sa.String(16), nullable=False, server_default="operation"),
     sa.Column("done_at", sa.Float),
 )

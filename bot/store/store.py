@@ -233,8 +233,11 @@ class Store(
         table = schema.requests
         return await self._requests(table.c.requester == requester, table.c.created_at >= since)
 
-    async def start_following(self, request_id: str, operation: TrackedOperation) -> bool:
-        """In one transaction: executing -> running, and the operation to follow recorded."""
+    async def start_following(
+        self, request_id: str, operation: TrackedOperation, owe: Sequence[Owed] = ()
+    ) -> bool:
+        """In one transaction: executing -> running, the operation to follow recorded, and
+        its following owed."""
         table = schema.requests
         async with self.engine.begin() as connection:
             result = await connection.execute(
@@ -248,6 +251,7 @@ class Store(
             if result.rowcount != 1:
                 return False
             await connection.execute(schema.operations.insert().values(**asdict(operation)))
+            await insert_owed(connection, owe)
         return True
 
     # -- audit ---------------------------------------------------------------------------------

@@ -77,6 +77,9 @@ def _status(request: ApprovalRequest) -> Line | None:
     return (Strong("Expired"), ": nobody approved it by ", Time(request.expires_at))
 
 
+CARD = "card"  # the kind of the owed work that posts a card (``handlers/changes/preapproved``)
+
+
 def card_key(request_id: str) -> str:
     """The key a request's card is posted with (and owed under, when it is owed): a card a
     crash cut off before its record is found by it."""

@@ -1,8 +1,9 @@
 """Change requests: plan, ask for approval, approve exactly once, reject, withdraw, expire.
 
-A request is kept only once its card exists: it is stored as a draft, the card is posted, and
-only then does it become pending; a card that cannot be posted deletes the draft, so nothing
-is left pending and the cluster is not blocked. Approval is an atomic pending -> approved
+A request is pending only once its card exists: it is kept as a draft with its card owed
+(``handlers/owed``), in one transaction, and the card worker (``Cards``) posts it and makes it
+pending, whatever stops or fails meanwhile; a card the bot may not post deletes the draft, so
+nothing is left pending and the cluster is not blocked. Approval is an atomic pending -> approved
 transition that also makes this replica the request's owner (a lease), so fifty clicks on two
 replicas still send one PATCH; the executor then sends the change.
 """
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 from bot.vertex.errors import NotFoundError, VertexError
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName
-from handlers.changes.approval_card import card_key, request_card
+from handlers.changes.approval_card import CARD, card_key
 from handlers.changes.execution import KIND, change_key
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
@@ -25,8 +26,9 @@ from handlers.changes.restore import plan_restore
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError, Refused
-from handlers.messenger import Messenger, MessengerError
+from handlers.messenger import Messenger
 from handlers.owed.engine import Engine
+from handlers.owed.model import OwedState
 from handlers.policy import Policy, Role, approval_refusal, may_approve
 from handlers.ports import Clock, CrashPoint, OpenRequestExistsError, RequestStore, no_crash
 from handlers.reading.clusters import ClusterDirectory, error_text
@@ -52,6 +54,9 @@ class Planned(Protocol):
 
 def new_request_id() -> str:
     return "r-" + secrets.token_hex(5)
+
+
+_NOT_ASKED = "The approval card could not be posted; nothing was requested."
 
 
 def _notice_unknown(request_id: str) -> Reply:
@@ -139,28 +144,45 @@ class Approvals:
         origin: Origin = Origin.COMMAND,
         request_id: str | None = None,
     ) -> ApprovalRequest:
-        """Store the change as a draft, post its card, and only then make it pending. A
-        caller that recorded its intent first passes the id it chose (``request_id``)."""
+        """Keep the change as a draft with its card owed, in one transaction, and post the
+        card now: the request is pending once its card exists (``Cards``). A caller that
+        recorded its intent first passes the id it chose (``request_id``). ``Refused`` when
+        the cluster has a request open or the bot may not post here (nothing is kept then);
+        a card that could not be posted yet is still owed, and the draft is returned."""
         request = self.new_request(actor, channel, plan, origin, request_id)
+        card = self.engine.due(CARD, card_key(request.id), {"request": request.id})
         try:
-            await self.store.add_request(request)
+            await self.store.add_request(request, owe=[card])
         except OpenRequestExistsError:
             raise await self._busy(plan) from None
         self.crash("after-draft")
         try:
-            card = request_card(request)
-            card_message = await self.messenger.post(channel, card, key=card_key(request.id))
-        except MessengerError as error:
-            await self.store.delete_request(request.id)  # nothing may stay pending without a card
-            raise Refused(self._unpostable(error)) from None
-        self.crash("after-card")
-        # A crash before the next lines leaves a draft; it is abandoned after DRAFT_TIMEOUT.
-        # The card's id is kept whatever the state: a quick click may have moved it on.
-        await self.store.update_request(request.id, card_message=card_message)
-        await self.store.transition(request.id, [RequestState.DRAFT], RequestState.PENDING)
-        request.state, request.card_message = RequestState.PENDING, card_message
-        await self.ledger.asked(request)
-        return request
+            await self.engine.run(card.key)
+        except Exception as error:  # owed: any replica posts it once the store answers
+            log.warning("the card of %s is owed and not posted yet: %s", request.id, error)
+        fresh = await self.store.get_request(request.id)
+        if fresh is None:  # the bot may not post here: the worker dropped the draft
+            item = await self.engine.store.get_owed(card.key)
+            raise Refused(item.note if item is not None and item.note else _NOT_ASKED)
+        return fresh
+
+    async def card_pending(self, request: ApprovalRequest) -> Reply | None:
+        """What to tell the asker of a request whose card is owed but not posted yet (a
+        passing failure of the chat platform or the store); None once it is posted."""
+        if request.state != RequestState.DRAFT:
+            return None
+        item = await self.engine.store.get_owed(card_key(request.id))
+        # the engine's note of the last try is "Error: what it said"; the person gets the what
+        why = f" (last try: {item.note.split(': ', 1)[-1]})" if item and item.note else ""
+        return notice(
+            "Card on its way",
+            f"The approval card of {request.id} could not be posted yet{why}. clusterbot "
+            "keeps it and posts it as soon as it can; nothing needs to be asked again.",
+        )
+
+    async def _card_owed(self, draft: ApprovalRequest) -> bool:
+        item = await self.engine.store.get_owed(card_key(draft.id))
+        return item is not None and item.state == OwedState.DUE
 
     def new_request(
         self,
@@ -195,18 +217,6 @@ class Approvals:
             else "an open request"
         )
         return Refused(f"{plan.cluster_id} already has {what}; it must be decided or finish first")
-
-    def _unpostable(self, error: MessengerError) -> str:
-        if error.not_postable:
-            return (
-                f"clusterbot cannot post the approval card in this conversation ({error.code}): "
-                "invite it with /invite @clusterbot, or ask in a channel it is in. Nothing was "
-                "requested."
-            )
-        return (
-            f"The approval card could not be posted ({error.code}); nothing was requested. "
-            "Try again in a minute."
-        )
 
     async def approve_now(self, request: ApprovalRequest, actor: str) -> ApprovalRequest:
         """Approve a request as it is asked (an approver's click on an idle alert, or the
@@ -256,7 +266,12 @@ class Approvals:
         if card_message and request.card_message is None:
             await self.store.update_request(request.id, card_message=card_message)
         if request.state == RequestState.DRAFT:
-            await self.store.transition(request.id, [RequestState.DRAFT], RequestState.PENDING)
+            await self.store.transition(
+                request.id,
+                [RequestState.DRAFT],
+                RequestState.PENDING,
+                audit=self.ledger.asked_entry(request),
+            )
         fresh = await self.store.get_request(request.id) or request
         if fresh.state == RequestState.ABANDONED:
             await self.ledger.redraw(fresh)  # the card shows it was interrupted
@@ -364,7 +379,8 @@ class Approvals:
         for request in await self.store.expired_requests(now):
             ended += await self.expire(request)
         for draft in await self.store.stale_drafts(now - DRAFT_TIMEOUT):
-            ended += await self.abandon(draft)
+            if not await self._card_owed(draft):  # one still owed is posted, however late
+                ended += await self.abandon(draft)
         return ended
 
     async def abandon(self, draft: ApprovalRequest) -> bool:
@@ -378,4 +394,5 @@ class Approvals:
         """At start: the drafts this replica was posting when it stopped. Nothing else can
         finish them, so they are ended now rather than blocking their clusters a minute."""
         drafts = await self.store.requests_in([RequestState.DRAFT])
-        return sum([await self.abandon(d) for d in drafts if d.owner == self.owner])
+        mine = [d for d in drafts if d.owner == self.owner and not await self._card_owed(d)]
+        return sum([await self.abandon(d) for d in mine])

@@ -37,6 +37,7 @@ from handlers.changes.effects import (
 )
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
+from handlers.changes.tracking import FOLLOW, follow_key
 from handlers.entities import (
     ApprovalRequest,
     KeptSpec,
@@ -143,7 +144,7 @@ class Executor:
             operation = await effect.send(self.planes, kind, plan, current)
         except AppliedWithoutReplyError:
             await attempt.sent()
-            return await self._follow_cluster(request)
+            return await self._follow_cluster(attempt, request)
         except OutcomeUnknownError as error:
             await attempt.sent()
             if not error.later:  # the look was refused outright: waiting will not help
@@ -164,6 +165,7 @@ class Executor:
             return await self._end(request, operation.state, operation.outcome)
         # The tracker takes the duration from the operation's own times when it ends.
         outcome = await self._follow(
+            attempt,
             request,
             OperationKind.OPERATION,
             operation.name,
@@ -185,9 +187,10 @@ class Executor:
         since = self.clock() - (request.executing_at or request.decided_at or 0.0)
         return since > GIVE_UP
 
-    async def _follow_cluster(self, request: ApprovalRequest) -> Outcome:
+    async def _follow_cluster(self, attempt: Attempt, request: ApprovalRequest) -> Outcome:
         """No operation is known: watch the cluster itself until it settles."""
         return await self._follow(
+            attempt,
             request,
             OperationKind.CLUSTER,
             f"cluster:{request.id}",
@@ -197,6 +200,7 @@ class Executor:
 
     async def _follow(
         self,
+        attempt: Attempt,
         request: ApprovalRequest,
         kind: OperationKind,
         name: str,
@@ -218,7 +222,11 @@ class Executor:
             progress_message=request.progress_message,
             kind=kind,
         )
-        if await self.store.start_following(request.id, operation):
+        # followed to its end by the tracker, owed with the move that makes it so
+        follow = attempt.engine.due(
+            FOLLOW, follow_key(request.id), {"operation": name}, at=operation.next_poll_at
+        )
+        if await self.store.start_following(request.id, operation, owe=[follow]):
             request.state, request.operation = RequestState.RUNNING, name
             await self.ledger.audit(
                 request.decided_by or "policy", "operation_started", request, operation=name
@@ -249,7 +257,7 @@ class Executor:
         look = kind.effect.look(kind, plan, now)
         if look.next == Next.FOLLOW:
             await attempt.sent()
-            return await self._follow_cluster(request)
+            return await self._follow_cluster(attempt, request)
         if look.next == Next.SEND:
             return await self._send(request, now, attempt)  # visibly not applied: looked first
         await attempt.sent()

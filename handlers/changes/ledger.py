@@ -86,21 +86,18 @@ class RequestLedger:
         return self._entry(self.clock(), actor, action, request.cluster, request.id, extra)
 
     async def asked(self, request: ApprovalRequest) -> None:
-        """The ask, dated when it was made: it is written once the card exists, and a click
-        on the card may be audited before this runs."""
+        """The ask, dated when it was made (for a request kept past its draft at once)."""
+        await self.store.audit(self.asked_entry(request))
+
+    def asked_entry(self, request: ApprovalRequest) -> AuditEntry:
+        """The audit entry of the ask, dated when it was made: kept with the move that makes
+        the request pending, once its card exists (by its post, or by a click on it)."""
         extra: dict[str, object] = {
             "kind": str(request.kind),
             "plan": request.plan.model_dump(mode="json"),
         }
-        await self.store.audit(
-            self._entry(
-                request.created_at,
-                request.requester,
-                "requested",
-                request.cluster,
-                request.id,
-                extra,
-            )
+        return self._entry(
+            request.created_at, request.requester, "requested", request.cluster, request.id, extra
         )
 
     async def record(

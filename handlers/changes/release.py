@@ -271,7 +271,7 @@ class Releases:
             if plan is not None:
                 await self._ask(release, plan)
         elif request.state == RequestState.DRAFT:
-            return  # its card may be on the way; a draft a crash left is abandoned in time
+            return  # its card is owed, and posted however late; then this goes on
         elif request.state == RequestState.ABANDONED:
             # the card never made it: ask again, under a new id, at the next check
             await self.store.move_release(
@@ -284,8 +284,8 @@ class Releases:
         self, release: Release, request: ApprovalRequest | None = None
     ) -> None:
         request = request or await self.approvals.store.get_request(release.request_id or "")
-        if request is None:
-            return
+        if request is None or request.state == RequestState.DRAFT:
+            return  # its card is owed: the next check finishes the asking once it is posted
         actor = f"pipeline:{release.caller}"
         pre_approved = self.pre_approved(release.caller, release.action)
         if pre_approved and request.state == RequestState.PENDING:

@@ -2,17 +2,20 @@
 
 What is followed is a long-running operation (polled by name), or, when no operation is known
 (its reply was lost, or a replica took the change over after a crash), the cluster itself,
-watched until it settles. Each is polled with backoff (1 s, x1.5, at most 20 s, like Google's
-clients); the thread message under the card is edited as the progress changes, at most once
-per 5 s, and finally edited to say how it ended. Edits can be repeated, so the end is shown
-exactly once in one message, whatever crashes between the steps. The right to finish is an
-atomic claim in the store; state lives in the store, so after a restart every change still in
-flight is picked up again, and replicas share the work through short leases.
+watched until it settles. Following is owed work (``handlers/owed``): its item is recorded
+with the move to ``running``, in one transaction, and each poll is one attempt of the
+``follow`` worker, due again at the next step of its backoff (1 s, x1.5, at most 20 s, like
+Google's clients). The engine leases each poll to one replica and gives a poll cut off by a
+stop or a lost database to any other; the follow worker's polls have a room of their own, so
+that a thousand operations are followed at their pace beside everything else the bot owes.
+
+The thread message under the card is posted once (by its key, like every owed post) and
+edited as the progress changes, at most once per 5 s; the end is told once, by the request's
+move to its end (``RequestLedger.end``), whatever crashes between the steps.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from typing import Unpack
@@ -30,23 +33,31 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.messenger import Messenger, MessengerError
-from handlers.owed.posting import POST_WINDOW
-from handlers.ports import Clock, ControlPlane, CrashPoint, OperationStore, RequestStore, no_crash
+from handlers.owed.engine import Attempt
+from handlers.owed.model import Done, Later, Outcome
+from handlers.owed.posting import look_for, post_once
+from handlers.ports import Clock, ControlPlane, OperationStore, RequestStore
 from handlers.replies import Code, Line
 from handlers.words import duration
 
 log = logging.getLogger(__name__)
 
+FOLLOW = "follow"  # the worker's kind
 BACKOFF = 1.5
 MAX_INTERVAL = 20.0
 EDIT_EVERY = 5.0
-LEASE = 15.0
-# Polls a tick may start. With the 20 s longest step this follows 1,000 operations at their
-# pace, and it spreads a crowd that falls due together (a takeover, a fleet-wide change) over
-# the ticks that follow instead of polling it in one burst: at most 3,000 operations.get
-# calls a minute against the control plane's per-minute read quota.
-POLLS_PER_TICK = 50
-PATIENCE = 2.0  # seconds a tick waits for its slowest polls, beyond the stagger
+# Polls a replica runs at a time (the follow worker's room, ``Room``). With the 20 s longest
+# step this follows 1,000 operations at their pace, and it spreads a crowd that falls due
+# together (a takeover, a fleet-wide change) over the ticks that follow instead of polling
+# it in one burst: at most 3,000 operations.get calls a minute against the control plane's
+# per-minute read quota.
+POLLS_AT_ONCE = 50
+PROGRESS = "progress"  # the name of the thread message's post among the item's posts
+
+
+def follow_key(request_id: str) -> str:
+    """The owed item that follows a request's change to its end."""
+    return f"{FOLLOW}:{request_id}"
 
 
 def next_interval(interval: float) -> float:
@@ -62,16 +73,16 @@ def spread(interval: float) -> float:
     return interval * _spread.uniform(0.8, 1.0)
 
 
-def progress_key(operation: TrackedOperation) -> str:
-    """The key a change's thread message is posted with, to be found after a stop."""
-    return f"progress:{operation.request_id}"
-
-
 def cluster_id(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
 class Tracker:
+    """The ``follow`` worker: one poll of one change per attempt."""
+
+    kind = FOLLOW
+    steps = ("follow-posted", "follow-outcome-kept", "follow-ended")
+
     def __init__(
         self,
         *,
@@ -81,12 +92,6 @@ class Tracker:
         messenger: Messenger,
         ledger: RequestLedger,
         clock: Clock,
-        owner: str,
-        crash: CrashPoint = no_crash,
-        lease: float = LEASE,
-        per_tick: int = POLLS_PER_TICK,
-        stagger: float = 0.0,
-        patience: float = PATIENCE,
     ) -> None:
         self.store = store
         self.requests = requests
@@ -94,110 +99,40 @@ class Tracker:
         self.messenger = messenger
         self.ledger = ledger
         self.clock = clock
-        self.owner = owner
-        self.crash = crash
-        self.lease = lease
-        self.per_tick = per_tick
-        self.stagger = stagger
-        self.patience = patience
-        # polls that outlived their tick, and the operation each polls
-        self.lingering: dict[asyncio.Future[None], str] = {}
-        self._deferred: dict[str, OperationChanges] | None = None
-        self.ended = 0  # final messages posted by this replica (a count to notice change by)
+        self.ended = 0  # ends told by this replica (a count to notice change by)
 
-    async def poll_due(self) -> int:
-        """Poll every operation that is due; returns how many were polled. What the polls
-        learn (progress, the next poll time) is saved in one transaction at the end."""
-        due = await self.store.claim_due(self.owner, self.clock(), self.lease, self.per_tick)
-        still = set(self.lingering.values())
-        due = [o for o in due if o.name not in still]  # still being polled from a past tick
-        if not due:
-            return 0
-        self._deferred = {}
-        # started ``stagger / len(due)`` apart, not all in one turn of the event loop: each
-        # poll's work (its call, its answer, a message to edit) then runs on its own, and a
-        # Slack request arriving meanwhile never waits behind fifty of them
-        gap = self.stagger / len(due)
-
-        async def staggered(index: int, operation: TrackedOperation) -> None:
-            if index and gap:
-                await asyncio.sleep(index * gap)
-            await self._poll_safely(operation)
-
-        polls: dict[asyncio.Future[None], str] = {
-            asyncio.ensure_future(staggered(i, op)): op.name for i, op in enumerate(due)
-        }
-        slow: set[asyncio.Future[None]] = set(polls)
-        try:
-            # A poll may wait long: a final message waits its turn under Slack's limits. The
-            # tick waits for it only so long, and the poll goes on by itself, still leased,
-            # so that one slow message never holds up the polling of every other operation.
-            _, slow = await asyncio.wait(polls, timeout=self.stagger + self.patience)
-        finally:
-            for poll in slow:
-                self.lingering[poll] = polls[poll]
-                poll.add_done_callback(self._settled)
-            deferred, self._deferred = self._deferred, None
-            if deferred:
-                await self.store.update_operations(list(deferred.items()))
-        return len(due)
-
-    def _settled(self, poll: asyncio.Future[None]) -> None:
-        self.lingering.pop(poll, None)
-
-    async def settle(self, limit: float) -> None:
-        """Let the polls that outlived their tick finish, for ``limit`` seconds at most; the
-        rest are cancelled, and their operations are polled again after a restart."""
-        if self.lingering:
-            _, left = await asyncio.wait(set(self.lingering), timeout=limit)
-            for poll in left:
-                poll.cancel()
-
-    async def _save(self, name: str, **changes: Unpack[OperationChanges]) -> None:
-        """Save an operation's changes now, or with the tick's batch when one is open."""
-        if self._deferred is not None:
-            self._deferred.setdefault(name, OperationChanges()).update(changes)
-        else:
-            await self.store.update_operation(name, **changes)
-
-    async def _poll_safely(self, operation: TrackedOperation) -> None:
-        try:
-            await self.poll(operation)
-        except Exception:  # one operation's trouble must not stop the others
-            log.exception("polling %s failed; retrying later", operation.name)
-            await self.store.update_operation(
-                operation.name, next_poll_at=self.clock() + MAX_INTERVAL, owner=None
-            )
-
-    async def poll(self, operation: TrackedOperation) -> None:
-        if operation.progress_message is None and operation.last_edit_at > 0:
-            # a first progress post was begun and not recorded: settled before anything else
-            # is said in the thread, so that neither a progress line nor the end is doubled
-            wait = operation.last_edit_at + POST_WINDOW - self.clock()
-            if wait > 0:  # it may still arrive: nothing is said until it can no longer
-                await self._save(operation.name, next_poll_at=self.clock() + wait, owner=None)
-                return
-            await self._find_progress(operation)
+    async def work(self, attempt: Attempt) -> Outcome:
+        operation = await self.store.get_operation(str(attempt.subject["operation"]))
+        if operation is None or operation.final == Final.POSTED:
+            return Done("its end is told")
+        if operation.progress_message is None:
+            # a first progress post cut off before its record: found (and kept) before
+            # anything else is said in the thread, so that neither it nor the end is doubled
+            found = attempt.item.result.get(PROGRESS)
+            if found is None and attempt.unsure:
+                found = await look_for(
+                    attempt, self.messenger, operation.channel, operation.thread, PROGRESS
+                )
+            if isinstance(found, str):
+                await self._keep_progress(operation, found)
         if operation.final is not None or operation.done:
-            await self._finish(operation)  # the outcome is known; only the message is owed
-        elif operation.kind == OperationKind.CLUSTER:
-            await self._poll_cluster(operation)
-        else:
-            await self._poll_operation(operation)
+            return await self._finish(attempt, operation)  # the outcome is known: told now
+        if operation.kind == OperationKind.CLUSTER:
+            return await self._poll_cluster(attempt, operation)
+        return await self._poll_operation(attempt, operation)
 
-    async def _poll_operation(self, operation: TrackedOperation) -> None:
+    async def _poll_operation(self, attempt: Attempt, operation: TrackedOperation) -> Outcome:
         try:
             current = await self.vertex.get_operation(operation.name)
         except NotFoundError:
-            await self._done(operation, "the control plane no longer knows this operation")
-            return
+            return await self._done(
+                attempt, operation, "the control plane no longer knows this operation"
+            )
         except VertexError as error:
             log.warning("operation %s: %s", operation.name, error.user_message)
-            await self._backoff(operation)
-            return
+            return await self._backoff(operation)
         if not current.done:
-            await self._progress(operation, current.progress_message or "running")
-            return
+            return await self._progress(attempt, operation, current.progress_message or "running")
         failure = None
         if current.error is not None:
             failure = error_from_status(current.error.code, current.error.message).user_message
@@ -206,75 +141,78 @@ class Tracker:
         if created is not None and updated is not None:
             # The duration by the control plane's own clock, however late it is noticed.
             ended = operation.started_at + max(0.0, (updated - created).total_seconds())
-        await self._done(operation, failure, ended)
+        return await self._done(attempt, operation, failure, ended)
 
-    async def _poll_cluster(self, operation: TrackedOperation) -> None:
+    async def _poll_cluster(self, attempt: Attempt, operation: TrackedOperation) -> Outcome:
         """Follow the cluster: done when it settles, judged against the plan."""
         request = await self.requests.get_request(operation.request_id)
         if request is None:
-            await self._done(operation, "its request is gone")
-            return
+            return await self._done(attempt, operation, "its request is gone")
         plan = request.plan
         kind = kind_of(plan)
         deleting = kind.effect.removes
         try:
             cluster = await self.vertex.get_cluster(operation.cluster)
         except NotFoundError:
-            await self._done(operation, None if deleting else "the cluster no longer exists")
-            return
+            gone = None if deleting else "the cluster no longer exists"
+            return await self._done(attempt, operation, gone)
         except VertexError as error:
             log.warning("watching %s: %s", operation.cluster, error.user_message)
-            await self._backoff(operation)
-            return
+            return await self._backoff(operation)
         settled_at = self.clock()
         if deleting:
             if cluster.state == ClusterState.STOPPING:
-                await self._progress(operation, "deleting (the cluster is STOPPING)")
-                return
-            await self._done(
-                operation, f"the cluster is {cluster.state} again; the delete did not happen"
+                return await self._progress(
+                    attempt, operation, "deleting (the cluster is STOPPING)"
+                )
+            return await self._done(
+                attempt,
+                operation,
+                f"the cluster is {cluster.state} again; the delete did not happen",
             )
-            return
         if cluster.state in (ClusterState.UPDATING, ClusterState.PROVISIONING):
-            await self._progress(operation, f"the cluster is {cluster.state}")
-            return
+            return await self._progress(attempt, operation, f"the cluster is {cluster.state}")
         if cluster.state == ClusterState.RUNNING and kind.applied(plan, cluster):
-            await self._done(operation, None, settled_at)
-            return
+            return await self._done(attempt, operation, None, settled_at)
         asked = kind.wanted(plan)
-        await self._done(
+        return await self._done(
+            attempt,
             operation,
             f"the cluster settled {cluster.state} without the change (wanted {asked})",
             settled_at,
         )
 
-    async def _backoff(self, operation: TrackedOperation) -> None:
+    async def _backoff(self, operation: TrackedOperation) -> Outcome:
         interval = next_interval(operation.interval)
-        await self._save(
-            operation.name,
-            interval=interval,
-            next_poll_at=self.clock() + spread(interval),
-            owner=None,
-        )
+        return await self._again(operation, self.clock() + spread(interval), interval=interval)
 
-    async def _progress(self, operation: TrackedOperation, text: str) -> None:
+    async def _again(
+        self, operation: TrackedOperation, at: float, **changes: Unpack[OperationChanges]
+    ) -> Outcome:
+        """Polled again at ``at``: kept with what this poll learned."""
+        changes["next_poll_at"] = at
+        await self.store.update_operation(operation.name, **changes)
+        return Later(at)
+
+    async def _progress(self, attempt: Attempt, operation: TrackedOperation, text: str) -> Outcome:
         now = self.clock()
         interval = next_interval(operation.interval)
         next_poll = now + spread(interval)
-        changes = OperationChanges(progress=text, interval=interval, owner=None)
+        changes = OperationChanges(progress=text, interval=interval)
         if text != operation.shown_progress:
             wait = operation.last_edit_at + EDIT_EVERY - now
             if wait <= 0:
-                await self._show(operation, text, now)
-                changes["shown_progress"] = text
-                changes["progress_message"] = operation.progress_message
-                changes["last_edit_at"] = operation.last_edit_at
+                if await self._show(attempt, operation, text, now):
+                    changes["shown_progress"] = text
+                    changes["last_edit_at"] = now
             else:
                 next_poll = min(next_poll, now + wait)  # show it as soon as edits are allowed
-        changes["next_poll_at"] = next_poll
-        await self._save(operation.name, **changes)
+        return await self._again(operation, next_poll, **changes)
 
-    async def _show(self, operation: TrackedOperation, text: str, now: float) -> None:
+    async def _show(
+        self, attempt: Attempt, operation: TrackedOperation, text: str, now: float
+    ) -> bool:
+        """The progress, in the thread message (posted the first time); whether it shows."""
         what = "operation" if operation.kind == OperationKind.OPERATION else "watching the cluster"
         took = duration(now - operation.started_at)
         note: Line = (
@@ -288,16 +226,16 @@ class Tracker:
             if request is not None and request.card_message:
                 operation.thread = request.card_message
                 await self.store.update_operation(operation.name, thread=operation.thread)
-        operation.last_edit_at = now
         try:
             if operation.progress_message is None:
-                # marked as begun before it is sent, and posted with its key: a stop between
-                # the post and its record leaves a post the next poll finds (``poll``)
-                await self.store.update_operation(operation.name, last_edit_at=now)
-                message = await self.messenger.post(
-                    operation.channel, reply, thread=operation.thread, key=progress_key(operation)
+                message = await post_once(
+                    attempt,
+                    self.messenger,
+                    operation.channel,
+                    reply,
+                    thread=operation.thread,
+                    name=PROGRESS,
                 )
-                self.crash("progress-posted")
                 await self._keep_progress(operation, message)
             else:
                 await self.messenger.update(
@@ -305,47 +243,40 @@ class Tracker:
                 )
         except MessengerError as error:
             log.warning("progress of %s not shown: %s", operation.name, error.code)
-            if operation.progress_message is None and error.code != "connection_failed":
-                operation.last_edit_at = 0.0  # refused: it did not arrive, nothing to look for
+            return False
+        return True
 
     async def _keep_progress(self, operation: TrackedOperation, message: str) -> None:
-        """Keep the thread message at once, not with the batch: a restart must edit it, not
-        post another; the request keeps it too, for the end told in it."""
+        """The thread message is kept with the operation at once: a restart edits it, not
+        posts another; the request keeps it too, for the end told in it."""
         operation.progress_message = message
         await self.requests.update_request(operation.request_id, progress_message=message)
         await self.store.update_operation(operation.name, progress_message=message)
 
-    async def _find_progress(self, operation: TrackedOperation) -> None:
-        """Look for a first progress post cut off before its record, by its key; found, it is
-        kept; not found (or it cannot be looked for), the next progress is posted anew."""
-        try:
-            found = await self.messenger.find(
-                operation.channel, progress_key(operation), operation.started_at, operation.thread
-            )
-        except MessengerError as error:
-            log.warning("could not look for the progress of %s: %s", operation.name, error.code)
-            found = None
-        if found is not None:
-            await self._keep_progress(operation, found)
-        else:
-            operation.last_edit_at = 0.0
-            await self.store.update_operation(operation.name, last_edit_at=0.0)
-
     async def _done(
-        self, operation: TrackedOperation, error: str | None, ended: float | None = None
-    ) -> None:
+        self,
+        attempt: Attempt,
+        operation: TrackedOperation,
+        error: str | None,
+        ended: float | None = None,
+    ) -> Outcome:
         operation.done, operation.error = True, error
         operation.done_at = operation.done_at or ended or self.clock()
-        await self._finish(operation)
+        return await self._finish(attempt, operation)
 
-    async def _finish(self, operation: TrackedOperation) -> None:
+    async def _finish(self, attempt: Attempt, operation: TrackedOperation) -> Outcome:
+        """The outcome is kept first (a later poll tells it, never polls again), then told
+        by the request's move to its end, once."""
         if operation.final is None:
-            if not await self.store.claim_final(
-                operation.name, done=True, error=operation.error, done_at=operation.done_at
-            ):
-                return  # another poller owns the end
+            await self.store.update_operation(
+                operation.name,
+                final=Final.CLAIMED,
+                done=True,
+                error=operation.error,
+                done_at=operation.done_at,
+            )
             operation.final = Final.CLAIMED
-            self.crash("after-final-claimed")
+            attempt.step("follow-outcome-kept")
         took = duration((operation.done_at or self.clock()) - operation.started_at)
         outcome = (
             f"failed after {took}: {operation.error}" if operation.error else f"finished in {took}"
@@ -356,6 +287,7 @@ class Tracker:
             await self.ledger.end(
                 request, [RequestState.RUNNING], state, actor="control-plane", outcome=outcome
             )
-        self.crash("after-final-posted")
-        await self.store.update_operation(operation.name, final=Final.POSTED, owner=None)
+        attempt.step("follow-ended")
+        await self.store.update_operation(operation.name, final=Final.POSTED)
         self.ended += 1
+        return Done(outcome)

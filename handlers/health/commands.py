@@ -79,11 +79,11 @@ async def run_node(services: Desk, command: NodeCommand, caller: Caller) -> Repl
         return await services.health.show(command.cluster, command.node)
     drain = command.verb == "drain"
     try:
-        await services.health.ask(
+        request = await services.health.ask(
             caller.user, caller.channel, command.cluster, command.node, drain, command.reason
         )
     except PlanError as error:
         raise CommandError(str(error), "node") from None
     except SlurmUnreadableError as error:
         raise CommandError(f"Slurm could not be read: {error.reason}", "node") from None
-    return None  # the approval card is the answer
+    return await services.approvals.card_pending(request)  # the card is the answer

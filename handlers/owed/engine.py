@@ -118,9 +118,21 @@ class Attempt:
 
 @dataclass
 class _Running:
+    kind: str
     task: asyncio.Task[None]
     held_until: float  # the lease, as last renewed here
     lost: bool = False
+
+
+@dataclass(frozen=True)
+class Room:
+    """How many items of one kind a replica runs at a time, apart from the others (a kind
+    with many short items, like the polls of a thousand operations), and over how many
+    seconds a batch of them is started, so that they do not all start in one turn of the
+    event loop."""
+
+    at_once: int
+    spread: float = 0.0
 
 
 class Engine:
@@ -147,14 +159,16 @@ class Engine:
         self.rng = rng or random.Random()
         self.post_window = post_window  # how long a chat post may still arrive once sent
         self.workers: dict[str, Worker] = {}
+        self.rooms: dict[str, Room] = {}  # kinds with a room of their own
         self.running: dict[str, _Running] = {}
         self.stopping = False
         self.done = 0  # items ended here (a count for the metrics)
 
     # -- declaring ---------------------------------------------------------------------------
 
-    def add(self, *workers: Worker) -> None:
-        """Register workers; a kind or a step claimed twice is refused."""
+    def add(self, *workers: Worker, room: Room | None = None) -> None:
+        """Register workers; a kind or a step claimed twice is refused. With ``room``, the
+        workers' items run in a room of their own; the others share ``at_once``."""
         for worker in workers:
             if worker.kind in self.workers:
                 raise ValueError(f"two workers for {worker.kind!r}")
@@ -162,6 +176,8 @@ class Engine:
             if taken or len(set(worker.steps)) != len(worker.steps):
                 raise ValueError(f"{worker.kind} names a step twice: {sorted(taken)}")
             self.workers[worker.kind] = worker
+            if room is not None:
+                self.rooms[worker.kind] = room
 
     def steps(self) -> dict[str, str]:
         """Every named step, with the kind whose worker passes it."""
@@ -201,22 +217,38 @@ class Engine:
     async def run_due(self, kinds: Iterable[str] | None = None) -> int:
         """Take the items that are due and free, as many as there is room for, and start
         them; waits ``patience`` for them, and those still running go on by themselves."""
-        room = self.at_once - len(self.running)
-        if self.stopping or room <= 0:
+        if self.stopping:
             return 0
         wanted = list(self.workers if kinds is None else kinds)
-        items = await self.store.claim_owed(self.owner, self.clock(), self.lease, room, wanted)
-        started = [await self._start(item) for item in items]
-        tasks = [t for t in started if t is not None]
+        shared = [k for k in wanted if k not in self.rooms]
+        batches = [(shared, self.at_once, 0.0)] + [
+            ([k], self.rooms[k].at_once, self.rooms[k].spread) for k in wanted if k in self.rooms
+        ]
+        tasks: list[asyncio.Task[None]] = []
+        taken, longest = 0, 0.0
+        for batch, at_once, spread in batches:
+            room = at_once - self._running_of(batch)
+            if not batch or room <= 0:
+                continue
+            items = await self.store.claim_owed(self.owner, self.clock(), self.lease, room, batch)
+            for index, item in enumerate(items):
+                task = await self._start(item, delay=index * spread / len(items))
+                if task is not None:
+                    tasks.append(task)
+            taken += len(items)
+            longest = max(longest, spread if items else 0.0)
         if tasks:
-            done, _ = await asyncio.wait(tasks, timeout=self.patience)
+            done, _ = await asyncio.wait(tasks, timeout=longest + self.patience)
             for task in done:  # the process ending (not a failure of the item's): passed on
                 ended = None if task.cancelled() else task.exception()
                 if ended is not None and not isinstance(ended, Exception):
                     raise ended
-        return len(items)
+        return taken
 
-    async def _start(self, item: Owed) -> asyncio.Task[None] | None:
+    def _running_of(self, kinds: Sequence[str]) -> int:
+        return sum(r.kind in kinds for r in self.running.values())
+
+    async def _start(self, item: Owed, delay: float = 0.0) -> asyncio.Task[None] | None:
         worker = self.workers.get(item.kind)
         if worker is None:  # a kind this release does not know: leave it to one that does
             await self.store.settle_owed(
@@ -226,14 +258,16 @@ class Engine:
                 note=f"no worker here does {item.kind}",
             )
             return None
-        task = asyncio.get_running_loop().create_task(self._attempt(worker, item))
-        self.running[item.key] = _Running(task, item.lease_until)
+        task = asyncio.get_running_loop().create_task(self._attempt(worker, item, delay))
+        self.running[item.key] = _Running(item.kind, task, item.lease_until)
         task.add_done_callback(lambda _: self.running.pop(item.key, None))
         return task
 
-    async def _attempt(self, worker: Worker, item: Owed) -> None:
+    async def _attempt(self, worker: Worker, item: Owed, delay: float = 0.0) -> None:
         attempt = Attempt(self, worker, item)
         try:
+            if delay:  # its place in a batch that is spread out (``Room``)
+                await asyncio.sleep(delay)
             outcome = await asyncio.wait_for(worker.work(attempt), ATTEMPT_LIMIT)
         except LeaseLost:
             log.warning("%s: another replica holds it now; this attempt stops", item.key)

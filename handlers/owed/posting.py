@@ -27,7 +27,7 @@ from handlers.ports import Clock
 from handlers.replies import Caution, ChannelRef, Reply, Text
 
 log = logging.getLogger(__name__)
-__all__ = ["POST_WINDOW", "Outbox", "post_once", "refused"]
+__all__ = ["POST_WINDOW", "Outbox", "look_for", "post_once", "refused"]
 RATE_LIMITED_AGAIN = 60.0  # a post Slack still rate-limits after its own waits: tried then
 KIND = "message"
 
@@ -41,6 +41,34 @@ def refused(error: MessengerError, now: float, cannot: str) -> Outcome:
     if error.not_postable:
         return GiveUp(f"{cannot}: {error.code}")
     raise error
+
+
+def post_key(attempt: Attempt, name: str) -> str:
+    """The key a post of this item is made with (in its metadata), to be found by."""
+    return attempt.key if name == "message" else f"{attempt.key}/{name}"
+
+
+async def look_for(
+    attempt: Attempt,
+    messenger: Messenger,
+    channel: str,
+    thread: MessageId | None,
+    name: str = "message",
+) -> MessageId | None:
+    """A post of an earlier attempt cut off before its record (``Attempt.unsure``), looked
+    for by its key once it can no longer arrive: found, it is kept as posted; None when it
+    is not there (or cannot be looked for), and nothing is in flight any more."""
+    key = post_key(attempt, name)
+    try:
+        found = await messenger.find(channel, key, attempt.item.created_at, thread)
+    except MessengerError as error:
+        log.warning("%s: cannot tell whether it arrived (%s)", key, error.code)
+        found = None
+    if found is None:
+        await attempt.sent()
+        return None
+    await attempt.sent(**{name: found})
+    return found
 
 
 async def post_once(
@@ -58,15 +86,10 @@ async def post_once(
     kept = attempt.item.result.get(name)
     if isinstance(kept, str):
         return kept
-    key = attempt.key if name == "message" else f"{attempt.key}/{name}"
+    key = post_key(attempt, name)
     if attempt.unsure:
-        try:
-            found = await messenger.find(channel, key, attempt.item.created_at, thread)
-        except MessengerError as error:
-            log.warning("%s: cannot tell whether it arrived (%s); posting it", key, error.code)
-            found = None
+        found = await look_for(attempt, messenger, channel, thread, name)
         if found is not None:
-            await attempt.sent(**{name: found})
             return found
     await attempt.sending(attempt.engine.post_window)
     try:

@@ -197,6 +197,7 @@ class Schedules:
             return
         now = self.clock()
         following = self.nights.next_off(schedule, now)
+        schedule.thread = schedule.thread or request.card_message  # a card posted late
         said = self.thread.line(schedule, f"in force; first off {local(following, schedule.zone)}")
         if not await self.store.set_schedule_state(
             schedule.id,
@@ -205,6 +206,7 @@ class Schedules:
             owe=[said],
             approved_by=request.decided_by,
             next_off=following,
+            thread=schedule.thread,
         ):
             return  # another replica settled it
         detail = request.plan.detail

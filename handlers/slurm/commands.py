@@ -253,5 +253,5 @@ async def run_slurm(
         return await services.reports.slurm(command.cluster)
     if isinstance(command, SlurmScripts) and command.shows:
         return await services.reports.slurm_script(command.cluster, command.which, command.index)
-    await services.approvals.request_change(caller.user, caller.channel, command)
-    return None  # the approval card is the answer
+    request = await services.approvals.request_change(caller.user, caller.channel, command)
+    return await services.approvals.card_pending(request)  # the card is the answer

@@ -206,7 +206,9 @@ class MemoryStore(MemoryOwed):
         self._reach()
         return self._where(lambda r: str(r.state) in {str(s) for s in states})
 
-    async def start_following(self, request_id: str, operation: TrackedOperation) -> bool:
+    async def start_following(
+        self, request_id: str, operation: TrackedOperation, owe: Sequence[Owed] = ()
+    ) -> bool:
         self._reach()
         request = self.requests.get(request_id)
         if request is None or request.state != RequestState.EXECUTING:
@@ -215,6 +217,7 @@ class MemoryStore(MemoryOwed):
             request, state=RequestState.RUNNING, operation=operation.name
         )
         self.operations[operation.name] = copy.deepcopy(operation)
+        self.owe_now(owe)
         return True
 
     async def audit(self, entry: AuditEntry) -> None:
@@ -243,9 +246,10 @@ class MemoryStore(MemoryOwed):
 
     # -- tracked operations --------------------------------------------------------------------
 
-    async def add_operation(self, operation: TrackedOperation) -> None:
+    async def add_operation(self, operation: TrackedOperation, owe: Sequence[Owed] = ()) -> None:
         self._reach()
         self.operations[operation.name] = copy.deepcopy(operation)
+        self.owe_now(owe)
 
     async def get_operation(self, name: str) -> TrackedOperation | None:
         self._reach()
@@ -269,56 +273,22 @@ class MemoryStore(MemoryOwed):
         self._reach()
         return len(self._unposted())
 
-    async def claim_due(
-        self, owner: str, now: float, lease: float, limit: int
-    ) -> list[TrackedOperation]:
-        self._reach()
-        due = [
-            o
-            for o in self._unposted()
-            if o.next_poll_at <= now and (o.owner in (None, owner) or o.lease_until < now)
-        ]
-        claimed = []
-        for operation in sorted(due, key=lambda o: o.next_poll_at)[:limit]:
-            operation.owner, operation.lease_until = owner, now + lease
-            claimed.append(copy.deepcopy(operation))
-        return claimed
-
     async def update_operation(self, name: str, **changes: Unpack[OperationChanges]) -> None:
         self._reach()
         if name in self.operations:
             self.operations[name] = replace(self.operations[name], **changes)
 
-    async def update_operations(self, items: Sequence[tuple[str, OperationChanges]]) -> None:
-        self._reach()
-        for name, changes in items:
-            await self.update_operation(name, **changes)
-
-    async def claim_final(self, name: str, **changes: Unpack[OperationChanges]) -> bool:
-        self._reach()
-        operation = self.operations.get(name)
-        if operation is None or operation.final is not None:
-            return False
-        self.operations[name] = replace(operation, final=str(Final.CLAIMED), **changes)
-        return True
-
     # -- leases and reports --------------------------------------------------------------------
 
-    async def renew_leases(
-        self, owner: str, now: float, lease: float, operations: Sequence[str] = ()
-    ) -> None:
+    async def renew_leases(self, owner: str, now: float, lease: float) -> None:
         self._reach()
-        for name in operations:
-            held = self.operations.get(name)
-            if held is not None and held.owner == owner:
-                held.lease_until = now + lease
         for row in self.leases.values():
             if row["owner"] == owner:
                 row["until"] = now + lease
 
     async def release_leases(self, owner: str) -> None:
         self._reach()
-        for held in [*self.requests.values(), *self.operations.values(), *self.owed.values()]:
+        for held in [*self.requests.values(), *self.owed.values()]:
             if held.owner == owner:
                 held.owner, held.lease_until = None, 0.0
         for row in self.leases.values():

@@ -29,8 +29,7 @@ class CrashPath:
 PATHS: dict[str, CrashPath] = {
     # /cluster resize, approved: the change sent, followed and told
     "change": CrashPath(
-        kinds=frozenset({"change", "told"}),
-        modules=frozenset({"handlers/changes/tracking.py"}),
+        kinds=frozenset({"change", "follow", "told"}),
         also=frozenset({"after-approval"}),
     ),
     # a node's Resume from a health alert: the alert, the change (it ends as it is sent:
@@ -39,15 +38,18 @@ PATHS: dict[str, CrashPath] = {
         kinds=frozenset({"told", "health-alert"}),
         also=frozenset({"after-approval", "after-reread", "before-patch", "after-patch"}),
     ),
-    # a form submitted: kept, its card asked
+    # a form submitted: kept, its card owed and posted
     "submission": CrashPath(
+        kinds=frozenset({"card"}),
         modules=frozenset({"handlers/intake.py"}),
-        also=frozenset({"after-draft", "after-card"}),
+        also=frozenset({"after-draft"}),
     ),
-    # the pipeline hook's release: asked, approved by the policy, sent
+    # the pipeline hook's release: asked (its card owed and posted), approved by the
+    # policy, sent
     "release": CrashPath(
+        kinds=frozenset({"card"}),
         modules=frozenset({"handlers/changes/release.py"}),
-        also=frozenset({"after-draft", "after-card", "after-approval"}),
+        also=frozenset({"after-draft", "after-approval"}),
     ),
     # a schedule's night: off and on, each an approved change with its card and its lines
     "night": CrashPath(
