@@ -87,7 +87,7 @@ async def test_a_long_queue_is_cut_within_block_kit_limits(stack: Stack) -> None
     text = text_of(message)
     assert "0 running jobs, 120 pending (state pending)." in text
     assert f"{120 - SHOWN} more pending not shown; narrow with" in text
-    assert "QOSMaxGRESPerUser`: its user already holds as many GPUs as their QOS allows" in text
+    assert "QOSMaxGRESPerUser`: its user runs as much as its QOS's limit allows" in text
     assert problems(message["blocks"]) == []
 
 

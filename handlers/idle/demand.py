@@ -6,15 +6,14 @@ idle rules (``handlers/idle/rules.py``) and the off-hours schedules read them al
 What Slurm says (``GET /slurm/vX/jobs/`` and ``/nodes/``; each rule cites Slurm's own page):
 
 - *Demand* is a job that runs (RUNNING, CONFIGURING, COMPLETING, SUSPENDED, STAGE_OUT,
-  RESIZING) or a pending job that can start on its own: one waiting on Resources, Priority,
-  Dependency, a QOS or association limit, a license, or a reservation.
+  RESIZING) or a pending job whose reason is on the allow-list of ``handlers/slurm/reasons.py``
+  (Resources, Priority, None and the few others Slurm documents as starting on their own).
+  Every other reason is not demand, and the report says what the job waits for; a reason not
+  known there is shown as such, never counted as demand.
 - *Held* is not demand (job_reason_codes.html: JobHeldUser "held by the user or an account
   coordinator", JobHeldAdmin "held by a privileged user"; JOB_INFO ``hold``; the job_state
   flags REQUEUE_HOLD, SPECIAL_EXIT and RESV_DEL_HOLD of squeue(1) JOB STATE CODES): it runs
   only once someone releases it (``scontrol release``).
-- *Never* is not demand: reasons job_reason_codes.html gives for a job that cannot start
-  as things stand (DependencyNeverSatisfied, InvalidAccount, InvalidQOS, AccountNotAllowed,
-  BadConstraints, ReservationDeleted, PartitionDown, PartitionInactive).
 - *Not yet*: a pending job whose begin time (BeginTime, ``sbatch --begin``; JOB_INFO
   ``eligible_time``) lies more than ``idle_after`` ahead is not demand; it counts again once
   that time is within ``idle_after``.
@@ -31,37 +30,22 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 
 from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.slurm.reasons import EXACT, Reason, Wait, reason_of
 from handlers.words import plural
 
 # squeue(1) JOB STATE CODES: a job in any of these holds nodes
 RUNNING_STATES = frozenset(
     {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT", "RESIZING"}
 )
-# job_reason_codes.html: held jobs run only once released
-HELD_REASONS = {
-    "JobHeldUser": "held by its user",  # "held by the user or an account coordinator"
-    "JobHeldAdmin": "held by an administrator",  # "held by a privileged user"
-}
 # squeue(1) JOB STATE CODES: flags of a job that waits held
 HELD_FLAGS = {
     "REQUEUE_HOLD": "held after a requeue",  # "Held job is being requeued"
     "SPECIAL_EXIT": "held after a special exit",  # "requeued in a special state ... held"
     "RESV_DEL_HOLD": "held since its reservation was deleted",
 }
-# job_reason_codes.html: what keeps a job from starting until someone changes something
-NEVER_REASONS = {
-    "DependencyNeverSatisfied": "a job it depends on will never satisfy it",
-    "InvalidAccount": "its account is invalid",
-    "InvalidQOS": "its QOS is invalid",
-    "AccountNotAllowed": "its account is not allowed in its partition",
-    "BadConstraints": "its requirements cannot be satisfied",
-    "ReservationDeleted": "the reservation it asked for no longer exists",
-    "PartitionDown": "its partition is DOWN",
-    "PartitionInactive": "its partition is INACTIVE",
-}
+HOLD = Reason(Wait.HELD, "held")
 # sinfo(1) NODE STATE CODES
 WORKING_NODE_STATES = frozenset({"ALLOCATED", "MIXED", "PLANNED"})
 OUT_OF_SERVICE = {
@@ -72,29 +56,27 @@ OUT_OF_SERVICE = {
 }
 
 
-class Stall(StrEnum):
-    """Why a pending job is not demand."""
-
-    HELD = "held"
-    NEVER = "never"
-    LATER = "later"
+Stall = Wait  # why a pending job is not demand: any of Slurm's reasons but the allow-list's
 
 
-def stall_of(job: SlurmJob, horizon: float) -> tuple[Stall, str] | None:
+def stall_of(job: SlurmJob, horizon: float) -> tuple[Wait, str] | None:
     """None when the pending job can start on its own; else why not, and Slurm's word for it.
     ``horizon`` is the moment past which a begin time does not count as demand yet."""
     held = next((flag for flag in HELD_FLAGS if flag in job.states), None)
     if held is not None:
-        return Stall.HELD, held
-    if job.reason in HELD_REASONS:
-        return Stall.HELD, job.reason
+        return Wait.HELD, held
+    reason = reason_of(job.reason)
+    if reason.wait == Wait.HELD:
+        return Wait.HELD, job.reason
     if job.hold:
-        return Stall.HELD, job.reason if job.reason != "None" else "hold"
-    if job.reason in NEVER_REASONS:
-        return Stall.NEVER, job.reason
-    if job.eligible is not None and job.eligible > horizon:
-        return Stall.LATER, job.reason if job.reason != "None" else "BeginTime"
-    return None
+        return Wait.HELD, job.reason if job.reason != "None" else "hold"
+    if reason.wait in (Wait.DEMAND, Wait.LATER):
+        if job.eligible is not None and job.eligible > horizon:
+            return Wait.LATER, job.reason if job.reason != "None" else "BeginTime"
+        if reason.wait == Wait.LATER and job.eligible is None:
+            return Wait.LATER, job.reason  # a begin time Slurm does not give: not guessed
+        return None
+    return reason.wait, job.reason
 
 
 def _utc(moment: float) -> str:
@@ -115,20 +97,27 @@ class StalledJobs:
         """What the report says of them: plain words, with every second part a command."""
         jobs = plural(self.count, "job")
         if self.kind == Stall.HELD:
-            how = HELD_REASONS.get(self.cause) or HELD_FLAGS.get(self.cause) or "held"
+            how = HELD_FLAGS.get(self.cause) or EXACT.get(self.cause, HOLD).words
             them = "it" if self.count == 1 else "them"
             return (
                 f"{jobs} of {self.user} {how} ({self.cause}): ",
                 "scontrol release",
                 (f" lets {them} run"),
             )
+        if self.kind == Stall.LATER:
+            when = _utc(self.until) if self.until is not None else "later"
+            return (f"{jobs} of {self.user} not to start before {when} ({self.cause})",)
+        words = reason_of(self.cause).words
         if self.kind == Stall.NEVER:
+            return (f"{jobs} of {self.user} that cannot start: {words} ({self.cause})",)
+        if self.kind == Stall.BLOCKED:
+            return (f"{jobs} of {self.user} blocked: {words} ({self.cause})",)
+        if self.kind == Stall.UNKNOWN:
             return (
-                f"{jobs} of {self.user} that cannot start: {NEVER_REASONS[self.cause]} "
-                f"({self.cause})",
+                f"{jobs} of {self.user} waiting for a reason not known here ({self.cause}): "
+                "not counted as demand",
             )
-        when = _utc(self.until) if self.until is not None else "later"
-        return (f"{jobs} of {self.user} not to start before {when} ({self.cause})",)
+        return (f"{jobs} of {self.user} not counted as demand: {words} ({self.cause})",)
 
 
 @dataclass(frozen=True)

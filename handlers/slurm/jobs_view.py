@@ -13,39 +13,13 @@ from collections.abc import Sequence
 
 from bot.vertex.operations import Share, SlurmJob
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
+from handlers.slurm.reasons import reason_of
 from handlers.words import duration, plural
 
 SHOWN = 25  # rows of each table: two tables in a message stay well inside Block Kit's limits
 RUNNING = frozenset({"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT"})
 RUNNING_TITLES = ("RUNNING", "NAME", "USER", "PARTITION", "NODES", "ELAPSED")
 PENDING_TITLES = ("PENDING", "NAME", "USER", "PARTITION", "NODES", "QUEUED", "PRIO", "FS", "WHY")
-
-# squeue(1), JOB REASON CODES: what a pending job waits for, in plain words
-REASONS = {
-    "Priority": "jobs of higher priority are ahead of it in the queue",
-    "Resources": "it waits for nodes or GPUs to become free",
-    "Dependency": "it waits for a job it depends on to finish",
-    "DependencyNeverSatisfied": "a job it depends on failed: it will never start",
-    "BeginTime": "it asked not to start before a later time",
-    "JobHeldUser": "its user holds it (scontrol release lets it run)",
-    "JobHeldAdmin": "an administrator holds it",
-    "ReqNodeNotAvail": "a node it needs is unavailable (down, drained or reserved)",
-    "NodeDown": "a node it needs is down",
-    "PartitionNodeLimit": "it asks for more nodes than its partition allows",
-    "PartitionTimeLimit": "its time limit is longer than its partition allows",
-    "PartitionDown": "its partition is down",
-    "PartitionInactive": "its partition is inactive",
-    "QOSMaxGRESPerUser": "its user already holds as many GPUs as their QOS allows",
-    "QOSMaxJobsPerUserLimit": "its user already runs as many jobs as their QOS allows",
-    "QOSMaxNodePerUserLimit": "its user already holds as many nodes as their QOS allows",
-    "QOSGrpGRES": "its QOS has used all the GPUs it may hold at once",
-    "AssocGrpGRES": "its account has used all the GPUs it may hold at once",
-    "AssocMaxJobsLimit": "its account already runs as many jobs as it may",
-    "AssocGrpCPUMinutesLimit": "its account has used up its CPU minutes",
-    "Reservation": "it waits for its reservation to begin",
-    "Licenses": "it waits for a license",
-    "BadConstraints": "its constraints cannot be met by any node",
-}
 
 
 def _matches(job: SlurmJob, user: str | None, partition: str | None, state: str | None) -> bool:
@@ -142,7 +116,7 @@ def jobs_reply(
         reply.add(*_cut(len(pending), SHOWN, "pending"))
         reasons = dict.fromkeys(j.reason for j in pending[:SHOWN])
         for reason in reasons:
-            reply.add(Note(Code(reason), f": {REASONS.get(reason, 'as Slurm gives it')}"))
+            reply.add(Note(Code(reason), f": {reason_of(reason).words}"))
         reply.add(
             Note(
                 "PRIO is Slurm's priority (higher starts first) and FS the user's fair-share "

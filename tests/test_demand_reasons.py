@@ -1,0 +1,102 @@
+"""Demand by Slurm's own reasons, as an allow-list: every reason slurmctld can set is known
+here, only those Slurm documents as starting on their own keep a cluster busy, and a reason
+never seen is shown as unknown, not counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.vertex.slurm import read_job
+from handlers.idle.demand import Stall, queue_demand
+from handlers.slurm.reasons import EXACT, Wait, reason_of
+
+SOURCE = Path(__file__).parent / "fixtures" / "slurm" / "job_state_reasons.txt"
+SLURMS_REASONS = [
+    line.strip() for line in SOURCE.read_text().splitlines() if line and not line.startswith("#")
+]
+NOW = 1_790_000_000.0
+H = 3600.0
+
+
+def _pending(reason: str, user: str = "dana", **more: object) -> dict[str, object]:
+    job = {"job_id": 1, "user_name": user, "job_state": ["PENDING"], "state_reason": reason}
+    return job | {"submit_time": {"number": int(NOW - H)}, "eligible_time": int(NOW - H)} | more
+
+
+def _demand(*jobs: dict[str, object]):  # type: ignore[no-untyped-def]
+    read = [read_job(job) for job in jobs]
+    return queue_demand([j for j in read if j is not None], NOW, 2 * H)
+
+
+def test_the_fixture_is_every_reason_of_slurmctld() -> None:
+    assert len(SLURMS_REASONS) == len(set(SLURMS_REASONS)) == 216
+    assert {"Resources", "Priority", "AssocGrpGRESMinutes", "MpiPortsBusy"} <= set(SLURMS_REASONS)
+
+
+def test_every_reason_slurm_can_set_is_known_here() -> None:
+    unknown = [name for name in SLURMS_REASONS if reason_of(name).wait == Wait.UNKNOWN]
+    assert unknown == []
+    assert set(EXACT) <= set(SLURMS_REASONS)  # no name here that Slurm does not have
+
+
+def test_only_the_allow_list_is_demand() -> None:
+    demand = {name for name in SLURMS_REASONS if reason_of(name).wait == Wait.DEMAND}
+    assert demand == {
+        "None",
+        "Resources",
+        "Priority",
+        "Prolog",
+        "BurstBufferStageIn",
+        "Cleaning",
+        "SchedDefer",
+    }
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind", "words"),
+    [
+        # a time limit longer than the partition's, the QOS's or the account's wall limit
+        ("PartitionTimeLimit", Stall.NEVER, "its time limit exceeds its partition's"),
+        ("QOSMaxWallDurationPerJobLimit", Stall.NEVER, "it asks more than its QOS's limit"),
+        ("AssocMaxWallDurationPerJobLimit", Stall.NEVER, "it asks more than its account's"),
+        # an account whose GPU-minutes budget is used up
+        ("AssocGrpGRESMinutes", Stall.NEVER, "its account's budget of minutes is used up"),
+        # limits on running work, a dependency, a license, a reservation
+        ("AssocGrpGRESRunMinutes", Stall.OTHER, "its account's running work is at its limit"),
+        ("QOSMaxGRESPerUser", Stall.OTHER, "its user runs as much as its QOS's limit allows"),
+        ("Dependency", Stall.OTHER, "it waits for a job it depends on"),
+        ("Licenses", Stall.OTHER, "it waits for a license"),
+        ("Reservation", Stall.OTHER, "it waits for its reservation"),
+        ("ReqNodeNotAvail", Stall.BLOCKED, "a node it needs is not available"),
+        ("JobHoldMaxRequeue", Stall.HELD, "held after being requeued as often as allowed"),
+        ("WaitingForTheMoon", Stall.UNKNOWN, "a reason not known here (WaitingForTheMoon)"),
+    ],
+)
+def test_a_pending_job_slurm_will_not_start_is_not_demand(
+    reason: str, kind: Stall, words: str
+) -> None:
+    demand = _demand(_pending(reason), _pending("Priority", user="erin"))
+    assert (demand.running, demand.pending, demand.active) == (0, 1, True)
+    [group] = demand.stalled
+    assert (group.kind, group.user, group.cause, group.count) == (kind, "dana", reason, 1)
+    assert words in "".join(group.words())
+    alone = _demand(_pending(reason))
+    assert not alone.active  # a paid cluster with only this job is idle
+
+
+@pytest.mark.parametrize(
+    "reason", ["None", "Resources", "Priority", "Prolog", "Cleaning", "SchedDefer"]
+)
+def test_a_job_that_starts_when_nodes_allow_is_demand(reason: str) -> None:
+    demand = _demand(_pending(reason))
+    assert (demand.pending, demand.stalled, demand.active) == (1, (), True)
+
+
+def test_a_begin_time_slurm_does_not_give_is_not_guessed() -> None:
+    job = _pending("BeginTime")
+    del job["eligible_time"]
+    [group] = _demand(job).stalled
+    assert (group.kind, group.until) == (Stall.LATER, None)
+    assert "not to start before later (BeginTime)" in "".join(group.words())
