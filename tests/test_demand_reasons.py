@@ -100,3 +100,39 @@ def test_a_begin_time_slurm_does_not_give_is_not_guessed() -> None:
     [group] = _demand(job).stalled
     assert (group.kind, group.until) == (Stall.LATER, None)
     assert "not to start before later (BeginTime)" in "".join(group.words())
+
+
+# slurmctld's words beside the reason, as job_scheduler.c and node_scheduler.c write them
+NODES_OUT = (
+    "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
+)
+MAINTENANCE = "ReqNodeNotAvail, Reserved for maintenance"
+
+
+def test_resources_with_the_partitions_nodes_out_of_service_is_blocked_not_demand() -> None:
+    [group] = _demand(_pending("Resources", state_description=NODES_OUT)).stalled
+    assert (group.kind, group.cause) == (Stall.BLOCKED, "Resources")
+    assert "blocked: nodes it needs are down, drained" in "".join(group.words())
+    plain = _demand(_pending("Resources", state_description=""))
+    assert (plain.pending, plain.stalled) == (1, ())  # nodes in service: demand
+
+
+def test_a_maintenance_reservation_is_planned_not_broken() -> None:
+    [group] = _demand(_pending("ReqNodeNotAvail", state_description=MAINTENANCE)).stalled
+    assert (group.kind, group.cause) == (Stall.MAINTENANCE, "ReqNodeNotAvail")
+    assert "reserved for maintenance" in "".join(group.words())
+
+
+def test_health_counts_both_forms_of_a_stuck_queue_and_not_maintenance() -> None:
+    from handlers.health.rules import BrokenNode, NodeTrouble, blocked_jobs
+
+    broken = [BrokenNode("gpu-1", NodeTrouble.DRAINED, "Xid 79", "root", None, ("gpu",))]
+    jobs = [
+        read_job(_pending("Resources", state_description=NODES_OUT, job_id=7, partition="gpu")),
+        read_job(_pending("ReqNodeNotAvail", state_description=MAINTENANCE, job_id=8)),
+        read_job(_pending("Resources", job_id=9, partition="gpu")),
+    ]
+    found = blocked_jobs([j for j in jobs if j is not None], broken, NOW + 2 * H)
+    assert [(j.job_id, j.reason, j.nodes, j.text) for j in found] == [
+        (7, "Resources", ("gpu-1",), NODES_OUT)
+    ]

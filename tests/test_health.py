@@ -72,7 +72,8 @@ async def test_a_sweep_keeps_each_clusters_health_and_health_answers_from_it(
         in shown
     )
     assert "c1-gpu-1  drained  Xid 79: GPU has fallen off the bus  root" in shown
-    assert "Job 4102 (bob, gpu) has waited 3 h on c1-gpu-1 (ReqNodeNotAvail)" in shown
+    said = "Job 4102 (bob, gpu) has waited 3 h on c1-gpu-1; Slurm says: ReqNodeNotAvail, "
+    assert said + "UnavailableNodes:c1-gpu-1." in shown
     clicked = await bot.click("U0CAROL", "health_sweep_now", "sweep")
     assert clicked is not None and "c1-gpu-1" in text(clicked)
 

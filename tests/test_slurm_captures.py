@@ -7,6 +7,7 @@ checked to read the same as one whole decode of it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,6 @@ from handlers.idle.rules import (
     Observation,
     QueueDemand,
     Stall,
-    StalledJobs,
     node_census,
     queue_demand,
 )
@@ -240,8 +240,20 @@ async def test_powered_down_nodes_are_no_vms_and_a_disagreement_is_said() -> Non
     assert all("Slurm counts" not in note[0] for note in agreed.node_notes)
 
 
+def _held(job_id: int) -> SlurmJob:
+    job = read_job({"job_id": job_id, "user_name": "dana", "job_state": ["PENDING"], "hold": True})
+    assert job is not None
+    return dataclasses.replace(job, reason="JobHeldUser")
+
+
 def test_held_jobs_are_named_with_the_command_that_releases_them() -> None:
-    group = StalledJobs(Stall.HELD, "dana", "JobHeldUser", 2)
+    [group] = queue_demand([_held(1), _held(2)], 0.0, 0.0).stalled
+    assert (group.kind, group.user, group.cause, group.count) == (
+        Stall.HELD,
+        "dana",
+        "JobHeldUser",
+        2,
+    )
     assert group.words() == (
         "2 jobs of dana held by its user (JobHeldUser): ",
         "scontrol release",

@@ -118,11 +118,12 @@ def health_parts(cluster_id: str, target: str, health: ClusterHealth, now: float
             Table.of(("NODE", "STATE", "REASON", "SET BY", "FOR"), rows, right=frozenset({4}))
         )
     for job in health.blocked[:5]:
-        nodes = ", ".join(job.nodes) or "nodes Slurm does not name"
+        slurm_says = job.text if job.text.startswith(job.reason) else f"{job.reason}: {job.text}"
+        waits_on = f" on {', '.join(job.nodes)}" if job.nodes else ""
         parts.append(
             Text(
                 f"Job {job.job_id} ({job.user}, {job.partition}) has waited "
-                f"{duration(job.pending_for)} on {nodes} ({job.reason})."
+                f"{duration(job.pending_for)}{waits_on}; Slurm says: {slurm_says.rstrip(': ')}."
             )
         )
     return parts

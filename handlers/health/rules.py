@@ -38,14 +38,9 @@ from enum import StrEnum
 from typing import Any
 
 from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.slurm.reasons import Wait, wait_of
 
 STUCK_AFTER = 2 * 3600.0  # seconds a change or a blocked queue lasts before it is a problem
-# job_reason_codes.html: a pending job waiting on nodes that are not available
-NODE_REASONS = {
-    "ReqNodeNotAvail": "a node it needs is not available",
-    "NodeDown": "a node it needs is down",
-    "PartitionNodeLimit": "its partition's nodes are down or drained",
-}
 UNAVAILABLE = re.compile(r"UnavailableNodes:(\S+)")
 # slurmctld names them as a host list (node_scheduler.c, bitmap2node_name): cn[3,5-6],gpu1
 HOSTLIST_COMMA = re.compile(r",(?![^\[]*\])")  # a comma between hosts, not in a range
@@ -141,6 +136,7 @@ class BlockedJob:
     reason: str  # Slurm's word
     pending_for: float
     nodes: tuple[str, ...]  # the nodes it waits on, as far as Slurm or the census says
+    text: str = ""  # slurmctld's own words beside the reason (``state_description``)
 
 
 def blocked_jobs(
@@ -152,7 +148,9 @@ def blocked_jobs(
     """Pending jobs held up by unavailable nodes for longer than ``stuck_after``."""
     found = []
     for job in jobs:
-        if "PENDING" not in job.states or job.reason not in NODE_REASONS:
+        if "PENDING" not in job.states:
+            continue
+        if wait_of(job.reason, job.reason_text).wait != Wait.BLOCKED:
             continue
         waited = now - job.submitted if job.submitted else None
         if waited is None or waited < stuck_after:
@@ -164,7 +162,11 @@ def blocked_jobs(
             nodes = tuple(
                 b.name for b in broken if not b.partitions or job.partition in b.partitions
             )
-        found.append(BlockedJob(job.job_id, job.user, job.partition, job.reason, waited, nodes))
+        found.append(
+            BlockedJob(
+                job.job_id, job.user, job.partition, job.reason, waited, nodes, job.reason_text
+            )
+        )
     return sorted(found, key=lambda j: -j.pending_for)
 
 
@@ -189,7 +191,7 @@ class ClusterHealth:
             ],
             "trouble": [self.trouble.state, self.trouble.message] if self.trouble else None,
             "blocked": [
-                [j.job_id, j.user, j.partition, j.reason, j.pending_for, list(j.nodes)]
+                [j.job_id, j.user, j.partition, j.reason, j.pending_for, list(j.nodes), j.text]
                 for j in self.blocked
             ],
             "broken_hour": self.broken_hour,
@@ -203,7 +205,7 @@ class ClusterHealth:
         )
         trouble = data.get("trouble")
         blocked = tuple(
-            BlockedJob(int(j[0]), j[1], j[2], j[3], float(j[4]), tuple(j[5]))
+            BlockedJob(int(j[0]), j[1], j[2], j[3], float(j[4]), tuple(j[5]), str(j[6:7] and j[6]))
             for j in data.get("blocked", [])
         )
         return cls(

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.vertex.operations import SlurmJob, SlurmNode
-from handlers.slurm.reasons import EXACT, Reason, Wait, reason_of
+from handlers.slurm.reasons import Reason, Wait, wait_of
 from handlers.words import plural
 
 # squeue(1) JOB STATE CODES: a job in any of these holds nodes
@@ -59,24 +59,24 @@ OUT_OF_SERVICE = {
 Stall = Wait  # why a pending job is not demand: any of Slurm's reasons but the allow-list's
 
 
-def stall_of(job: SlurmJob, horizon: float) -> tuple[Wait, str] | None:
-    """None when the pending job can start on its own; else why not, and Slurm's word for it.
-    ``horizon`` is the moment past which a begin time does not count as demand yet."""
+def stall_of(job: SlurmJob, horizon: float) -> tuple[Wait, str, str] | None:
+    """None when the pending job can start on its own; else why not, Slurm's word for it and
+    what that means. ``horizon`` is the moment past which a begin time is not demand yet."""
     held = next((flag for flag in HELD_FLAGS if flag in job.states), None)
     if held is not None:
-        return Wait.HELD, held
-    reason = reason_of(job.reason)
+        return Wait.HELD, held, HELD_FLAGS[held]
+    reason = wait_of(job.reason, job.reason_text)
     if reason.wait == Wait.HELD:
-        return Wait.HELD, job.reason
+        return Wait.HELD, job.reason, reason.words
     if job.hold:
-        return Wait.HELD, job.reason if job.reason != "None" else "hold"
+        return Wait.HELD, job.reason if job.reason != "None" else "hold", HOLD.words
     if reason.wait in (Wait.DEMAND, Wait.LATER):
         if job.eligible is not None and job.eligible > horizon:
-            return Wait.LATER, job.reason if job.reason != "None" else "BeginTime"
+            return Wait.LATER, job.reason if job.reason != "None" else "BeginTime", ""
         if reason.wait == Wait.LATER and job.eligible is None:
-            return Wait.LATER, job.reason  # a begin time Slurm does not give: not guessed
+            return Wait.LATER, job.reason, ""  # a begin time Slurm does not give: not guessed
         return None
-    return reason.wait, job.reason
+    return reason.wait, job.reason, reason.words
 
 
 def _utc(moment: float) -> str:
@@ -92,12 +92,13 @@ class StalledJobs:
     cause: str  # Slurm's reason or state flag
     count: int
     until: float | None = None  # the earliest begin time, for jobs that start later
+    meaning: str = ""  # the cause in plain words
 
     def words(self) -> tuple[str, ...]:
         """What the report says of them: plain words, with every second part a command."""
         jobs = plural(self.count, "job")
         if self.kind == Stall.HELD:
-            how = HELD_FLAGS.get(self.cause) or EXACT.get(self.cause, HOLD).words
+            how = self.meaning or "held"
             them = "it" if self.count == 1 else "them"
             return (
                 f"{jobs} of {self.user} {how} ({self.cause}): ",
@@ -107,11 +108,13 @@ class StalledJobs:
         if self.kind == Stall.LATER:
             when = _utc(self.until) if self.until is not None else "later"
             return (f"{jobs} of {self.user} not to start before {when} ({self.cause})",)
-        words = reason_of(self.cause).words
+        words = self.meaning
         if self.kind == Stall.NEVER:
             return (f"{jobs} of {self.user} that cannot start: {words} ({self.cause})",)
         if self.kind == Stall.BLOCKED:
             return (f"{jobs} of {self.user} blocked: {words} ({self.cause})",)
+        if self.kind == Stall.MAINTENANCE:
+            return (f"{jobs} of {self.user} waiting: {words} ({self.cause})",)
         if self.kind == Stall.UNKNOWN:
             return (
                 f"{jobs} of {self.user} waiting for a reason not known here ({self.cause}): "
@@ -136,23 +139,25 @@ class QueueDemand:
 def queue_demand(jobs: Iterable[SlurmJob], now: float, idle_after: float) -> QueueDemand:
     """Count running jobs and pending demand; group the pending jobs that are not demand."""
     running = pending = 0
-    stalled: Counter[tuple[Stall, str, str]] = Counter()
-    until: dict[tuple[Stall, str, str], float] = {}
+    stalled: Counter[tuple[Wait, str, str, str]] = Counter()
+    until: dict[tuple[Wait, str, str, str], float] = {}
     for job in jobs:
         if job.pending:
             stall = stall_of(job, now + idle_after)
             if stall is None:
                 pending += 1
                 continue
-            key = (stall[0], job.user or "an unknown user", stall[1])
+            kind, cause, meaning = stall
+            key = (kind, job.user or "an unknown user", cause, meaning)
             stalled[key] += 1
             if job.eligible is not None:
                 until[key] = min(until.get(key, job.eligible), job.eligible)
         elif RUNNING_STATES & job.states:
             running += 1
     groups = tuple(
-        StalledJobs(kind, user, cause, count, until.get((kind, user, cause)))
-        for (kind, user, cause), count in sorted(stalled.items())
+        StalledJobs(kind, user, cause, count, until.get(key), meaning)
+        for key, count in sorted(stalled.items())
+        for kind, user, cause, meaning in [key]
     )
     return QueueDemand(running, pending, groups)
 

@@ -43,6 +43,7 @@ class Wait(StrEnum):
     NEVER = "never"  # cannot start until someone changes the job or a limit
     BLOCKED = "blocked"  # nodes it needs are out of service
     HELD = "held"  # runs only once someone releases it
+    MAINTENANCE = "maintenance"  # the nodes it needs are reserved for maintenance
     UNKNOWN = "unknown"  # a reason not known here: shown as Slurm gives it
 
 
@@ -157,3 +158,29 @@ def reason_of(name: str) -> Reason:
             whose = _WHOSE.get(match.group(1) if match.groups() else "", "its")
             return Reason(wait, words.format(whose=whose))
     return Reason(Wait.UNKNOWN, "a reason not known here")
+
+
+# slurmctld's own words beside a reason (JOB_INFO ``state_description``):
+# job_scheduler.c, a job whose partition has too few nodes in service: WAIT_RESOURCES with
+# "Nodes required for job are DOWN, DRAINED[, REBOOTING] or reserved for jobs in higher
+# priority partitions"
+NODES_OUT = "Nodes required for job are DOWN, DRAINED"
+# node_scheduler.c and reservation.c, ESLURM_RESERVATION_MAINT: WAIT_NODE_NOT_AVAIL with
+# "ReqNodeNotAvail, Reserved for maintenance"
+MAINTENANCE = "Reserved for maintenance"
+BLOCKED_BY_NODES_OUT = Reason(
+    Wait.BLOCKED,
+    "nodes it needs are down, drained or reserved for jobs of higher priority partitions",
+)
+IN_MAINTENANCE = Reason(Wait.MAINTENANCE, "the nodes it needs are reserved for maintenance")
+
+
+def wait_of(reason: str, text: str) -> Reason:
+    """What a pending job waits for, from its reason and slurmctld's words beside it: the
+    ``Resources`` of a partition whose nodes are out of service is blocked, not demand, and a
+    maintenance reservation is planned, not broken."""
+    if MAINTENANCE in text:
+        return IN_MAINTENANCE
+    if reason == "Resources" and text.startswith(NODES_OUT):
+        return BLOCKED_BY_NODES_OUT
+    return reason_of(reason)
