@@ -136,3 +136,30 @@ def test_health_counts_both_forms_of_a_stuck_queue_and_not_maintenance() -> None
     assert [(j.job_id, j.reason, j.nodes, j.text) for j in found] == [
         (7, "Resources", ("gpu-1",), NODES_OUT)
     ]
+
+
+def test_a_job_held_after_its_launch_failed_is_not_told_to_be_released_blindly() -> None:
+    held = _pending("JobHeldUser", hold=True, state_description="launch failed requeued held")
+    [group] = _demand(held).stalled
+    assert (group.kind, group.cause) == (Stall.HELD, "JobHeldUser")
+    said = group.words()
+    assert said[0].startswith("1 job of dana held by Slurm after its launch failed")
+    assert "runs the same launch again" in said[0] and said[1] == "/cluster health"
+    plain = _demand(_pending("JobHeldUser", hold=True)).stalled[0].words()
+    assert plain[1:] == ("scontrol release", " lets it run")
+
+
+def test_a_node_drained_for_a_reboot_someone_asked_for_is_not_broken() -> None:
+    from bot.vertex.slurm import read_node
+    from handlers.health.rules import broken_nodes
+
+    def node(name: str, *states: str, reason: str) -> object:
+        return read_node({"name": name, "state": ["IDLE", *states], "reason": reason})
+
+    nodes = [
+        node("gpu-1", "DRAIN", "REBOOT_REQUESTED", reason="Reboot ASAP"),
+        node("gpu-2", "DRAIN", "REBOOT_ISSUED", reason="Reboot ASAP"),
+        node("gpu-3", "DRAIN", reason="Xid 79"),
+        node("gpu-4", "DOWN", "REBOOT_ISSUED", reason="reboot timed out"),
+    ]
+    assert [n.name for n in broken_nodes(nodes)] == ["gpu-3", "gpu-4"]  # type: ignore[arg-type]

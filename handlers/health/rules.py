@@ -71,9 +71,18 @@ class BrokenNode:
         return f"{self.name}:{self.trouble}"
 
 
+# sinfo(1) NODE STATE CODES, flags: REBOOT_REQUESTED "a request to reboot this node has been
+# made", REBOOT_ISSUED "a reboot request has been sent"; ``scontrol reboot ASAP`` drains the
+# node until it is back (proc_req.c, reason "Reboot ASAP"): planned, not broken
+REBOOTING = frozenset({"REBOOT_REQUESTED", "REBOOT_ISSUED"})
+
+
 def trouble_of(node: SlurmNode) -> NodeTrouble | None:
-    """What is wrong with the node as Slurm's state says, or None."""
+    """What is wrong with the node as Slurm's state says, or None; a node drained for a reboot
+    someone asked for is not broken (it is back once rebooted)."""
     states = node.states
+    if states & REBOOTING and "DOWN" not in states and "FAIL" not in states:
+        return None
     if "DOWN" in states:
         return NodeTrouble.DOWN
     if "FAIL" in states:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.vertex.operations import SlurmJob, SlurmNode
-from handlers.slurm.reasons import Reason, Wait, wait_of
+from handlers.slurm.reasons import HELD_AFTER_FAILED_LAUNCH, Reason, Wait, wait_of
 from handlers.words import plural
 
 # squeue(1) JOB STATE CODES: a job in any of these holds nodes
@@ -97,6 +97,14 @@ class StalledJobs:
     def words(self) -> tuple[str, ...]:
         """What the report says of them: plain words, with every second part a command."""
         jobs = plural(self.count, "job")
+        if self.kind == Stall.HELD and self.meaning == HELD_AFTER_FAILED_LAUNCH.words:
+            return (
+                f"{jobs} of {self.user} {self.meaning} ({self.cause}): releasing "
+                f"{'it' if self.count == 1 else 'them'} runs the same launch again; check the "
+                "nodes with ",
+                "/cluster health",
+                " first",
+            )
         if self.kind == Stall.HELD:
             how = self.meaning or "held"
             them = "it" if self.count == 1 else "them"

@@ -175,12 +175,20 @@ BLOCKED_BY_NODES_OUT = Reason(
 IN_MAINTENANCE = Reason(Wait.MAINTENANCE, "the nodes it needs are reserved for maintenance")
 
 
+# job_mgr.c: a job whose launch failed (a prolog failure) is held with JobHeldUser and
+# "launch failed requeued held", or "user env retrieval failed requeued held"
+LAUNCH_FAILED = "failed requeued held"
+HELD_AFTER_FAILED_LAUNCH = Reason(Wait.HELD, "held by Slurm after its launch failed")
+
+
 def wait_of(reason: str, text: str) -> Reason:
     """What a pending job waits for, from its reason and slurmctld's words beside it: the
     ``Resources`` of a partition whose nodes are out of service is blocked, not demand, and a
     maintenance reservation is planned, not broken."""
     if MAINTENANCE in text:
         return IN_MAINTENANCE
+    if reason == "JobHeldUser" and LAUNCH_FAILED in text:
+        return HELD_AFTER_FAILED_LAUNCH
     if reason == "Resources" and text.startswith(NODES_OUT):
         return BLOCKED_BY_NODES_OUT
     return reason_of(reason)
