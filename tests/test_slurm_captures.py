@@ -84,6 +84,9 @@ JOB_CAPTURES = [
         0,
         [(Stall.HELD, "bridge", "JobHeldAdmin", 1), (Stall.HELD, "bridge", "JobHeldUser", 1)],
     ),
+    # Slurm 23.11: one task of an array runs; the array's meta record stands for its 9,588
+    # tasks not yet started (array_task_string "412-9999"), waiting on Resources
+    ("lcrownover_23.11_v0.0.40_jobs_array.json", 1, 9588, []),
 ]
 
 
@@ -116,7 +119,7 @@ def test_the_captures_say_what_the_counts_above_rest_on() -> None:
         (True, "JobHeldUser", 0),
         (True, "JobHeldAdmin", 0),
     ]
-    for name, *_ in JOB_CAPTURES[:-2]:
+    for name, *_ in JOB_CAPTURES[:-3]:
         capture = json.loads(json.loads((CAPTURES / name).read_text())["body"])
         [later] = [j for j in capture["jobs"] if j["state_reason"] == "BeginTime"]
         ahead = later["eligible_time"]["number"] - capture["last_update"]["number"]
@@ -135,6 +138,18 @@ async def test_a_begin_time_counts_once_it_comes_near() -> None:
 
 # (file, working, completing, out of service as (state, reason, count), powered down, total)
 NODE_CAPTURES = [
+    (
+        "lcrownover_23.11_v0.0.40_nodes.json",
+        8,
+        0,
+        [
+            ("down", "Not responding", 2),
+            ("drained", "Kill task failed", 1),
+            ("drained", "gpu_board", 1),
+        ],
+        0,
+        12,
+    ),
     ("slurmweb_24.05_v0.0.41_slurm-nodes.json", 0, 0, [], 0, 100),
     ("slurmweb_24.05_v0.0.41_slurm-node-draining.json", 1, 0, [], 0, 1),
     (
@@ -323,3 +338,11 @@ async def test_a_nodes_reason_comes_with_who_set_it_and_since_when() -> None:
     assert (nodes["cn1"].reason, nodes["cn1"].reason_by) == ("ECC memory error", "slurm")
     healthy = [n for n in nodes.values() if not n.reason]
     assert healthy and all(n.reason_at is None and n.reason_by == "" for n in healthy)
+
+
+async def test_an_arrays_waiting_tasks_are_counted_and_shown_as_squeue_shows_them() -> None:
+    jobs, _ = await _jobs("lcrownover_23.11_v0.0.40_jobs_array.json")
+    assert [(j.shown_id, j.tasks, j.pending) for j in jobs] == [
+        ("7725337_411", 1, False),
+        ("7725337_[412-9999]", 9588, True),
+    ]

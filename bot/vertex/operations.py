@@ -78,10 +78,49 @@ class SlurmJob:
     # JOB_INFO ``state_description``: the reason's detail, such as the nodes of
     # "ReqNodeNotAvail, UnavailableNodes:cn[1-2]" ("" when Slurm gives none)
     reason_text: str = ""
+    # JOB_INFO ``array_job_id``, ``array_task_id`` and ``array_task_string``: a task of an
+    # array, or the array's meta record standing for its tasks not yet started ("412-9999")
+    array_id: int | None = None
+    array_task: int | None = None
+    array_tasks: str = ""
 
     @property
     def pending(self) -> bool:
         return "PENDING" in self.states
+
+    @property
+    def tasks(self) -> int:
+        """How many jobs this record stands for: an array's meta record, every task its
+        ``array_task_string`` names (squeue shows them as one line, ``7725337_[412-9999]``);
+        any other job, itself. A task string that cannot be read counts as one."""
+        return task_count(self.array_tasks) if self.array_tasks else 1
+
+    @property
+    def shown_id(self) -> str:
+        """The job's id as squeue shows it: ``7725337_[412-9999]``, ``7725337_411``, ``42``."""
+        if self.array_id and self.array_tasks:
+            return f"{self.array_id}_[{self.array_tasks}]"
+        if self.array_id and self.array_task is not None:
+            return f"{self.array_id}_{self.array_task}"
+        return str(self.job_id)
+
+
+def task_count(tasks: str) -> int:
+    """The tasks of a Slurm array's task string (sbatch(1) --array: ``0-15``, ``1,3,5-7``,
+    ``0-15:4``, each with an optional ``%LIMIT`` of tasks at once); 1 when it is unreadable."""
+    count = 0
+    for part in tasks.split("%", 1)[0].split(","):
+        bounds, _, step_text = part.partition(":")
+        first, _, last = bounds.partition("-")
+        try:
+            start, end = int(first), int(last or first)
+            step = int(step_text or 1)
+        except ValueError:
+            return 1
+        if end < start or step < 1:
+            return 1
+        count += (end - start) // step + 1
+    return max(count, 1)
 
 
 @dataclass(frozen=True)

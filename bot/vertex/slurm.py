@@ -146,6 +146,9 @@ def read_job(job: Any) -> SlurmJob | None:
         hold=job.get("hold") is True,
         eligible=_int(job.get("eligible_time")) or None,
         reason_text=str(job.get("state_description") or ""),
+        array_id=_int(job.get("array_job_id")) or None,
+        array_task=_int(job.get("array_task_id")),
+        array_tasks=str(job.get("array_task_string") or "")[:200],
     )
 
 

@@ -136,7 +136,7 @@ class QueueDemand:
     """Slurm's queue, as the idle rules count it."""
 
     running: int = 0
-    pending: int = 0  # pending jobs that can start
+    pending: int = 0  # pending jobs that can start (each task of an array counted)
     stalled: tuple[StalledJobs, ...] = ()
 
     @property
@@ -153,11 +153,11 @@ def queue_demand(jobs: Iterable[SlurmJob], now: float, idle_after: float) -> Que
         if job.pending:
             stall = stall_of(job, now + idle_after)
             if stall is None:
-                pending += 1
+                pending += job.tasks
                 continue
             kind, cause, meaning = stall
             key = (kind, job.user or "an unknown user", cause, meaning)
-            stalled[key] += 1
+            stalled[key] += job.tasks
             if job.eligible is not None:
                 until[key] = min(until.get(key, job.eligible), job.eligible)
         elif RUNNING_STATES & job.states:

@@ -79,14 +79,14 @@ def jobs_reply(
     filters = [f"{k} {v}" for k, v in (("user", user), ("partition", partition)) if v]
     filters += [f"state {state}"] if state else []
     where = f" ({', '.join(filters)})" if filters else ""
-    summary = f"{plural(len(running), 'running job')}, {len(pending)} pending"
+    summary = f"{plural(len(running), 'running job')}, {sum(j.tasks for j in pending)} pending"
     reply = Reply(f"Jobs on {cluster_id}: {summary}").add(
         Heading(f"Jobs on {cluster_id}"), Text(f"{summary}{where}.")
     )
     if running:
         rows: list[tuple[object, ...]] = [
             (
-                j.job_id,
+                j.shown_id,
                 j.name,
                 j.user,
                 j.partition,
@@ -100,7 +100,7 @@ def jobs_reply(
     if pending:
         rows = [
             (
-                j.job_id,
+                j.shown_id,
                 j.name,
                 j.user,
                 j.partition,
