@@ -173,3 +173,34 @@ def test_an_arrays_task_string_counts_its_tasks(tasks: str, count: int) -> None:
     from bot.vertex.operations import task_count
 
     assert task_count(tasks) == count
+
+
+@pytest.mark.parametrize(
+    ("reason", "counted"),
+    [
+        ("QOSMaxGRESPerUser", "(GPUs or other GRES)"),
+        ("AssocGrpCPUMinutesLimit", "(CPUs)"),
+        ("QOSMaxWallDurationPerJobLimit", "(wall time)"),
+        ("QOSMinMemory", "(memory)"),
+        ("AssocGrpNodeLimit", "(nodes)"),
+    ],
+)
+def test_a_limit_names_what_it_counts(reason: str, counted: str) -> None:
+    assert reason in SLURMS_REASONS
+    assert reason_of(reason).words.endswith(counted)
+
+
+def test_every_limit_of_slurm_names_what_it_counts_or_is_not_a_resource_limit() -> None:
+    limits = [n for n in SLURMS_REASONS if n.startswith(("Assoc", "QOS")) and "Unknown" not in n]
+    unnamed = {n for n in limits if not reason_of(n).words.endswith(")")}
+    # the older, coarser names of a limit, which do not say what they count
+    assert unnamed == {
+        "AssociationJobLimit",
+        "AssociationResourceLimit",
+        "AssociationTimeLimit",
+        "QOSJobLimit",
+        "QOSNotAllowed",
+        "QOSResourceLimit",
+        "QOSTimeLimit",
+        "QOSUsageThreshold",
+    }

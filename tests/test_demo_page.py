@@ -172,7 +172,9 @@ async def test_the_job_queue_in_the_browser(tmp_path: Path) -> None:
         reply = page.locator(".message.ephemeral").last
         await expect(reply).to_contain_text("1 running job, 3 pending.")
         await expect(reply).to_contain_text("QOSMaxGRESPerUser")
-        await expect(reply).to_contain_text("its user already holds as many GPUs")
+        await expect(reply).to_contain_text(
+            "its user runs as much as its QOS's limit allows (GPUs or other GRES)"
+        )
         assert errors == []
         await keep_screenshot(page, "jobs.png")
 

@@ -147,6 +147,25 @@ _FAMILIES: list[tuple[re.Pattern[str], Wait, str]] = [
 ]
 
 
+# The resource a limit counts, from the word after Grp/Max/Min in the reason's name (the TRES of
+# job_reason_codes.html); GRES on these clusters is the GPUs.
+_RESOURCES = {
+    "BB": "burst buffer",
+    "Billing": "billing units",
+    "CPU": "CPUs",
+    "Cpu": "CPUs",
+    "Energy": "energy",
+    "GRES": "GPUs or other GRES",
+    "License": "licenses",
+    "Mem": "memory",
+    "Node": "nodes",
+    "Jobs": "jobs",
+    "Submit": "submitted jobs",
+    "Wall": "wall time",
+}
+_RESOURCE = re.compile(r"(?:Grp|Max|Min)(" + "|".join(_RESOURCES) + ")")
+
+
 def reason_of(name: str) -> Reason:
     """What Slurm's reason ``name`` means; a reason not known here is unknown, not demand."""
     known = EXACT.get(name)
@@ -156,7 +175,11 @@ def reason_of(name: str) -> Reason:
         match = pattern.match(name)
         if match is not None:
             whose = _WHOSE.get(match.group(1) if match.groups() else "", "its")
-            return Reason(wait, words.format(whose=whose))
+            said = words.format(whose=whose)
+            counted = _RESOURCE.search(name)
+            if counted is not None:
+                said += f" ({_RESOURCES[counted.group(1)]})"
+            return Reason(wait, said)
     return Reason(Wait.UNKNOWN, "a reason not known here")
 
 
