@@ -17,6 +17,7 @@ from bot.settings import Settings
 from bot.store import shown
 from bot.vertex.errors import CredentialsError
 from handlers.costs import money
+from handlers.health.rules import ClusterHealth
 from handlers.idle.reach import Reach
 from handlers.idle.report import SweepReport
 from handlers.policy import Policy
@@ -48,6 +49,8 @@ def as_json(report: SweepReport, database: str) -> dict[str, Any]:
                 "jobs_hidden": e.jobs_hidden,
                 "recommendation": str(e.recommendation) if e.recommendation else None,
                 "recommendation_reason": e.recommendation_reason or None,
+                # null when the sweep did not read it (the cluster was not running)
+                "health": ClusterHealth.from_dict(e.health).shown() if e.health else None,
             }
             for e in report.entries
         ],

@@ -124,7 +124,7 @@ def test_a_maintenance_reservation_is_planned_not_broken() -> None:
 
 
 def test_health_counts_both_forms_of_a_stuck_queue_and_not_maintenance() -> None:
-    from handlers.health.rules import BrokenNode, NodeTrouble, blocked_jobs
+    from handlers.health.rules import BrokenNode, ClusterHealth, NodeTrouble, blocked_jobs
 
     broken = [BrokenNode("gpu-1", NodeTrouble.DRAINED, "Xid 79", "root", None, ("gpu",))]
     jobs = [
@@ -136,6 +136,15 @@ def test_health_counts_both_forms_of_a_stuck_queue_and_not_maintenance() -> None
     assert [(j.job_id, j.reason, j.nodes, j.text) for j in found] == [
         (7, "Resources", ("gpu-1",), NODES_OUT)
     ]
+    # as `sweep --once --json` tells it
+    shown = ClusterHealth(nodes=tuple(broken), blocked=tuple(found)).shown()
+    assert [(n["name"], n["problem"], n["reason"]) for n in shown["nodes"]] == [
+        ("gpu-1", "drained", "Xid 79")
+    ]
+    assert [(j["job_id"], j["reason"], j["slurm_says"]) for j in shown["blocked_jobs"]] == [
+        (7, "Resources", NODES_OUT)
+    ]
+    assert shown["cluster"] is None
 
 
 def test_a_job_held_after_its_launch_failed_is_not_told_to_be_released_blindly() -> None:

@@ -345,6 +345,13 @@ def test_sweep_once_prints_a_report(tmp_path: Path) -> None:
         assert statuses == {"train01": "busy", "cpu01": "waiting", "eval01": "free"}
         by_id = {c["cluster"].rsplit("/", 1)[1]: c for c in report["clusters"]}
         assert by_id["train01"]["recommendation"] is None  # busy: nothing to recommend
+        # health as the contract gives it: the demo's drained GPU node, named with Slurm's words
+        (drained,) = by_id["train01"]["health"]["nodes"]
+        assert drained["name"] == "train01-a4-1" and drained["problem"] == "drained"
+        assert drained["reason"].startswith("Xid 79")
+        assert by_id["train01"]["health"]["blocked_jobs"] == []
+        assert by_id["train01"]["health"]["cluster"] is None
+        assert by_id["eval01"]["health"]["nodes"] == [] == by_id["eval01"]["health"]["blocked_jobs"]
         assert report["database"] == str(tmp_path / "sweep.db")
         text = subprocess.run(
             [sys.executable, "-m", "bot", "sweep", "--once"],

@@ -206,6 +206,41 @@ class ClusterHealth:
             "broken_hour": self.broken_hour,
         }
 
+    def shown(self) -> dict[str, Any]:
+        """The health as ``sweep --once --json`` tells it (DESIGN.md's contract): named keys,
+        empty lists when healthy."""
+        return {
+            "nodes": [
+                {
+                    "name": n.name,
+                    "problem": str(n.trouble),
+                    "reason": n.reason,
+                    "set_by": n.by or None,
+                    "since": n.since,
+                    "billed": n.billed,
+                }
+                for n in self.nodes
+            ],
+            "blocked_jobs": [
+                {
+                    "job_id": j.job_id,
+                    "reason": j.reason,
+                    "slurm_says": j.text or None,
+                    "user": j.user,
+                    "partition": j.partition,
+                    "waited_s": round(j.pending_for),
+                    "nodes": list(j.nodes),
+                }
+                for j in self.blocked
+            ],
+            "cluster": (
+                {"state": self.trouble.state, "message": self.trouble.message}
+                if self.trouble
+                else None
+            ),
+            "broken_cost_per_hour": self.broken_hour,
+        }
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterHealth:
         nodes = tuple(
