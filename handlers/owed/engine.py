@@ -202,8 +202,13 @@ class Engine:
 
     async def run(self, key: str) -> bool:
         """Take one item now, if it is free and due, and do it here (the click that approved
-        a change sends it at once); whether it was taken."""
-        if self.stopping or key in self.running:
+        a change sends it at once); whether it was taken. One this replica is doing already
+        is waited for (not taken again), so its caller sees how it ended."""
+        running = self.running.get(key)
+        if running is not None:
+            await asyncio.shield(running.task)
+            return False
+        if self.stopping:
             return False
         item = await self.store.claim_owed_item(key, self.owner, self.clock(), self.lease)
         if item is None:
