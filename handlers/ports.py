@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar, Unpack
 from bot.vertex.facts import ClusterFacts
 from bot.vertex.models import Cluster
 from bot.vertex.names import ClusterName, Target
-from bot.vertex.operations import Operation, Share, SlurmJob, SlurmNode
+from bot.vertex.operations import Operation, Share, SlurmJob, SlurmNode, SlurmReservation
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
@@ -153,6 +153,10 @@ class ActivityReader(Protocol):
 
     async def shares(self, cluster: str) -> list[Share]:
         """The fair-share tree: accounts and their users."""
+        ...
+
+    async def reservations(self, cluster: str) -> list[SlurmReservation]:
+        """Slurm's reservations: maintenance windows, and those jobs wait for."""
         ...
 
 

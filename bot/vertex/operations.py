@@ -83,6 +83,7 @@ class SlurmJob:
     array_id: int | None = None
     array_task: int | None = None
     array_tasks: str = ""
+    reservation: str = ""  # JOB_INFO ``resv_name``: the reservation it runs in, or asked for
 
     @property
     def pending(self) -> bool:
@@ -135,6 +136,28 @@ class SlurmNode:
     partitions: tuple[str, ...] = ()
     reason_by: str = ""  # reason_set_by_user: who took it out of service ("root", "slurm")
     reason_at: float | None = None  # reason_changed_at: since when, epoch seconds
+
+
+@dataclass(frozen=True)
+class SlurmReservation:
+    """One reservation as slurmrestd's ``GET /slurm/v0.0.42/reservations/`` lists it
+    (RESERVATION_INFO): what ``scontrol show reservation`` prints. ``flags`` are Slurm's
+    (``MAINT`` for a maintenance window); times are epoch seconds, None when not set."""
+
+    name: str
+    start: float | None
+    end: float | None
+    nodes: str  # node_list: a host list (``a4-[0-3]``)
+    flags: frozenset[str] = frozenset()
+    partition: str = ""
+    node_count: int = 0
+
+    @property
+    def maintenance(self) -> bool:
+        return "MAINT" in self.flags
+
+    def active(self, now: float) -> bool:
+        return (self.start is None or self.start <= now) and (self.end is None or now < self.end)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from bot.vertex.errors import (
     SlurmUnreadableError,
     VertexError,
 )
-from bot.vertex.operations import Share, SlurmJob, SlurmNode
+from bot.vertex.operations import Share, SlurmJob, SlurmNode, SlurmReservation
 from bot.vertex.paced import Keep, SlurmAnswer
 
 # The data parsers slurmrestd ships (SchedMD/slurm src/plugins/data_parser/ at each release
@@ -149,6 +149,7 @@ def read_job(job: Any) -> SlurmJob | None:
         array_id=_int(job.get("array_job_id")) or None,
         array_task=_int(job.get("array_task_id")),
         array_tasks=str(job.get("array_task_string") or "")[:200],
+        reservation=str(job.get("resv_name") or "")[:200],
     )
 
 
@@ -166,6 +167,22 @@ def read_node(node: Any) -> SlurmNode | None:
         partitions=tuple(str(p) for p in partitions) if isinstance(partitions, list) else (),
         reason_by=str(node.get("reason_set_by_user") or ""),
         reason_at=float(changed) if changed else None,  # 0: never set
+    )
+
+
+def read_reservation(item: Any) -> SlurmReservation | None:
+    """One RESERVATION_INFO (name, start_time, end_time, node_list, flags, partition,
+    node_count); None for an entry that is not an object."""
+    if not isinstance(item, dict):
+        return None
+    return SlurmReservation(
+        name=str(item.get("name") or "")[:200],
+        start=_float(item.get("start_time")) or None,
+        end=_float(item.get("end_time")) or None,
+        nodes=str(item.get("node_list") or "")[:10_000],
+        flags=_states(item.get("flags")),
+        partition=str(item.get("partition") or ""),
+        node_count=_int(item.get("node_count")) or 0,
     )
 
 
@@ -297,6 +314,11 @@ class SlurmReader:
     async def nodes(self, cluster: str) -> list[SlurmNode]:
         document = await self.get(cluster, "nodes/", {"nodes": read_node})
         return [n for n in listed(document, "nodes", "node") if isinstance(n, SlurmNode)]
+
+    async def reservations(self, cluster: str) -> list[SlurmReservation]:
+        document = await self.get(cluster, "reservations/", {"reservations": read_reservation})
+        found = listed(document, "reservations", "reservation")
+        return [r for r in found if isinstance(r, SlurmReservation)]
 
     async def update_node(
         self, cluster: str, node: str, states: Sequence[str], reason: str | None = None

@@ -38,7 +38,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.vertex.operations import SlurmJob, SlurmNode
-from handlers.slurm.reasons import Wait, wait_of
+from handlers.slurm.reasons import MAINTENANCE_FLAG, Wait, wait_of
 
 STUCK_AFTER = 2 * 3600.0  # seconds a change or a blocked queue lasts before it is a problem
 UNAVAILABLE = re.compile(r"UnavailableNodes:(\S+)")
@@ -79,8 +79,11 @@ REBOOTING = frozenset({"REBOOT_REQUESTED", "REBOOT_ISSUED"})
 
 def trouble_of(node: SlurmNode) -> NodeTrouble | None:
     """What is wrong with the node as Slurm's state says, or None; a node drained for a reboot
-    someone asked for is not broken (it is back once rebooted)."""
+    someone asked for is not broken (it is back once rebooted), nor is one in a maintenance
+    reservation."""
     states = node.states
+    if MAINTENANCE_FLAG in states:
+        return None
     if states & REBOOTING and "DOWN" not in states and "FAIL" not in states:
         return None
     if "DOWN" in states:

@@ -14,6 +14,11 @@ What Slurm says (``GET /slurm/vX/jobs/`` and ``/nodes/``; each rule cites Slurm'
   coordinator", JobHeldAdmin "held by a privileged user"; JOB_INFO ``hold``; the job_state
   flags REQUEUE_HOLD, SPECIAL_EXIT and RESV_DEL_HOLD of squeue(1) JOB STATE CODES): it runs
   only once someone releases it (``scontrol release``).
+- *A reservation not begun*: a job waiting with reason Reservation ("waiting for its
+  advanced reservation to become available") is demand only from ``idle_after`` before its
+  reservation (``resv_name``, read from ``GET /slurm/vX/reservations/``) starts.
+- *Maintenance*: sinfo(1) MAINT, a node "in a reservation with a flag value of maintenance",
+  runs nothing and is not broken: it is counted apart, with its window's end.
 - *Not yet*: a pending job whose begin time (BeginTime, ``sbatch --begin``; JOB_INFO
   ``eligible_time``) lies more than ``idle_after`` ahead is not demand; it counts again once
   that time is within ``idle_after``.
@@ -27,12 +32,18 @@ What Slurm says (``GET /slurm/vX/jobs/`` and ``/nodes/``; each rule cites Slurm'
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.vertex.operations import SlurmJob, SlurmNode
-from handlers.slurm.reasons import HELD_AFTER_FAILED_LAUNCH, Reason, Wait, wait_of
+from handlers.slurm.reasons import (
+    HELD_AFTER_FAILED_LAUNCH,
+    MAINTENANCE_FLAG,
+    Reason,
+    Wait,
+    wait_of,
+)
 from handlers.words import plural
 
 # squeue(1) JOB STATE CODES: a job in any of these holds nodes
@@ -46,6 +57,9 @@ HELD_FLAGS = {
     "RESV_DEL_HOLD": "held since its reservation was deleted",
 }
 HOLD = Reason(Wait.HELD, "held")
+# job_reason_codes.html: Reservation "The job is waiting for its advanced reservation to
+# become available" (slurmctld sets WAIT_RESERVATION while the reservation is not active)
+WAITS_FOR_RESERVATION = "Reservation"
 # sinfo(1) NODE STATE CODES
 WORKING_NODE_STATES = frozenset({"ALLOCATED", "MIXED", "PLANNED"})
 OUT_OF_SERVICE = {
@@ -59,9 +73,27 @@ OUT_OF_SERVICE = {
 Stall = Wait  # why a pending job is not demand: any of Slurm's reasons but the allow-list's
 
 
-def stall_of(job: SlurmJob, horizon: float) -> tuple[Wait, str, str] | None:
+def begins(job: SlurmJob, starts: Mapping[str, float | None] | None) -> float | None:
+    """When the pending job may start at the earliest: its reservation's start for a job that
+    waits for one (``starts``: reservation name -> start), else its begin time."""
+    if job.reason == WAITS_FOR_RESERVATION and starts and job.reservation in starts:
+        return starts[job.reservation]
+    return job.eligible
+
+
+def stall_of(
+    job: SlurmJob, horizon: float, starts: Mapping[str, float | None] | None = None
+) -> tuple[Wait, str, str] | None:
     """None when the pending job can start on its own; else why not, Slurm's word for it and
-    what that means. ``horizon`` is the moment past which a begin time is not demand yet."""
+    what that means. ``horizon`` is the moment past which a begin time is not demand yet;
+    ``starts`` the cluster's reservations, when read (None: not read)."""
+    if job.reason == WAITS_FOR_RESERVATION and starts is not None and job.reservation:
+        if job.reservation not in starts:
+            return Wait.OTHER, job.reason, f"its reservation {job.reservation} is not listed"
+        start = starts[job.reservation]
+        if start is not None and start > horizon:
+            return Wait.LATER, job.reason, f"for its reservation {job.reservation}"
+        return None  # the reservation begins within idle_after: it will run then
     held = next((flag for flag in HELD_FLAGS if flag in job.states), None)
     if held is not None:
         return Wait.HELD, held, HELD_FLAGS[held]
@@ -115,6 +147,9 @@ class StalledJobs:
             )
         if self.kind == Stall.LATER:
             when = _utc(self.until) if self.until is not None else "later"
+            if self.meaning:  # a reservation not begun
+                said = f"{jobs} of {self.user} waiting {self.meaning}, which starts {when}"
+                return (f"{said} ({self.cause})",)
             return (f"{jobs} of {self.user} not to start before {when} ({self.cause})",)
         words = self.meaning
         if self.kind == Stall.NEVER:
@@ -144,22 +179,29 @@ class QueueDemand:
         return bool(self.running or self.pending)
 
 
-def queue_demand(jobs: Iterable[SlurmJob], now: float, idle_after: float) -> QueueDemand:
-    """Count running jobs and pending demand; group the pending jobs that are not demand."""
+def queue_demand(
+    jobs: Iterable[SlurmJob],
+    now: float,
+    idle_after: float,
+    starts: Mapping[str, float | None] | None = None,
+) -> QueueDemand:
+    """Count running jobs and pending demand; group the pending jobs that are not demand.
+    ``starts``: the cluster's reservations and their starts, when read."""
     running = pending = 0
     stalled: Counter[tuple[Wait, str, str, str]] = Counter()
     until: dict[tuple[Wait, str, str, str], float] = {}
     for job in jobs:
         if job.pending:
-            stall = stall_of(job, now + idle_after)
+            stall = stall_of(job, now + idle_after, starts)
             if stall is None:
                 pending += job.tasks
                 continue
             kind, cause, meaning = stall
             key = (kind, job.user or "an unknown user", cause, meaning)
             stalled[key] += job.tasks
-            if job.eligible is not None:
-                until[key] = min(until.get(key, job.eligible), job.eligible)
+            begin = begins(job, starts)
+            if begin is not None:
+                until[key] = min(until.get(key, begin), begin)
         elif RUNNING_STATES & job.states:
             running += 1
     groups = tuple(
@@ -179,6 +221,7 @@ class NodeCensus:
     out_of_service: tuple[tuple[str, str, int], ...] = ()  # (state, reason, count), VMs that exist
     powered_down: int = 0
     total: int = 0
+    maintenance: tuple[str, ...] = ()  # nodes in a maintenance reservation, VMs that exist
 
     @property
     def powered_up(self) -> int:
@@ -193,6 +236,7 @@ class NodeCensus:
 def node_census(nodes: Iterable[SlurmNode]) -> NodeCensus:
     working = completing = powered_down = total = 0
     broken: Counter[tuple[str, str]] = Counter()
+    maintenance = []
     for node in nodes:
         total += 1
         if WORKING_NODE_STATES & node.states:
@@ -201,12 +245,14 @@ def node_census(nodes: Iterable[SlurmNode]) -> NodeCensus:
             completing += 1
         elif "POWERED_DOWN" in node.states:
             powered_down += 1  # no VM: nothing to pay, whatever else it says
+        elif MAINTENANCE_FLAG in node.states:
+            maintenance.append(node.name)  # planned: not out of service, whatever it shows
         else:
             state = next((OUT_OF_SERVICE[s] for s in OUT_OF_SERVICE if s in node.states), None)
             if state is not None:
                 broken[state, node.reason or "no reason given"] += 1
     out = tuple((state, reason, count) for (state, reason), count in sorted(broken.items()))
-    return NodeCensus(working, completing, out, powered_down, total)
+    return NodeCensus(working, completing, out, powered_down, total, tuple(maintenance))
 
 
 def node_notes(census: NodeCensus, paying_nodes: int) -> tuple[tuple[str, ...], ...]:

@@ -21,6 +21,7 @@ from handlers.health.rules import (
     broken_nodes,
     cluster_trouble,
 )
+from handlers.idle import windows
 from handlers.idle.alert import IdleEntry
 from handlers.idle.report import paced
 from handlers.idle.rules import (
@@ -146,14 +147,22 @@ class ActivityObserver:
             return seen  # a change of clusterbot's runs: no need to ask Slurm
         try:
             jobs, nodes = await self.reader.jobs(name), await self.reader.nodes(name)
+            held = await self.reader.reservations(name) if windows.wanted(jobs, nodes) else None
         except SlurmUnreadableError as error:
             return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
         now = self.clock()
-        demand = queue_demand(jobs, now, self.idle_after)
+        starts = None if held is None else windows.starts(held)
+        demand = queue_demand(jobs, now, self.idle_after, starts)
         census = None if demand.active else node_census(nodes)
-        return replace(seen, at=now, health=health_of(cluster, jobs, nodes, now)).with_slurm(
+        seen = replace(seen, at=now, health=health_of(cluster, jobs, nodes, now)).with_slurm(
             demand, census
         )
+        if census is None or not census.maintenance:
+            return seen
+        planned = [n for n in nodes if n.name in set(census.maintenance)]
+        prices = {p.pool: p.node_hour for p in cluster.pools if p.compute}
+        notes = windows.maintenance_notes(planned, held or [], prices, now)
+        return replace(seen, node_notes=seen.node_notes + notes)
 
 
 def health_of(
@@ -175,7 +184,9 @@ async def slurm_demand(
 ) -> tuple[QueueDemand, NodeCensus | None]:
     """Slurm's queue, and its nodes when the queue shows no demand (jobs may be hidden, or
     an epilog may still run, and nodes out of service are named)."""
-    demand = queue_demand(await reader.jobs(cluster), now, idle_after)
+    jobs = await reader.jobs(cluster)
+    held = await reader.reservations(cluster) if windows.wanted(jobs, ()) else None
+    demand = queue_demand(jobs, now, idle_after, None if held is None else windows.starts(held))
     if demand.active:
         return demand, None
     return demand, node_census(await reader.nodes(cluster))

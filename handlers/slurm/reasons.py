@@ -215,3 +215,8 @@ def wait_of(reason: str, text: str) -> Reason:
     if reason == "Resources" and text.startswith(NODES_OUT):
         return BLOCKED_BY_NODES_OUT
     return reason_of(reason)
+
+
+# sinfo(1): MAINT "The node is currently in a reservation with a flag value of maintenance"
+# (slurmrestd: NODE_STATE_MAINT, the node state flag MAINTENANCE): planned, not breakage
+MAINTENANCE_FLAG = "MAINTENANCE"

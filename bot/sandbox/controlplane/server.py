@@ -19,7 +19,7 @@ from bot.sandbox.controlplane.faults import Fault
 from bot.sandbox.controlplane.http import STATE, json_body
 from bot.sandbox.controlplane.rpc import STATUS_OF_HTTP, SimError, invalid
 from bot.sandbox.controlplane.rules import check_update_mode
-from bot.sandbox.controlplane.slurm_routes import sim_jobs, sim_nodes, sim_slurm
+from bot.sandbox.controlplane.slurm_routes import sim_jobs, sim_nodes, sim_reservations, sim_slurm
 from bot.sandbox.controlplane.slurm_state import rfc3339
 from bot.sandbox.controlplane.state import SimulatorState, present
 
@@ -305,6 +305,7 @@ async def cluster_method(request: web.Request) -> web.Response:
         private_jobs=switches.private_jobs,
         sizes=sizes,
         overrides=switches.nodes,
+        reservations=switches.reservations,
     )
     if method == "HTTP_METHOD_POST":
         reply, node, changed = slurmrestd.update(path, body["body"])
@@ -381,6 +382,7 @@ def create_app(state: SimulatorState, prefix: str = "") -> web.Application:
     app.router.add_route("*", "/_sim/config", sim_config)
     app.router.add_route("*", "/_sim/slurm", sim_slurm)
     app.router.add_route("*", "/_sim/nodes", sim_nodes)
+    app.router.add_route("*", "/_sim/reservations", sim_reservations)
     app.router.add_route("*", "/_sim/clusters", sim_clusters)
     secrets.add_routes(app)
     return app

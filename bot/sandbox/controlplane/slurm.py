@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from bot.sandbox.controlplane import pretty, wire
+from bot.sandbox.controlplane import pretty, slurm_reservations
 from bot.sandbox.controlplane.slurm_blocked import blocked
 from bot.sandbox.controlplane.slurm_parts import (
     BUSY_JOB_STATES,
@@ -33,21 +33,19 @@ from bot.sandbox.controlplane.slurm_parts import (
     NOT_FOUND_25,
     RELEASES,
     hostlist,
+    hostnames,
     number,
     share_documents,
     slurm_int,
     states_of,
 )
+from bot.sandbox.controlplane.slurm_place import Placement, is_whole, place
 from bot.sandbox.controlplane.slurm_update import NODE, update_node
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
-RESOURCES = re.compile(r"^(jobs|nodes|ping|shares)/?$")
+RESOURCES = re.compile(r"^(jobs|nodes|ping|shares|reservations)/?$")
 ONE_JOB = re.compile(r"^job/(\d+)/?$")
 CALLER = "clusterbot"  # the Linux account the bot's service account maps to
-
-# sinfo(1): a node in one of these takes no new job
-UNUSABLE = {"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN"}
-POWERED_DOWN = ["IDLE", "CLOUD", "POWERED_DOWN"]  # a cloud node with no VM (power_save.html)
 
 
 @cache
@@ -72,72 +70,8 @@ def _unset() -> dict[str, Any]:
     return {"set": False, "infinite": False, "number": 0}
 
 
-def is_whole(job: dict[str, Any]) -> bool:
-    """A whole slurmrestd job object, served as it is (not the short form)."""
-    return "job_resources" in job or isinstance(job.get("priority"), dict)
-
-
 def _uid(user: str) -> int:
     return 10_000 + zlib.crc32(user.encode()) % 50_000
-
-
-@dataclass
-class Placement:
-    """Which nodes each running job holds, and every node's state."""
-
-    nodes: dict[str, list[str]] = field(default_factory=dict)  # job key -> node names
-    states: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # node -> state, reason
-    partitions: dict[str, list[str]] = field(default_factory=dict)  # node -> partition names
-
-
-def _partitions(cluster: dict[str, Any]) -> tuple[dict[str, list[str]], str]:
-    slurm = wire.slurm_spec(cluster)
-    partitions = slurm.get("partitions") or []
-    default = slurm.get("defaultPartitionId") or (partitions[0]["id"] if partitions else "")
-    return {p["id"]: list(p.get("nodePoolIds") or []) for p in partitions}, default
-
-
-def place(
-    cluster: dict[str, Any],
-    jobs: list[dict[str, Any]],
-    sizes: dict[str, tuple[int, int]],
-    overrides: dict[str, dict[str, Any]],
-) -> Placement:
-    """Slurm's nodes, consistent with the cluster's VMs and its jobs: each node a VM of a
-    compute pool exists for is IDLE or, while a running job holds it, ALLOCATED; the rest of
-    a pool that scales with the queue is a powered-down cloud node; a state set through
-    ``/_sim/nodes`` is shown as set, and such a node takes no job unless it is usable."""
-    cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
-    login = wire.slurm_spec(cluster).get("loginNodePoolId")
-    pools_of, default = _partitions(cluster)
-    placement = Placement()
-    free: dict[str, list[str]] = {}
-    for pool in cluster.get("nodePools", []):
-        if pool["id"] == login:
-            continue
-        existing, high = sizes.get(pool["id"], (0, 0))
-        names = [p for p, pools in pools_of.items() if pool["id"] in pools] or [pool["id"]]
-        for index in range(max(existing, high)):
-            node = f"{cluster_id}-{pool['id']}-{index}"
-            placement.partitions[node] = names
-            placement.states[node] = (["IDLE"] if index < existing else POWERED_DOWN, "")
-            if node in overrides:
-                override = overrides[node]
-                placement.states[node] = (list(override["state"]), override.get("reason", ""))
-            if index < existing and not UNUSABLE & set(placement.states[node][0]):
-                free.setdefault(pool["id"], []).append(node)
-    for key, job in enumerate(jobs):
-        if not BUSY_JOB_STATES & set(states_of(job)) or is_whole(job):
-            continue
-        pools = pools_of.get(str(job.get("partition") or default)) or list(free)
-        wanted, held = int(job.get("node_count", 1)), list[str]()
-        for pool_id in pools:
-            while wanted > len(held) and free.get(pool_id):
-                held.append(free[pool_id].pop(0))
-        placement.nodes[str(key)] = held
-        for node in held:
-            placement.states[node] = (["ALLOCATED"], "")
-    return placement
 
 
 def job_document(
@@ -163,6 +97,8 @@ def job_document(
     submitted = epoch - int(job.get("submitted_ago", 600))
     eligible = begin if begin is not None else submitted
     waits = None if running else blocked(job, placement.states, placement.partitions)
+    if not running and job.get("reservation") and not placement.active(str(job["reservation"])):
+        waits = ("Reservation", "")  # node_scheduler.c 2893-2896: WAIT_RESERVATION, no desc
     reason = (
         job.get("state_reason")
         or (waits[0] if waits else None)
@@ -208,8 +144,11 @@ def job_document(
         current_working_directory=f"/home/{user}",
         standard_output=output,
         standard_error=output,
+        resv_name=str(job.get("reservation") or ""),
     )
-    if waits and reason == waits[0]:  # every data parser's job has it: the why in words
+    if (
+        waits and waits[1] and reason == waits[0]
+    ):  # every data parser's job has it: the why in words
         document["state_description"] = waits[1]
     if running:
         document["job_resources"] = _resources(captured["running"]["job_resources"], nodes)
@@ -284,6 +223,7 @@ class Slurmrestd:
     private_jobs: bool = False
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reservations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def cluster_id(self) -> str:
@@ -320,8 +260,15 @@ class Slurmrestd:
             ]
         elif kind == "shares":
             document["shares"] = share_documents(self.jobs)
+        elif kind == "reservations":
+            names = list(self._place().states)
+            document["reservations"] = [
+                slurm_reservations.document(r, hostnames(r["node_list"], names))
+                for r in self.reservations
+            ]
+            document["last_update"] = number(epoch)
         elif kind == "nodes":
-            placement = place(self.cluster, self.jobs, self.sizes, self.overrides)
+            placement = self._place()
             document["nodes"] = [
                 node_document(
                     name,
@@ -336,7 +283,7 @@ class Slurmrestd:
             ]
             document["last_update"] = number(epoch)
         else:
-            placement = place(self.cluster, self.jobs, self.sizes, self.overrides)
+            placement = self._place()
             visible = [
                 job_document(self.cluster_id, key, job, self.now, version, placement)
                 for key, job in enumerate(self.jobs)
@@ -352,6 +299,10 @@ class Slurmrestd:
         document.update(errors=[], warnings=[])
         return {"status": 200, "body": pretty.dumps(document)}
 
+    def _place(self) -> Placement:
+        now = self.now.timestamp()
+        return place(self.cluster, self.jobs, self.sizes, self.overrides, self.reservations, now)
+
     def _set_by(self, node: str) -> tuple[str, int] | None:
         """Who set the node's reason through a node update, and when."""
         override = self.overrides.get(node) or {}
@@ -366,7 +317,7 @@ class Slurmrestd:
         if version not in self.served or match.group(1) != "slurm" or node is None:
             return self._not_found(), "", None
         meta = _meta(self.cluster_id, version, RELEASES[self.release][0])
-        placement = place(self.cluster, self.jobs, self.sizes, self.overrides)
+        placement = self._place()
         name = node.group(1)
         now = placement.states.get(name)
         epoch = int(self.now.timestamp())

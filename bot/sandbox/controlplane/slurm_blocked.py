@@ -12,13 +12,12 @@ partition has in service.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from bot.sandbox.controlplane.slurm_parts import (
     BUSY_JOB_STATES,
-    HELD_REASON_CODES,
     HELD_STATE_FLAGS,
-    NEVER_REASON_CODES,
     hostlist,
     slurm_int,
     states_of,
@@ -47,28 +46,46 @@ def blocked(
     if not mine:  # a partition the simulator does not place: nothing to say
         return None
     out = [n for n in mine if OUT & set(states.get(n, ([], ""))[0])]
+    # in a maintenance window, and not the job's own reservation
+    kept = [n for n in mine if n not in out and "MAINTENANCE" in states.get(n, ([], ""))[0]]
+    if job.get("reservation"):
+        kept = []
     wanted = required(job)
-    usable = len(mine) - len(out)
+    usable = len(mine) - len(out) - len(kept)
     if not (set(wanted) & set(out)) and int(job.get("node_count", 1)) <= usable:
         return None
+    if kept and not (set(wanted) & set(out)):
+        # node_scheduler.c 3817-3821: every usable node is in a maintenance reservation
+        return "ReqNodeNotAvail", "ReqNodeNotAvail, Reserved for maintenance"
     down = [n for n in out if NOT_UP & set(states[n][0]) and (not wanted or n in wanted)]
     if down:
         return "ReqNodeNotAvail", f"ReqNodeNotAvail, UnavailableNodes:{hostlist(down)}"
     return "ReqNodeNotAvail", "ReqNodeNotAvail, May be reserved for other job"
 
 
-def runnable(job: dict[str, Any], now: float) -> bool:
-    """Whether Slurm would give the job nodes now: running, or pending and neither held,
-    never to start, nor waiting for a begin time. power_save.html: a powered-down node is
-    resumed when a job is allocated to it, and a pending job that cannot start is allocated
-    nothing. The held and never-starting reasons are the ones job_reason_codes.html gives
-    (``slurm_parts``)."""
+# job_reason_codes.html: the reasons of a pending job that starts once nodes are free or its
+# turn comes (Resources, Priority, None), or once its begin time or reservation comes
+STARTS_WHEN_FREE = frozenset({"None", "Resources", "Priority", "BeginTime", "Reservation"})
+
+
+def runnable(job: dict[str, Any], now: float, reservations: Sequence[dict[str, Any]] = ()) -> bool:
+    """Whether Slurm would give the job nodes now: running, or pending for a reason of
+    ``STARTS_WHEN_FREE``, not held, with its begin time and its reservation come.
+    power_save.html: a powered-down node is resumed when a job is allocated to it, and a
+    pending job that cannot start (a limit, a budget, a dependency, a reservation not begun)
+    is allocated nothing."""
     states = set(states_of(job))
     if BUSY_JOB_STATES & states:
         return True
     if "PENDING" not in states or HELD_STATE_FLAGS & states or job.get("hold") is True:
         return False
-    if job.get("state_reason") in HELD_REASON_CODES | NEVER_REASON_CODES:
+    if str(job.get("state_reason") or "None") not in STARTS_WHEN_FREE:
         return False
     begin = slurm_int(job.get("begin_time")) or slurm_int(job.get("eligible_time"))
-    return begin is None or begin <= now
+    if begin is not None and begin > now:
+        return False
+    wanted = job.get("reservation")
+    if not wanted:
+        return True
+    found = next((r for r in reservations if r["name"] == wanted), None)
+    return found is not None and found["start_time"] <= now < found["end_time"]

@@ -3,27 +3,13 @@ compressed host lists, and the fair-share tree (``GET /slurm/vX/shares``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 BUSY_JOB_STATES = {"RUNNING", "COMPLETING"}
-# What keeps a pending job from being given nodes, as Slurm documents it (the stand-in's own
-# reading, not the bot's): job_reason_codes.html's held jobs ("held by the user or an account
-# coordinator", "held by a privileged user") and those that wait for a change that may never
-# come, and squeue(1)'s JOB STATE CODES for a job held after a requeue or a special exit.
-HELD_REASON_CODES = frozenset({"JobHeldUser", "JobHeldAdmin"})
-NEVER_REASON_CODES = frozenset(
-    {
-        "DependencyNeverSatisfied",
-        "InvalidAccount",
-        "InvalidQOS",
-        "AccountNotAllowed",
-        "BadConstraints",
-        "ReservationDeleted",
-        "PartitionDown",
-        "PartitionInactive",
-    }
-)
+# squeue(1) JOB STATE CODES: a job held after a requeue, a special exit or its reservation's
+# deletion (the stand-in's own reading, not the bot's)
 HELD_STATE_FLAGS = frozenset({"REQUEUE_HOLD", "SPECIAL_EXIT", "RESV_DEL_HOLD"})
 
 # The data parsers each release ships (SchedMD/slurm src/plugins/data_parser/ at each tag)
@@ -149,3 +135,34 @@ def hostlist(names: Iterable[str]) -> str:
                 start = previous = value
         parts.append(f"{prefix}[{','.join(ranges)}]")
     return ",".join(parts)
+
+
+def hostnames(text: str, known: Iterable[str]) -> list[str]:
+    """The nodes of ``known`` a host list names (``scontrol show hostnames``), in the form
+    ``hostlist`` writes: names, and ``prefix[ranges]`` groups of one bracket each. Each known
+    name is matched against the list, never the list spelled out (a range may be huge)."""
+    plain: set[str] = set()
+    groups: list[tuple[str, list[tuple[int, int]]]] = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", text):
+        prefix, _, ranges = part.partition("[")
+        if not ranges:
+            plain.add(prefix)
+            continue
+        bounds = []
+        for item in ranges.rstrip("]").split(","):
+            first, _, last = item.partition("-")
+            if first.isdigit() and (not last or last.isdigit()):
+                bounds.append((int(first), int(last or first)))
+        groups.append((prefix, bounds))
+
+    def named(name: str) -> bool:
+        if name in plain:
+            return True
+        for prefix, bounds in groups:
+            rest = name[len(prefix) :]
+            digits = name.startswith(prefix) and rest.isdigit()
+            if digits and any(low <= int(rest) <= high for low, high in bounds):
+                return True
+        return False
+
+    return [name for name in known if named(name)]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.sandbox.controlplane import rpc, wire
+from bot.sandbox.controlplane import rpc, slurm_reservations, wire
 from bot.sandbox.controlplane.slurm_blocked import runnable
 from bot.sandbox.controlplane.slurm_parts import DEFAULT_RELEASE, RELEASES, count_of
 
@@ -52,6 +52,7 @@ class SlurmSwitches:
     release: str = DEFAULT_RELEASE  # the Slurm release, which decides the data parsers
     versions: tuple[str, ...] | None = None  # data parsers served, set apart from a release
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> state, reason
+    reservations: list[dict[str, Any]] = field(default_factory=list)  # /_sim/reservations
 
     def to_dict(self) -> dict[str, Any]:
         served = self.versions or RELEASES[self.release][1]
@@ -61,6 +62,7 @@ class SlurmSwitches:
             "release": self.release,
             "versions": list(served),
             "nodes": self.nodes,
+            "reservations": self.reservations,
         }
 
 
@@ -88,8 +90,9 @@ class SlurmQueue:
         pools_of = {p["id"]: p.get("nodePoolIds") or [] for p in partitions}
         wanted = 0
         now = self.wall().timestamp()
+        held = self.switches(name).reservations
         for job in self.jobs.get(name, []):
-            if not runnable(job, now):
+            if not runnable(job, now, held):
                 continue
             if pool_id in pools_of.get(job.get("partition") or default, []):
                 wanted += count_of(job.get("node_count"))
@@ -169,6 +172,21 @@ class SlurmQueue:
         if "versions" in spec:
             switches.versions = tuple(str(v) for v in spec["versions"])
         return switches
+
+    def set_reservations(self, key: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
+        """Set a cluster's reservations: ``{"reservations": [{name, start_time, end_time,
+        node_list, flags}]}`` replaces them all (an empty list clears them)."""
+        name = self.resolve(key)
+        given = spec.get("reservations")
+        if not isinstance(given, list):
+            raise rpc.invalid("reservations must be a list of {name, start_time, end_time, ...}")
+        now = self.wall().timestamp()
+        found = [slurm_reservations.read_spec(item, now) for item in given]
+        if len({r["name"] for r in found}) != len(found):
+            raise rpc.invalid("reservation names must differ")
+        self.switches(name).reservations = found
+        self.resettle(name)
+        return found
 
     def set_nodes(self, key: str, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """Set nodes' Slurm states: ``{"nodes": {NAME: {"state": [...], "reason": "..."}}}``;

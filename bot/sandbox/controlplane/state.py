@@ -130,6 +130,7 @@ class SimulatorState(SlurmQueue, FaultLog):
     def load_fixtures(self, document: dict[str, Any]) -> None:
         """Load ``{"projects": {id: number}, "clusters": [...], "jobs": {cluster: {...}},
         "slurm": {cluster: {release, ...}}, "nodes": {cluster: {node: {state, reason}}},
+        "reservations": {cluster: [{name, start_time, end_time, node_list, flags}]},
         "secrets": [{project, secret, value}]}``."""
         self.project_numbers.update({k: str(v) for k, v in document.get("projects", {}).items()})
         for raw in document.get("clusters", []):
@@ -151,6 +152,8 @@ class SimulatorState(SlurmQueue, FaultLog):
             self.set_slurm(key, spec)
         for key, nodes in document.get("nodes", {}).items():
             self.set_nodes(key, {"nodes": nodes})
+        for key, held in document.get("reservations", {}).items():
+            self.set_reservations(key, {"reservations": held})
         for secret in document.get("secrets", []):
             self.secret_store.change(secret)
 

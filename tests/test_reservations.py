@@ -1,0 +1,208 @@
+"""Slurm's reservations as the idle rules and the simulator take them: a job waiting for a
+reservation that begins tomorrow is not demand today, a maintenance window is planned (not
+broken, not demand) and priced until its end, and the simulator serves reservations, node
+flags and job reasons as slurmrestd and slurmctld do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.vertex.client import VertexClient
+from bot.vertex.operations import SlurmJob, SlurmReservation
+from bot.vertex.slurm import SlurmReader, read_job
+from handlers.costs import PriceBook
+from handlers.idle.demand import Stall, queue_demand
+from handlers.idle.observe import ActivityObserver, Swept
+from handlers.slurm.hostlist import expand
+from tests.conftest import Simulator
+
+CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"
+TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
+NOW = 1_790_000_000.0
+H = 3600.0
+
+
+def _waiting(reservation: str, user: str = "dana") -> SlurmJob:
+    job = read_job(
+        {
+            "job_id": 7,
+            "user_name": user,
+            "job_state": ["PENDING"],
+            "state_reason": "Reservation",
+            "resv_name": reservation,
+            "submit_time": {"number": int(NOW - H)},
+            "eligible_time": int(NOW - H),
+        }
+    )
+    assert job is not None and job.reservation == reservation
+    return job
+
+
+def test_a_job_waiting_for_a_reservation_that_begins_tomorrow_is_not_demand() -> None:
+    demand = queue_demand([_waiting("big-run")], NOW, 2 * H, {"big-run": NOW + 20 * H})
+    assert not demand.active
+    [group] = demand.stalled
+    assert group.kind == Stall.LATER
+    assert group.words() == (
+        "1 job of dana waiting for its reservation big-run, which starts "
+        "2026-09-22 10:13 UTC (Reservation)",
+    )
+
+
+def test_a_reservation_within_idle_after_is_demand() -> None:
+    assert queue_demand([_waiting("big-run")], NOW, 2 * H, {"big-run": NOW + H}).pending == 1
+    assert queue_demand([_waiting("big-run")], NOW, 2 * H, {"big-run": NOW - H}).pending == 1
+
+
+def test_a_reservation_slurm_does_not_list_is_not_demand_and_says_so() -> None:
+    [group] = queue_demand([_waiting("gone")], NOW, 2 * H, {"other": NOW}).stalled
+    assert group.kind == Stall.OTHER and "its reservation gone is not listed" in group.words()[0]
+    # reservations not read: Slurm's reason alone, which is not on the allow-list either
+    [unread] = queue_demand([_waiting("gone")], NOW, 2 * H).stalled
+    assert unread.kind == Stall.OTHER and "it waits for its reservation" in unread.words()[0]
+
+
+def test_host_lists_expand_as_scontrol_does_and_are_bounded() -> None:
+    assert expand("cpu01-cpu-[0-2,5]") == [f"cpu01-cpu-{i}" for i in (0, 1, 2, 5)]
+    assert expand("rack[1-2]-n[01-02],login0") == [
+        "rack1-n01",
+        "rack1-n02",
+        "rack2-n01",
+        "rack2-n02",
+        "login0",
+    ]
+    assert expand("a[0-99999999999]b[0-99999999999]", limit=1000)[-1] == "a0b999"
+    assert len(expand("a[0-99999999999]", limit=1000)) == 1000
+    assert expand("odd[x-y]") == ["odd[x-y]"]  # not a range Slurm writes: kept as written
+
+
+def test_a_reservation_document_is_read() -> None:
+    from bot.vertex.slurm import read_reservation
+
+    found = read_reservation(
+        {
+            "name": "maint",
+            "start_time": {"set": True, "infinite": False, "number": 100},
+            "end_time": {"set": True, "infinite": False, "number": 200},
+            "node_list": "cpu01-cpu-[0-1]",
+            "flags": ["MAINT", "SPEC_NODES"],
+            "node_count": 2,
+        }
+    )
+    assert isinstance(found, SlurmReservation)
+    assert found.maintenance and found.active(150) and not found.active(200)
+    assert (found.start, found.end, found.nodes) == (100, 200, "cpu01-cpu-[0-1]")
+
+
+async def _maintenance(simulator: Simulator, nodes: str, hours: int = 10) -> None:
+    window = {"name": "maint-dec", "start_time": "now-1h", "end_time": f"now+{hours}h"}
+    body = {"cluster": "cpu01", "reservations": [window | {"node_list": nodes, "flags": "MAINT"}]}
+    await simulator.admin("POST", "reservations", body)
+
+
+async def _proxied(client: VertexClient, cluster: str, resource: str) -> dict[str, Any]:
+    reader = SlurmReader(vertex=client)
+    return dict(await reader.get(cluster, resource, {}))
+
+
+async def test_the_simulator_serves_a_maintenance_window_as_slurm_does(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    await _maintenance(simulator, "cpu01-cpu-[0-2]")
+    job = {"job_state": "PENDING", "partition": "cpu", "node_count": 1}
+    await simulator.admin("POST", "jobs", {"cluster": "cpu01", "jobs": [job]})
+    reservations = (await _proxied(client, CPU01, "reservations/"))["reservations"]
+    assert [(r["name"], r["flags"], r["node_count"]) for r in reservations] == [
+        ("maint-dec", ["MAINT"], 3)
+    ]
+    nodes = {n["name"]: n["state"] for n in (await _proxied(client, CPU01, "nodes/"))["nodes"]}
+    assert nodes["cpu01-cpu-0"] == ["IDLE", "RESERVED", "MAINTENANCE"]
+    assert "MAINTENANCE" not in nodes["cpu01-cpu-3"]  # drained, and outside the window
+    [job] = (await _proxied(client, CPU01, "jobs/"))["jobs"]
+    # slurmctld: the one node left is drained, the rest reserved for maintenance
+    assert job["state_reason"] == "ReqNodeNotAvail"
+    assert "Reserved for maintenance" in job["state_description"]
+
+
+async def test_a_job_for_a_reservation_not_begun_waits_and_grows_no_pool(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    cluster = simulator.state.clusters[TRAIN01]
+    pool = next(p for p in cluster["nodePools"] if p["id"] == "a4")
+    pool["scalingSpec"] = {"minNodeCount": 0, "maxNodeCount": 4}
+    later = {"name": "big-run", "start_time": "now+20h", "end_time": "now+30h"}
+    later["node_list"] = "train01-a4-[0-3]"
+    await simulator.admin("POST", "reservations", {"cluster": "train01", "reservations": [later]})
+    job = {"job_state": "PENDING", "partition": "a4", "node_count": 4, "reservation": "big-run"}
+    await simulator.admin("POST", "jobs", {"cluster": "train01", "jobs": [job]})
+    [seen] = (await _proxied(client, TRAIN01, "jobs/"))["jobs"]
+    assert (seen["state_reason"], seen["resv_name"]) == ("Reservation", "big-run")
+    assert simulator.state.pool_size(cluster, pool) == 0  # nothing Slurm would start now
+    now = {"name": "big-run", "start_time": "now-1m", "end_time": "now+10h"}
+    body = {"cluster": "train01", "reservations": [now | {"node_list": "train01-a4-[0-3]"}]}
+    await simulator.admin("POST", "reservations", body)
+    assert simulator.state.pool_size(cluster, pool) == 4  # its reservation began: it runs
+
+
+async def test_bad_reservations_are_refused_with_a_reason(simulator: Simulator) -> None:
+    url = f"{simulator.url}/_sim/reservations"
+    bad = [
+        {"name": "r", "start_time": "now+2h", "end_time": "now+1h"},
+        {"name": "r", "flags": ["SOMETIMES"]},
+        {"name": "r", "start_time": "tomorrow"},
+        {"name": "r", "colour": "blue"},
+        {"start_time": "now"},
+    ]
+    for item in bad:
+        body = {"cluster": "cpu01", "reservations": [item]}
+        async with simulator.session.post(url, json=body) as reply:
+            assert reply.status == 400, item
+            assert (await reply.json())["error"]["message"]
+    async with simulator.session.get(url) as reply:
+        assert await reply.json() == {}  # nothing was kept
+
+
+def _observer(client: VertexClient, simulator: Simulator) -> ActivityObserver:
+    clock = simulator.clock.wall().timestamp
+    return ActivityObserver(SlurmReader(vertex=client), lambda: clock(), 4, 2 * H)
+
+
+async def test_a_maintenance_window_is_planned_and_priced_until_its_end(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    await _maintenance(simulator, "cpu01-cpu-[0-2]", hours=10)
+    swept = Swept.of(await client.get_cluster(CPU01), PriceBook.with_overrides())
+    seen = await _observer(client, simulator).observe(swept, set())
+    assert seen.busy_reason() is None  # not demand
+    assert seen.health is not None
+    assert [n.name for n in seen.health.nodes] == ["cpu01-cpu-3"]  # only the ECC error
+    [note] = [n for n in seen.node_notes if "maintenance" in n[0]]
+    # three n2-standard-8 nodes at $0.388 an hour, 10 hours of the window left
+    assert note == (
+        "3 nodes reserved for maintenance until 2026-11-30 19:00 UTC (reservation "
+        "maint-dec), paid for and running nothing: the rest of the window costs ~$11.64",
+    )
+
+
+async def test_reservations_are_read_only_when_a_sweep_needs_them(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    observer = _observer(client, simulator)
+    prices = PriceBook.with_overrides()
+    await observer.observe(Swept.of(await client.get_cluster(CPU01), prices), set())
+    assert not [p for p in await _paths(simulator) if p.endswith("/reservations/")]
+    await _maintenance(simulator, "cpu01-cpu-0")
+    await observer.observe(Swept.of(await client.get_cluster(CPU01), prices), set())
+    assert [p for p in await _paths(simulator) if p.endswith("/reservations/")]
+
+
+async def _paths(simulator: Simulator) -> list[str]:
+    return [str(r["body"]["path"]) for r in await simulator.requests(path=":callSlurmRestApi")]
+
+
+async def test_the_reservations_route_lists_what_is_set(simulator: Simulator) -> None:
+    await _maintenance(simulator, "cpu01-cpu-[0-1]")
+    held = await simulator.admin("GET", "reservations")
+    [window] = held[CPU01]
+    assert window["flags"] == ["MAINT"] and window["node_list"] == "cpu01-cpu-[0-1]"
+    assert window["end_time"] - window["start_time"] == 11 * 3600
