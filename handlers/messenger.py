@@ -18,12 +18,23 @@ MessageId: TypeAlias = str
 class MessengerError(Exception):
     """The platform refused a message. ``code`` is its own reason, for logs and to quote;
     ``not_postable`` says the bot may not post in that conversation at all (the platform's
-    adapter knows which of its answers mean that), as opposed to a passing failure."""
+    adapter knows which of its answers mean that), as opposed to a passing failure;
+    ``policy`` is what a workspace admin's setting forbids (file uploads turned off), which no
+    retry changes."""
 
-    def __init__(self, code: str, *, not_postable: bool = False) -> None:
+    def __init__(self, code: str, *, not_postable: bool = False, policy: str | None = None) -> None:
         super().__init__(code)
         self.code = code
         self.not_postable = not_postable
+        self.policy = policy
+
+    def advice(self) -> str:
+        """What the person can do about it, in a few words."""
+        if self.policy is not None:
+            return f"{self.policy}, a workspace admin's setting"
+        if self.not_postable:
+            return "invite clusterbot to this channel, or ask in a channel it is in"
+        return "try again in a minute"
 
 
 class Messenger(Protocol):

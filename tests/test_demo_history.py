@@ -73,3 +73,25 @@ async def test_the_demo_has_a_schedule_that_slept_through_the_week(tmp_path: Pat
         cost = next(text_of(m) for m in shown if "Cost of cpu01" in text_of(m))
         # the report's saving is read from the nights' changes: the schedule's own total
         assert saved in cost, cost
+
+
+@pytest.mark.parametrize(
+    ("policy", "words"),
+    [
+        ("file_uploads_disabled", "file uploads are turned off in this workspace"),
+        ("file_uploads_except_images_disabled", "only images may be uploaded in this workspace"),
+    ],
+)
+async def test_a_workspace_that_forbids_uploads_is_told_so(
+    tmp_path: Path, policy: str, words: str
+) -> None:
+    async with demo_stack(tmp_path) as stack:
+        await seed_week(stack.service, time.time())
+        status, _ = await stack.post("/sandbox/api/config", {"upload_policy": policy})
+        assert status == 200
+        answer = await stack.reply_to("carol", "/cluster cost since 7d")
+        said = text_of(answer)
+        assert "train01" in said  # the table is there either way
+        assert f"The chart could not be shared here ({policy}): {words}, a workspace admin" in said
+        assert "try again" not in said
+        assert not [m for m in await stack.messages() if m.get("files")]

@@ -103,11 +103,23 @@ NOT_POSTABLE = frozenset(
 )
 
 
+# Slack's answers for what a workspace admin's setting forbids, in its docs' words
+# (files.getUploadURLExternal, files.completeUploadExternal and chat.postMessage errors): no
+# retry changes them.
+WORKSPACE_POLICY = {
+    "file_uploads_disabled": "file uploads are turned off in this workspace",
+    "file_uploads_except_images_disabled": "only images may be uploaded in this workspace",
+    "file_type_not_allowed": "the workspace's allowed file types leave this one out",
+    "ekm_access_denied": "administrators have suspended posting (Enterprise Key Management)",
+}
+
+
 def _refusal(error: SlackClientError) -> MessengerError:
     if isinstance(error, SlackApiError):
         code = error.response.get("error") if error.response is not None else None
         said = str(code or "unknown_error")
-        return MessengerError(said, not_postable=said in NOT_POSTABLE)
+        policy = WORKSPACE_POLICY.get(said)
+        return MessengerError(said, not_postable=said in NOT_POSTABLE, policy=policy)
     return MessengerError("connection_failed")
 
 

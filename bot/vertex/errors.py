@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from handlers.errors import Blame, UserError
@@ -88,6 +89,7 @@ _MARKERS = (
     "private_key",
 )
 MAX_MESSAGE = 300
+MAX_DETAILS = 10  # a status's details kept: enough for every kind Google documents
 
 
 def has_markers(text: str) -> bool:
@@ -126,10 +128,13 @@ class VertexError(UserError):
         http_status: int | None = None,
         reason: str | None = None,
         retry_after: float | None = None,
+        details: Sequence[Any] = (),
     ) -> None:
         self.message = scrub(message) or self.status.replace("_", " ").lower()
         self.http_status = http_status if http_status is not None else HTTP_FROM_STATUS[self.status]
         self.reason = reason
+        # google.rpc.Status details (ErrorInfo, QuotaFailure...): read by what knows them
+        self.details = tuple(d for d in details[:MAX_DETAILS] if isinstance(d, dict))
         self.retry_after = retry_after
         super().__init__(self.user_message)
 
@@ -304,6 +309,7 @@ def error_from_response(
     status_name = STATUS_FROM_HTTP.get(http_status, "INTERNAL" if http_status >= 500 else "UNKNOWN")
     message = f"the control plane answered HTTP {http_status}"
     reason: str | None = None
+    details: list[Any] = []
     try:
         payload: Any = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -317,22 +323,31 @@ def error_from_response(
             status_name = RPC_CODES[error["code"]] if error["code"] < 100 else status_name
         if isinstance(error.get("message"), str) and error["message"].strip():
             message = error["message"]
-        for detail in error.get("details") or []:
-            if isinstance(detail, dict) and detail.get("@type", "").endswith("ErrorInfo"):
-                reason = detail.get("reason") if isinstance(detail.get("reason"), str) else None
+        given = error.get("details")
+        details = given if isinstance(given, list) else []
+        reason = _reason(details)
     cls = ERROR_TYPES[status_name]
     return cls(
         message,
         http_status=http_status,
         reason=reason,
         retry_after=_parse_retry_after(retry_after_header),
+        details=details,
     )
 
 
-def error_from_status(code: int, message: str) -> VertexError:
+def _reason(details: Sequence[Any]) -> str | None:
+    """The ErrorInfo's ``reason`` among a status's details."""
+    for detail in details:
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("ErrorInfo"):
+            return detail.get("reason") if isinstance(detail.get("reason"), str) else None
+    return None
+
+
+def error_from_status(code: int, message: str, details: Sequence[Any] | None = None) -> VertexError:
     """The typed error for a google.rpc.Status, e.g. a finished operation's ``error``."""
     cls = ERROR_TYPES.get(RPC_CODES.get(code, "UNKNOWN"), UnknownError)
-    return cls(message)
+    return cls(message, reason=_reason(details or ()), details=details or ())
 
 
 class SlurmRefusedError(UserError):

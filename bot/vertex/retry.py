@@ -20,6 +20,14 @@ from bot.vertex.errors import (
     UnknownError,
     VertexError,
 )
+from bot.vertex.shortage import shortage_of
+
+
+def _final(error: VertexError) -> bool:
+    """A quota used up or a stockout: refused on purpose, and the same again is refused too
+    (``bot.vertex.shortage``)."""
+    said = shortage_of(error)
+    return said is not None and said.final
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,8 @@ def may_have_applied(error: VertexError) -> bool:
         return error.sent
     if isinstance(error, MalformedReplyError):
         return True  # the server answered, just not in a shape this code reads
+    if _final(error):
+        return False  # a quota or a stockout refuses before anything is done
     if isinstance(error, ResourceExhaustedError | DeadlineExceededError):
         return True
     return error.http_status >= 500
@@ -60,8 +70,11 @@ def is_retryable(error: VertexError, *, safe: bool) -> bool:
     INTERNAL, a 5xx UNKNOWN and DEADLINE_EXCEEDED only for calls that change nothing, or once
     a look-up has shown that a change did not apply (see ``VertexClient``).
     Never: INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, UNAUTHENTICATED,
-    FAILED_PRECONDITION, ALREADY_EXISTS, ABORTED.
+    FAILED_PRECONDITION, ALREADY_EXISTS, ABORTED, and a quota used up or a stockout (the same
+    request is refused again until the quota is raised or capacity returns).
     """
+    if _final(error):
+        return False
     if isinstance(error, TransportError | UnavailableError):
         return True
     if isinstance(error, MalformedReplyError):

@@ -37,6 +37,7 @@ from handlers.owed.engine import Attempt
 from handlers.owed.model import Done, Later, Outcome
 from handlers.owed.posting import look_for, post_once
 from handlers.ports import Clock, ControlPlane, OperationStore, RequestStore
+from handlers.reading.shortage import shortage_advice
 from handlers.replies import Code, Line
 from handlers.words import duration
 
@@ -135,7 +136,11 @@ class Tracker:
             return await self._progress(attempt, operation, current.progress_message or "running")
         failure = None
         if current.error is not None:
-            failure = error_from_status(current.error.code, current.error.message).user_message
+            refused = error_from_status(
+                current.error.code, current.error.message, current.error.details
+            )
+            advice = shortage_advice(refused)
+            failure = refused.user_message + (f" ({advice})" if advice else "")
         created, updated = current.create_time, current.update_time
         ended = self.clock()
         if created is not None and updated is not None:

@@ -18,6 +18,7 @@ from bot.vertex.names import ClusterName, Target
 from handlers.costs import PRICES_AS_OF, PriceBook, money
 from handlers.grammar import CommandError, Refused
 from handlers.ports import ControlPlane, K, Listing, TargetKept
+from handlers.reading.shortage import shortage_advice
 from handlers.replies import (
     Code,
     Field,
@@ -321,9 +322,8 @@ def error_text(error: VertexError, doing: str) -> str:
         "UNAUTHENTICATED": "the bot's credentials were refused",
         "NOT_FOUND": "it does not exist (any more)",
         "UNAVAILABLE": "the control plane is unavailable; try again in a minute",
-        "RESOURCE_EXHAUSTED": "the control plane is rate limiting; try again in a minute",
         "ABORTED": "another operation is running on the cluster; try again when it finishes",
         "DEADLINE_EXCEEDED": "the control plane did not answer in time; try again in a minute",
     }
-    hint = hints.get(error.status)
+    hint = shortage_advice(error) or hints.get(error.status)
     return f"Could not {doing}: {error.user_message}" + (f" ({hint})" if hint else "")

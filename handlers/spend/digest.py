@@ -162,7 +162,7 @@ class Digest:
                 await self.spend.share(chart, self.channel, whole)
                 why = None
             except MessengerError as error:
-                why = f"the chat platform refused it: {error.code}"
+                why = f"{error.code}: {error.advice()}"
             attempt.step("digest-chart-shared")
         await attempt.sent(chart=why or "shared")
         if why:

@@ -200,12 +200,7 @@ class SpendReport:
         try:
             await self.share(chart, channel, whole)
         except MessengerError as error:
-            where = (
-                "invite clusterbot to this channel, or ask in a channel it is in"
-                if error.not_postable
-                else "try again in a minute"
-            )
-            return f"The chart could not be shared here ({error.code}): {where}."
+            return f"The chart could not be shared here ({error.code}): {error.advice()}."
         return "The chart and its numbers (CSV) are shared in this conversation."
 
     async def share(self, chart: Chart, channel: str, whole: Spend) -> None:

@@ -24,7 +24,8 @@ class Fault:
     latency_ms: float = 0.0
     retry_after: int | None = None
     when: str = "before"
-    operation_error: dict[str, Any] | None = None
+    operation_error: dict[str, Any] | None = None  # {"code", "message", "details"}
+    details: list[dict[str, Any]] | None = None  # the error's google.rpc.Status details
     skip: int = 0  # let this many matching requests through first
     drop: bool = False  # close the connection with no reply (after: once the change is made)
     fired: int = 0

@@ -46,11 +46,19 @@ STATUS_OF_HTTP = {
 class SimError(Exception):
     """An API error the simulator answers with, in AIP-193 shape."""
 
-    def __init__(self, status: str, message: str, *, reason: str | None = None) -> None:
+    def __init__(
+        self,
+        status: str,
+        message: str,
+        *,
+        reason: str | None = None,
+        details: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.reason = reason
+        self.details = details  # as a fault gives them (a QuotaFailure, an ErrorInfo)
 
     @property
     def http_status(self) -> int:
@@ -62,7 +70,9 @@ class SimError(Exception):
             "message": self.message,
             "status": self.status,
         }
-        if self.reason:
+        if self.details is not None:
+            error["details"] = self.details
+        elif self.reason:
             error["details"] = [
                 {
                     "@type": "type.googleapis.com/google.rpc.ErrorInfo",

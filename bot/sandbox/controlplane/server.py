@@ -40,7 +40,7 @@ def fault_error(fault: Fault) -> web.Response:
     status = fault.status or 503
     name = STATUS_OF_HTTP.get(status, "INTERNAL" if status >= 500 else "UNKNOWN")
     message = fault.message or "The service is currently unavailable."
-    response = error_response(SimError(name, message), fault.retry_after)
+    response = error_response(SimError(name, message, details=fault.details), fault.retry_after)
     response.set_status(status)
     return response
 
@@ -178,10 +178,9 @@ def _operation_failure(request: web.Request) -> dict[str, Any] | None:
     if fault is None or fault.operation_error is None:
         return None
     error = fault.operation_error
-    return {
-        "code": int(error.get("code", 13)),
-        "message": str(error.get("message", "internal error")),
-    }
+    status = {"code": int(error.get("code", 13)), "message": str(error.get("message", "error"))}
+    details = error.get("details")
+    return status | ({"details": details} if isinstance(details, list) else {})
 
 
 def _parent(request: web.Request) -> str:

@@ -22,6 +22,7 @@ from bot.sandbox.slack.keys import LIMITS, SESSION, WORKSPACE
 from bot.sandbox.slack.keys import error_response as _error
 from bot.sandbox.slack.keys import json_body as _body
 from bot.sandbox.slack.keys import origin_of as _origin
+from bot.sandbox.slack.uploads import UPLOAD_POLICIES
 from bot.sandbox.slack.workspace import Channel, User, Workspace
 
 STATIC = Path(__file__).with_name("static")
@@ -180,6 +181,7 @@ def _config(ws: Workspace, limits: webapi.RateLimits) -> dict[str, Any]:
         "ratelimited_by_method": limits.refused_by_method,
         "ratelimit_all_until": limits.refuse_until,
         "enterprise_id": ws.enterprise_id,
+        "upload_policy": ws.upload_policy,
     }
 
 
@@ -216,6 +218,11 @@ async def configure(request: web.Request) -> web.Response:
         # a 429 storm: every Web API call refused for that many seconds, each told how long
         # is left in Retry-After (https://api.slack.com/apis/rate-limits)
         limits.refuse_until = ws.clock() + max(0.0, float(body["ratelimit_all_for"]))
+    if "upload_policy" in body:
+        policy = body["upload_policy"] or None
+        if policy is not None and policy not in UPLOAD_POLICIES:
+            return _error(SlackError("invalid_arguments"))
+        ws.upload_policy = policy
     if body.get("enterprise_id"):
         ws.join_grid(str(body["enterprise_id"]), str(body.get("enterprise_name") or "Grid org"))
     return web.json_response(_config(ws, limits))

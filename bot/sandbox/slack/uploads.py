@@ -21,6 +21,10 @@ from bot.sandbox.slack.views import File, _id
 from bot.sandbox.slack.workspace import Workspace
 
 MAX_FILE_BYTES = 1024**3  # Slack takes files up to 1 GB
+# files.getUploadURLExternal's errors for an admin's upload setting: no files at all, or
+# "Only image file uploads are permitted for this team"
+UPLOAD_POLICIES = ("file_uploads_disabled", "file_uploads_except_images_disabled")
+IMAGES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 
 
 @dataclass
@@ -44,6 +48,9 @@ async def get_upload_url(ws: Workspace, args: dict[str, Any], origin: str) -> di
         raise SlackError("invalid_arguments") from None
     if not name or not 0 < length <= MAX_FILE_BYTES:
         raise SlackError("invalid_arguments")
+    policy = ws.upload_policy
+    if policy == UPLOAD_POLICIES[0] or (policy and not name.lower().endswith(IMAGES)):
+        raise SlackError(policy)
     file_id = _id("F")
     _pending(ws)[file_id] = Pending(name, length)
     return {"ok": True, "upload_url": f"{origin}/sandbox/upload/{file_id}", "file_id": file_id}

@@ -162,6 +162,9 @@ class Workspace:
     scopes: set[str] = field(default_factory=lambda: set(INSTALLED_SCOPES))  # the bot token's
     enterprise_id: str | None = None  # set for an Enterprise Grid org (users are W...)
     enterprise_name: str | None = None
+    # an admin's file-upload setting (files.getUploadURLExternal's errors): None lets every
+    # file through, "file_uploads_disabled" none, "file_uploads_except_images_disabled" images
+    upload_policy: str | None = None
     command: str = "/cluster"
     escape_commands: bool = True  # the manifest's should_escape: mentions arrive as <@U…|name>
     ack_deadline: float = 3.0  # Slack's limit for the HTTP 200 ack
