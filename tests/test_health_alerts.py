@@ -97,7 +97,12 @@ async def test_one_alert_an_episode_edited_until_a_resume_heals_it(clock: Manual
     assert "c1-gpu-1  drained  Xid 79: GPU has fallen off the bus  root" in shown
     assert "[Resume c1-gpu-1](health_resume)" in shown and "Snooze" in shown
     await sweep(bot)
-    assert len(alerts(bot)) == 1 and bot.edits_of(ts) == []  # nothing changed: not edited
+    # the same problems a minute later: not posted again, but its figures are kept current
+    [current] = bot.edits_of(ts)
+    assert len(alerts(bot)) == 1 and text(current) != shown
+    assert "Cost since alerted: ~$1.41" in text(current)  # a minute at ~$84.81/h
+    await bot.services.sweeper.sweep(force=True)  # no time passed: nothing to redraw
+    assert len(bot.edits_of(ts)) == 1
 
     slurm.fail("c1-gpu-0", "DOWN", reason="Not responding")
     await sweep(bot)

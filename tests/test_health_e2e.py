@@ -114,3 +114,16 @@ async def test_a_failed_node_cluster_and_queue_are_alerted_and_a_resume_heals(
         messages = await stack.wait(
             lambda ms: "Healed" in text_of(alert_of(ms, "train01") or {"text": ""})
         )
+
+
+async def test_show_and_health_agree_on_a_drained_node(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path) as stack:
+        await swept(stack)
+        shown = text_of(await stack.reply_to("carol", "/cluster show cpu01"))
+        # the control plane lists four RUNNING VMs; Slurm had one of them drained
+        row = next(line for line in shown.splitlines() if line.startswith("cpu "))
+        assert "3 RUNNING, 1 drained" in row
+        assert "`cpu01-cpu-3` drained (ECC memory error)" in shown
+        assert "/cluster health cpu01" in shown
+        health = text_of(await stack.reply_to("carol", "/cluster health cpu01"))
+        assert "cpu01-cpu-3" in health and "drained" in health

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from bot.store import IdleRecords
 from handlers.policy import Policy
-from tests.support.demo_stack import CPU01, Stack, demo_stack, text_of
+from tests.support.demo_stack import CPU01, Stack, demo_stack, text_of, thread_of
 
 FAST_IDLE = {"idle_after_minutes": 0.005, "cooldown_hours": 1}  # idle after 0.3 s
 
@@ -31,6 +32,13 @@ def policy(**idle: Any) -> Policy:
 async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
     async with demo_stack(tmp_path, policy=policy(), sweep_interval=0.3) as running:
         yield running
+
+
+def is_reminded(messages: list[dict[str, Any]], alert: dict[str, Any], times: int = 1) -> bool:
+    """The alert has ``times`` reminders in its thread and shows its remedies again."""
+    again = [m for m in messages if m["thread_ts"] == alert["ts"] and "Still idle" in text_of(m)]
+    shown = next(m for m in messages if m["ts"] == alert["ts"])
+    return len(again) == times and "Scale to zero" in text_of(shown) and "Keep" in text_of(shown)
 
 
 def is_alert(message: dict[str, Any]) -> bool:
@@ -81,6 +89,20 @@ async def test_alert_for_the_idle_cluster_only(stack: Stack) -> None:
     await stack.wait(lambda ms: len(stack.simulator.requests) > 0)
     alerts = [m for m in await stack.messages() if is_alert(m)]
     assert len(alerts) == 1  # train01 has jobs; eval01 has no compute nodes
+
+
+async def test_the_alert_is_kept_current_while_its_period_lasts(stack: Stack) -> None:
+    alert = await the_alert(stack)
+    first = text_of(alert)
+
+    def grown(ms: list[dict[str, Any]]) -> bool:
+        now = next(m for m in ms if m["ts"] == alert["ts"])
+        return bool(now["edited"]) and text_of(now) != first and "Scale to zero" in text_of(now)
+
+    messages = await stack.wait(grown)
+    assert [m["ts"] for m in messages if is_alert(m)] == [alert["ts"]]  # edited, not posted
+    record, _ = await IdleRecords(stack.service.store).get(CPU01)
+    assert record.alert_open and record.alert is not None
 
 
 async def test_scale_to_zero_by_an_approver_patches(stack: Stack) -> None:
@@ -209,7 +231,7 @@ async def test_snooze_then_alert_again(tmp_path: Path) -> None:
         assert "snoozed by <@U0ALICE> until" in report
         assert "Idle report: 0 idle clusters paying ~$0.00/h" in report  # snoozed: not counted
         assert "Snoozed, not counted above: cpu01" in report
-        # the snooze runs out: a new alert
+        # the snooze runs out: the same alert, reminded in its thread, with its remedies back
         from bot.store import IdleRecords
 
         records = IdleRecords(stack.service.store)
@@ -217,13 +239,11 @@ async def test_snooze_then_alert_again(tmp_path: Path) -> None:
         from dataclasses import replace
 
         assert await records.put(replace(record, snoozed_until=0.0), version, 0.0)
-        messages = await stack.wait(
-            lambda ms: any(
-                m["ts"] != alert["ts"] and is_alert(m) and "Scale to zero" in text_of(m) for m in ms
-            )
-        )
-        old = text_of(next(m for m in messages if m["ts"] == alert["ts"]))
-        assert "*Still idle*: alerted again at <!date^" in old  # the earlier alert points onward
+        messages = await stack.wait(lambda ms: is_reminded(ms, alert))
+        [said] = thread_of(messages, alert)
+        assert "*Still idle*: cpu01 has run nothing since" in said and "spent idle so far" in said
+        # one alert in the channel for the whole idle period
+        assert [m["ts"] for m in messages if is_alert(m)] == [alert["ts"]]
 
 
 async def test_keep_then_undo_from_the_report(stack: Stack) -> None:
@@ -434,21 +454,14 @@ async def test_unsnooze_and_stop_keeping_right_on_the_alert(stack: Stack) -> Non
     ]
     assert buttons == ["idle_unsnooze"]
     await stack.click("bob", alert["ts"], "idle_unsnooze")
-    await stack.wait(
-        lambda ms: any(
-            m["ts"] == alert["ts"] and "*Un-snoozed* by <@U0BOB>" in text_of(m) for m in ms
-        )
-    )
-    # watched again: the next sweep alerts afresh
-    messages = await stack.wait(
-        lambda ms: any(m["ts"] != alert["ts"] and is_alert(m) and "Keep" in text_of(m) for m in ms)
-    )
-    again = next(m for m in messages if m["ts"] != alert["ts"] and is_alert(m))
+    # watched again: the next sweep reminds in the alert's thread and gives it its remedies
+    await stack.wait(lambda ms: is_reminded(ms, alert))
+    again = alert
     await stack.click("alice", again["ts"], "idle_keep")
     await stack.wait(lambda ms: any(m["ts"] == again["ts"] and "Kept" in text_of(m) for m in ms))
     kept = await current(stack, again["ts"])
     assert "*Kept* by <@U0ALICE>" in text_of(kept)
     await stack.click("bob", again["ts"], "idle_unkeep")
-    await stack.wait(
-        lambda ms: any(m["ts"] == again["ts"] and "No longer kept" in text_of(m) for m in ms)
-    )
+    # the next sweep reminds again, in the same thread: still one alert in the channel
+    messages = await stack.wait(lambda ms: is_reminded(ms, alert, times=2))
+    assert [m["ts"] for m in messages if is_alert(m)] == [alert["ts"]]

@@ -289,6 +289,25 @@ async def test_an_idle_paying_cluster_is_alerted_once(bot: Bot) -> None:
     assert len(alerts(bot)) == 1  # once per idle period
 
 
+async def test_a_week_long_idle_period_is_one_message_kept_current(bot: Bot) -> None:
+    """Swept every 15 minutes for a week of idleness: one alert in the channel, edited at each
+    sweep with what the period has cost, and a reminder a day in its thread."""
+    bot.activity.queues[C1] = (0, 0)
+    for _ in range(7 * 24 * 4):
+        await sweep(bot)
+        bot.clock.advance(15 * 60)
+    [ts] = [ts for _, ts, _, thread in bot.messenger.posted if thread is None]
+    reminders = [r for _, _, r, thread in bot.messenger.posted if thread == ts]
+    assert len(reminders) == 6  # a day after the alert, and each day after that
+    assert all("*Still idle*: c1 has run nothing since" in text(r) for r in reminders)
+    assert "(6 days)" in text(reminders[-1])
+    edits = [r for _, message, r in bot.messenger.edits if message == ts]
+    assert len(edits) >= 7 * 24 * 4 - 2  # every sweep after the first alert
+    spent = [text(r).split("Spent idle so far: ")[1].split("\n")[0] for r in edits[::96]]
+    assert len(set(spent)) == len(spent)  # the figure grows
+    assert "Scale to zero" in text(edits[-1])
+
+
 async def test_each_sweep_keeps_the_pools_spend_and_a_change_closes_a_run(bot: Bot) -> None:
     """The ledger's rows come from what sweeps saw: a run stays open in the idle record while
     nothing changes, and is written once a pool's node count changes or the cluster goes."""

@@ -259,6 +259,22 @@ def closed_alert(cluster: str, title: str, text: Line, undo: Button | None = Non
     return reply.add(Note(Code(cluster)))
 
 
+def reminder(entry: IdleEntry, now: float) -> Reply:
+    """The reply in an alert's thread when the same idle period is due again."""
+    since = entry.idle_since or now
+    cluster = entry.cluster_id
+    return Reply(f"{cluster} is still idle", public=True).add(
+        Text(
+            Strong("Still idle"),
+            f": {cluster} has run nothing since ",
+            Time(since),
+            f" ({duration(now - since)}); ",
+            money(entry.spent(now), per_hour=False),
+            f" spent idle so far, {money(entry.cost_hour)} now. The alert above has the remedies.",
+        )
+    )
+
+
 def _why(entry: IdleEntry, now: float) -> str:
     """A table's cell: who kept or snoozed it is a mention, which a table cannot hold, so
     it is said in a note under the table."""

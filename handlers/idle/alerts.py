@@ -1,11 +1,16 @@
-"""Idle alerts: posted once per idle period, edited as the cluster's situation changes, and
-given their buttons back when a remedy started from them does not go through.
+"""Idle alerts: one message per idle period, kept current, and given their buttons back
+when a remedy started from them does not go through.
 
 A sweep that finds an alert due saves the record with its ``alerted_at`` first; the post is
 then owed work (``idle-alert:CLUSTER:ALERTED_AT``), posted once by the engine (looked for by
 its key after a crash cut it off before its record). A sweep that finds an alert due but not
 posted (a replica that died between the record and the post) owes the same item again: a key
 owed before is not owed twice.
+
+While the period lasts, each sweep redraws the open alert with its figures (how long, what
+it has cost so far). An alert due again in the same period (the cooldown passed, a snooze
+ran out, someone stopped keeping it) is not a new message in the channel: the reminder is
+owed as a reply in the alert's thread, and the alert is drawn again with its remedies.
 """
 
 from __future__ import annotations
@@ -22,14 +27,14 @@ from handlers.changes.resize import plan_scale_to_zero
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.errors import UserError
-from handlers.idle.alert import IdleEntry, alert_card, closed_alert
+from handlers.idle.alert import IdleEntry, alert_card, closed_alert, reminder
 from handlers.idle.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Outcome
 from handlers.owed.posting import post_once, refused
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
-from handlers.replies import Button, Code, Line, Strong, Time, UserRef
+from handlers.replies import Button, Code, Line, Reply, Strong, UserRef
 
 log = logging.getLogger(__name__)
 CAS_TRIES = 5
@@ -79,7 +84,10 @@ class AlertBoard:
         self, record: IdleRecord, title: str, text: Line, undo: Button | None = None
     ) -> None:
         """Replace the alert with a note that asks nothing (its buttons are gone but ``undo``,
-        the one that takes the note back)."""
+        the one that takes the note back). Closed first in the record, so that no sweep
+        draws its remedies again over the note."""
+        if record.alert_open:
+            await self.update(record.cluster, lambda r: replace(r, alert_open=False))
         try:
             posted = await self._posted(record)
             if posted is not None and self.messenger is not None:
@@ -111,6 +119,8 @@ class AlertBoard:
         now = self.clock()
         card = alert_card(entry, now, self.rules.auto_action)
         try:
+            if "thread" in attempt.subject:
+                return await self._remind(attempt, entry, card)
             posted = await post_once(attempt, self.messenger, self.channel, card)
         except MessengerError as error:
             return refused(error, now, f"cannot post the idle alert in {self.channel}")
@@ -118,18 +128,40 @@ class AlertBoard:
         await self.update(
             entry.cluster,
             lambda r: replace(
-                r, alert_message=posted, alert_channel=channel, alert=entry.to_dict()
+                r,
+                alert_message=posted,
+                alert_channel=channel,
+                alert=entry.to_dict(),
+                alert_open=True,
             ),
         )
         return Done()
 
-    async def post(self, entry: IdleEntry, alerted_at: float) -> bool:
+    async def _remind(self, attempt: Attempt, entry: IdleEntry, card: Reply) -> Outcome:
+        """The reminder of an alert due again in its period: a reply in the alert's thread,
+        then the alert drawn again, current and with its remedies."""
+        assert self.messenger is not None
+        channel, thread = str(attempt.subject["channel"]), str(attempt.subject["thread"])
+        said = reminder(entry, self.clock())
+        await post_once(attempt, self.messenger, channel, said, thread=thread)
+        await self.messenger.update(channel, thread, card)
+        await self.update(
+            entry.cluster, lambda r: replace(r, alert=entry.to_dict(), alert_open=True)
+        )
+        return Done()
+
+    async def post(
+        self, entry: IdleEntry, alerted_at: float, posted: tuple[str, str] | None = None
+    ) -> bool:
         """Owe the alert of the alerting at ``alerted_at`` and post it now; whether a new
-        one was owed (one owed before, for the same alerting, is not owed again)."""
+        one was owed (one owed before, for the same alerting, is not owed again). With the
+        period's alert ``posted`` (channel, message), a reminder in its thread instead."""
         if self.engine is None or not self.enabled:
             return False
         key = f"{ALERT}:{entry.cluster}:{alerted_at:.3f}"
-        subject = {"entry": entry.to_dict(), "alerted_at": alerted_at}
+        subject: dict[str, Any] = {"entry": entry.to_dict(), "alerted_at": alerted_at}
+        if posted is not None:
+            subject |= {"channel": posted[0], "thread": posted[1]}
         self.engine.crash("idle-alert-due")  # the record says alerted; nothing owed yet
         new = await self.engine.owe(self.engine.due(ALERT, key, subject))
         await self.engine.run(key)
@@ -164,16 +196,29 @@ class AlertBoard:
         record = await self.update(request.cluster, lambda r: replace(r, remedy=None))
         await self.restore(record, note)
 
-    async def restore(self, record: IdleRecord, note: Line) -> None:
-        """Draw the alert again as it was posted, with its buttons, and a note."""
-        if not (record.alert_message and record.alert_channel and record.alert and self.messenger):
+    async def refresh(self, entry: IdleEntry) -> None:
+        """Draw an open alert again with this sweep's figures (how long it has been idle, what
+        that cost so far); one a click closed, or whose remedy is asked, is left as it is."""
+        record, _ = await self.records.get(entry.cluster)  # as it is now, not as swept
+        if record.alert_open and record.remedy is None:
+            await self.restore(record, (), entry)
+
+    async def restore(self, record: IdleRecord, note: Line, entry: IdleEntry | None = None) -> None:
+        """Draw the alert again with its buttons and a note: as it was posted, or with the
+        figures of ``entry`` (a sweep's, which keeps it current)."""
+        if not (record.alert_message and record.alert_channel and self.messenger):
             return
-        entry = IdleEntry.from_dict(dict(record.alert))
+        if entry is None and record.alert is None:
+            return
+        entry = entry or IdleEntry.from_dict(dict(record.alert or {}))
         card = alert_card(entry, self.clock(), self.rules.auto_action, note=note)
         try:
             await self.messenger.update(record.alert_channel, record.alert_message, card)
         except MessengerError as error:
-            log.warning("could not restore the alert of %s: %s", record.cluster, error.code)
+            log.warning("could not redraw the alert of %s: %s", record.cluster, error.code)
+            return
+        shown = entry.to_dict()
+        await self.update(record.cluster, lambda r: replace(r, alert=shown, alert_open=True))
 
 
 class Remedies:
@@ -231,18 +276,19 @@ class IdleAlerts:
             )
             return 0
         if verdict.alert:
-            if record.alert_message and record.alert_channel:
-                await self.board.edit(
-                    record,
-                    "still idle",
-                    (Strong("Still idle"), ": alerted again at ", Time(self.clock()), ", below."),
-                )
             assert record.alerted_at is not None  # the rules set it with the alert
+            if record.alert_message and record.alert_channel:
+                # the period's alert exists: remind in its thread, one message per period
+                posted = (record.alert_channel, record.alert_message)
+                await self.board.post(entry, record.alerted_at, posted)
+                return 0
             return int(await self.board.post(entry, record.alerted_at))
         if verdict.status == Status.IDLE and record.alerted_at and not record.alert_message:
             # alerted, and the post never recorded (its replica died between the two): owed
             # again under the same key, so posted at most once
             await self.board.post(entry, record.alerted_at)
+        elif verdict.status == Status.IDLE and record.alert_message:
+            await self.board.refresh(entry)
         if verdict.auto_action_due:
             await self._auto_act(entry)
         return 0

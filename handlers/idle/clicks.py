@@ -69,9 +69,8 @@ class IdleClicks:
         )
         await self.board.update(
             action.cluster,
-            lambda r: replace(
-                r, snoozed_until=None, snoozed_by=None, alerted_at=None, alert_message=None
-            ),
+            # the same alert: the next sweep reminds in its thread if it is still idle
+            lambda r: replace(r, snoozed_until=None, snoozed_by=None, alerted_at=None),
         )
         return None
 
@@ -91,7 +90,7 @@ class IdleClicks:
             await self.board.edit(record, "watched again", again)
         await self.board.update(
             action.cluster,
-            lambda r: replace(r, kept_by=None, kept_at=None, alerted_at=None, alert_message=None),
+            lambda r: replace(r, kept_by=None, kept_at=None, alerted_at=None),
         )
         cluster_id = action.cluster.rsplit("/", 1)[-1]
         return notice("No longer kept", f"{cluster_id} is watched for idleness again.")

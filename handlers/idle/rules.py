@@ -20,8 +20,9 @@ The rules, all of them:
    report says how many and why. One that has none is *free*, whether or not it has been
    quiet long, and is never alerted on. Where Slurm counts another number of powered-up
    nodes than the control plane lists VMs, the report says so and the VMs are priced.
-5. *One alert per idle period*: an idle, paying cluster gets one alert; it is repeated only
-   when the cluster is still idle ``cooldown`` (24 h by default) after the last alert. A busy
+5. *One alert per idle period*: an idle, paying cluster gets one alert; it is due again only
+   when the cluster is still idle ``cooldown`` (24 h by default) after the last alert, and
+   then said as a reminder in the alert's thread (``handlers/idle/alerts.py``). A busy
    observation ends the period; the next idle period gets its own alert. A change under way
    (UPDATING, PROVISIONING, STOPPING) leaves a posted alert open for what the change leaves.
 6. *Snooze* silences alerts until a time; after it, a cluster still idle is alerted again.

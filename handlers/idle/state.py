@@ -71,6 +71,7 @@ class IdleRecord:
     history: tuple[Run, ...] = ()
     remedy: str | None = None  # the request a click on the alert started, while it is open
     alert: dict[str, object] | None = None  # what the alert showed, to draw it again
+    alert_open: bool = False  # the alert shows its remedies (not closed by a click or an end)
     spending: tuple[OpenRun, ...] = ()  # each pool's run of spend since it last changed
     labels: tuple[tuple[str, str], ...] = ()  # the cluster's labels when last seen
     episode: Episode | None = None  # its health: the last episode, open or healed

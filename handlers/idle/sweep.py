@@ -19,7 +19,7 @@ from dataclasses import replace
 from bot.vertex.names import target_of
 from handlers.costs import PriceBook
 from handlers.health import episodes
-from handlers.health.alerts import HealthAlerts
+from handlers.health.alerts import HealthAlerts, drawn_as
 from handlers.health.episodes import Episode
 from handlers.idle.alert import IdleEntry
 from handlers.idle.alerts import IdleAlerts
@@ -243,8 +243,10 @@ class Sweeper:
         return replace(after, spending=runs, labels=cluster.labels, episode=episode), verdict
 
     def _episode(self, before: Episode | None, item: Seen) -> Episode | None:
-        """The cluster's health episode after this sweep: its alert is owed when it changed
-        (saved before the alert is drawn), and a snooze carries into a new episode."""
+        """The cluster's health episode after this sweep: its alert is owed when it changed,
+        and a posted alert of an open episode at every sweep, so that its figures (for how
+        long, what it has cost) are current; saved before the alert is drawn. A snooze
+        carries into a new episode."""
         health = item.observation.health
         if health is None:  # not read this sweep: nothing is known to have changed
             return before
@@ -255,7 +257,12 @@ class Sweeper:
             return None
         if before is not None and episode.opened_at != before.opened_at:
             episode = replace(episode, snoozed_until=before.snoozed_until)
-        owed = episode.owed or item.health_change != episodes.Change.NONE
+        current = (
+            episode.open
+            and episode.alert_message is not None
+            and (before is None or drawn_as(episode) != drawn_as(before))
+        )
+        owed = episode.owed or current or item.health_change != episodes.Change.NONE
         if not episode.open and not owed:
             return episode
         return replace(episode, owed=owed, health=health.to_dict())

@@ -8,7 +8,7 @@ field at fault and never hides the others.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
@@ -31,6 +31,7 @@ from handlers.replies import (
     Strong,
     Table,
     Text,
+    Time,
     joined,
 )
 from handlers.words import stamp
@@ -214,7 +215,16 @@ def list_reply(listings: Sequence[TargetKept[ListRow]]) -> Reply:
     return reply
 
 
-def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
+def show_reply(
+    cluster: Cluster,
+    prices: PriceBook,
+    broken: Mapping[str, tuple[str, str]] | None = None,
+    swept_at: float | None = None,
+) -> Reply:
+    """The cluster as the control plane describes it; ``broken``: its nodes Slurm had out
+    of service at the last sweep (name -> trouble, reason), counted by that state in the
+    pools' states and named below them, so that show and health agree."""
+    broken = broken or {}
     slurm = cluster.slurm
     status = cluster.cluster_status
     reply = Reply(summary=f"{cluster.cluster_id}: {cluster.state}")
@@ -242,7 +252,8 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
         states: dict[str, int] = {}
         for node in reported:
             if node.node_pool_id == pool.id:
-                states[node.node_state or "?"] = states.get(node.node_state or "?", 0) + 1
+                said = broken.get(node.instance_name or "", (node.node_state or "?", ""))[0]
+                states[said] = states.get(said, 0) + 1
         state_text = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "-"
         role = " (login)" if pool.id == cluster.login_pool_id else ""
         model = pool.provisioning_model or "?"
@@ -265,6 +276,19 @@ def show_reply(cluster: Cluster, prices: PriceBook) -> Reply:
             right=frozenset({1, 2, 4}),
         )
     )
+    if broken:
+        named = [(Code(name), f" {what} ({why})") for name, (what, why) in broken.items()]
+        reply.add(
+            Note(
+                "Slurm at the last sweep",
+                *((" (", Time(swept_at), ")") if swept_at is not None else ()),
+                ": ",
+                *joined(named),
+                "; its VM may still run and be paid for (",
+                Code(f"/cluster health {cluster.cluster_id}"),
+                ").",
+            )
+        )
     mounts: list[Line] = [
         (Code(pool.id), f": {m.rsplit('/', 1)[-1]}")
         for pool in cluster.node_pools

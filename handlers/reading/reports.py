@@ -13,6 +13,7 @@ from handlers.actions import SweepNow
 from handlers.costs import PriceBook
 from handlers.grammar import CommandError, echo
 from handlers.health.report import health_reply
+from handlers.health.rules import ClusterHealth
 from handlers.idle.alert import report
 from handlers.idle.report import SweepReport
 from handlers.idle.since import as_now
@@ -89,7 +90,17 @@ class Reports:
         return list_reply(listings)
 
     async def cluster(self, key: str) -> Reply:
-        return show_reply(await self.directory.resolve(key, "show"), self.prices)
+        """The cluster as the control plane has it, and its nodes as Slurm had them at the
+        last sweep (a drained node is not just RUNNING)."""
+        cluster = await self.directory.resolve(key, "show")
+        latest = await self.sweeper.latest() if self.sweeper is not None else None
+        entry = next(
+            (e for e in (latest.entries if latest else []) if e.cluster == cluster.name), None
+        )
+        health = ClusterHealth.from_dict(entry.health) if entry and entry.health else None
+        broken = {n.name: (str(n.trouble), n.reason) for n in (health.nodes if health else ())}
+        swept = latest.finished if latest is not None else None
+        return show_reply(cluster, self.prices, broken, swept)
 
     async def slurm(self, key: str) -> Reply:
         return slurm_reply(await self.directory.resolve(key, "slurm"))
