@@ -95,3 +95,19 @@ async def test_a_workspace_that_forbids_uploads_is_told_so(
         assert f"The chart could not be shared here ({policy}): {words}, a workspace admin" in said
         assert "try again" not in said
         assert not [m for m in await stack.messages() if m.get("files")]
+
+
+async def test_days_before_clusterbot_watched_are_not_counted_as_zero(tmp_path: Path) -> None:
+    async with demo_stack(tmp_path) as stack:
+        await seed_week(stack.service, time.time())
+        said = text_of(await stack.reply_to("carol", "/cluster cost since 30d by label team"))
+        assert "clusterbot watched 8 of these 31 days (from " in said
+        assert "the 23 days it did not watch are left out, not counted as $0" in said
+        shared = await stack.wait(lambda ms: any(m.get("files") for m in ms))
+        [message] = [m for m in shared if m.get("files")]
+        csv = next(f for f in message["files"] if f["name"].endswith(".csv"))
+        async with stack.session.get(f"{stack.url}/sandbox/api/files/{csv['id']}") as got:
+            rows = (await got.text()).splitlines()
+        assert rows[0].startswith("day,watched,spend_usd,idle_usd,saved_usd,team=")
+        assert sum(r.split(",")[1] == "no" for r in rows[1:]) == 23
+        assert all(r.endswith(",,,") for r in rows[1:] if r.split(",")[1] == "no")

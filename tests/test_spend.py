@@ -229,8 +229,8 @@ def test_the_charts_days_are_the_ledgers_sums() -> None:
     assert sum(d.idle for d in chart.days) == pytest.approx(whole.idle)
     assert sum(d.saved for d in chart.days) == pytest.approx(140.0 * 22)
     lines = chart.csv().splitlines()
-    assert lines[0] == "day,spend_usd,idle_usd,saved_usd" and len(lines) == 8
-    assert lines[6].startswith("1970-01-06,")  # Saturday, the day of the remedy
+    assert lines[0] == "day,watched,spend_usd,idle_usd,saved_usd" and len(lines) == 8
+    assert lines[6].startswith("1970-01-06,yes,")  # Saturday, the day of the remedy
 
 
 def _runs_and_savings(seed: int) -> tuple[list[SpendRun], list[Any], float, float]:
@@ -316,3 +316,73 @@ def test_a_long_period_is_drawn_a_week_a_bar_and_kept_a_day_a_row() -> None:
     assert bars[1].spend == pytest.approx(7 * 24 * 2 * B200)
     quarter = daily([run], [], 0.0, DAILY_BARS * DAY, "train01, last 92d")
     assert quarter.per == "day" and quarter.bars() == quarter.days
+
+
+def test_days_no_sweep_watched_are_not_watched_never_zero() -> None:
+    """Watched only the last three of ten days: the seven before have no figures in the
+    chart, its CSV and its golden data, and the drawing greys them; the sums are the three."""
+    run = SpendRun(C1, "gpu", 7 * DAY, 10 * DAY, 2, B200, False, "p/r")
+    chart = daily([run], [], 0.0, 10 * DAY, "train01, last 10d")
+    assert [d.watched for d in chart.days] == [False] * 7 + [True] * 3
+    assert chart.watched == 3 and "not watched" in chart.note
+    lines = chart.csv().splitlines()
+    assert lines[1] == "1970-01-01,no,,," and lines[8] == "1970-01-08,yes,3360.00,0.00,0.00"
+    assert chart.to_dict()["days"][0] == ["01 Jan", None, None, None]  # type: ignore[index]
+    whole = daily([run], [], 0.0, 10 * DAY, "t")
+    assert sum(d.spend for d in whole.days) == pytest.approx(3 * 24 * 2 * B200)
+    # a week of a long chart is watched when any of its days is
+    year = daily([run], [], 0.0, 120 * DAY, "t")
+    assert [b.watched for b in year.bars()][:3] == [False, True, False]
+
+
+def test_a_chart_across_new_year_names_the_year_on_its_axis() -> None:
+    from datetime import UTC, datetime
+
+    start = datetime(2026, 12, 20, tzinfo=UTC).timestamp()
+    run = SpendRun(C1, "gpu", start, start + 25 * DAY, 1, B200, False, "p/r")
+    across = daily([run], [], start, start + 25 * DAY, "t")
+    labels = across.labels(across.bars())
+    assert labels[0] == "20 Dec 2026" and labels[-1] == "13 Jan 2027"
+    within = daily([run], [], start, start + 5 * DAY, "t")
+    assert within.labels(within.bars())[0] == "20 Dec"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_chart_is_grouped_as_the_table(seed: int) -> None:
+    """By label, by pool: each day's bar is the table's first groups' spend and the rest's,
+    and they add up to the day's priced spend."""
+    from handlers.spend.chart import chart_of
+    from handlers.spend.totals import GroupDays, Tally
+
+    runs, saved, since, until = _runs_and_savings(seed)
+    for group, first in ((by_label("team"), 7), (by_pool, 3)):
+        tally = Tally(since, until, group)
+        tally.add(runs)
+        table = tally.totals(saved)
+        series = GroupDays(tally, list(table)[:first], others=len(table) > first)
+        for at in range(0, len(runs), 50):
+            series.add(runs[at : at + 50])
+        chart = chart_of(tally, saved, "t", series)
+        assert chart.series[: len(list(table)[:first])] == tuple(list(table)[:first])
+        for day in chart.days:
+            assert sum(day.groups) == pytest.approx(day.spend)
+        for at, name in enumerate(list(table)[:first]):
+            assert sum(d.groups[at] for d in chart.days) == pytest.approx(table[name].cost)
+        head = chart.csv().splitlines()[0].split(",")
+        assert len(head) == 5 + len(chart.series)
+
+
+def test_the_drawing_greys_days_not_watched_and_stacks_the_groups() -> None:
+    from bot.charts import draw
+    from handlers.spend.chart import chart_of
+    from handlers.spend.totals import GroupDays, Tally
+
+    run = SpendRun(C1, "gpu", 7 * DAY, 10 * DAY, 2, B200, False, "p/r")
+    plain = daily([run], [], 0.0, 10 * DAY, "train01, last 10d")
+    tally = Tally(0.0, 10 * DAY, by_pool)
+    tally.add([run])
+    series = GroupDays(tally, list(tally.totals()), others=False)
+    series.add([run])
+    grouped = chart_of(tally, [], "train01, last 10d", series)
+    pictures = {draw(plain), draw(grouped)}
+    assert len(pictures) == 2 and all(p.startswith(b"\x89PNG") for p in pictures)

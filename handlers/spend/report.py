@@ -4,8 +4,10 @@ cost while clusterbot watched them, and the part spent idle, from the spend ledg
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from bot.vertex.names import target_of
 from handlers.costs import money
@@ -18,6 +20,7 @@ from handlers.spend.chart import Chart, chart_of
 from handlers.spend.runs import HOUR, SpendRun, still_open
 from handlers.spend.savings import Saving, savings
 from handlers.spend.totals import (
+    GroupDays,
     Grouping,
     Placed,
     Spend,
@@ -29,6 +32,7 @@ from handlers.spend.totals import (
     overall,
     totals,
 )
+from handlers.words import plural
 
 COST = (  # the subcommand's summary in the help
     "what clusters cost while clusterbot watched them, the part spent idle and what it saved, "
@@ -40,6 +44,11 @@ DEFAULT_SINCE = 30 * 24 * HOUR
 LEDGER_KEEPS = 400 * 24 * 3600
 GROUPS = ("pool", "target", "label")
 ROWS = 40  # groups shown; the rest are summed on one line
+SERIES = 7  # groups stacked in the chart's bars; the rest as one
+
+
+class Folds(Protocol):
+    def add(self, runs: Iterable[SpendRun]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -116,17 +125,21 @@ class SpendReport:
         """``tally`` folded over the ledger a part at a time, each part off the event loop,
         and over the runs still open: memory and the loop's pauses bounded by a part, however
         long the period."""
-        async for part in self.store.spend_parts(tally.since, tally.until):
-            await asyncio.to_thread(tally.add, part)
+        await self.fold(tally, tally.since, tally.until)
+        return tally
+
+    async def fold(self, sink: Folds, since: float, until: float) -> None:
+        """Every run of [since, until) into ``sink``, a part of the ledger at a time."""
+        async for part in self.store.spend_parts(since, until):
+            await asyncio.to_thread(sink.add, part)
         opened: list[SpendRun] = []
         for record in await self.records.all():
             labels = dict(record.labels)
             target = target_of(record.cluster)
             opened += still_open(
-                record.cluster, target, labels, record.spending, tally.until, self.interval
+                record.cluster, target, labels, record.spending, until, self.interval
             )
-        tally.add(opened)
-        return tally
+        sink.add(opened)
 
     async def month(self, until: float) -> tuple[str, Spend, dict[str, float]]:
         """This calendar month (UTC) up to ``until``: its name, what it cost, and what was
@@ -182,11 +195,18 @@ class SpendReport:
                     "are not in the dollars."
                 )
             )
+        watched = _watched(tally, since, until)
+        if watched is not None:
+            reply.add(Note(watched))
         reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
         if channel is not None:
-            # each day's sums, folded with the table's in one pass over the runs
+            # each day's sums, folded with the table's; each day's spend of the table's
+            # first groups, in a second pass once they are known
+            names = list(groups)[:SERIES]
+            series = GroupDays(tally, names, others=len(groups) > SERIES)
+            await self.fold(series, since, until)
             title = f"{scope}, last {period}"
-            chart = chart_of(tally, saved, title)
+            chart = chart_of(tally, saved, title, series)
             said = await self.share_chart(chart, channel, whole)
             if said is not None:
                 reply.add(Note(said))
@@ -244,6 +264,24 @@ def _row(name: str, spend: Spend) -> tuple[str, ...]:
     dollars, idle = money(spend.cost, per_hour=False), money(spend.idle, per_hour=False)
     saved = money(spend.saved, per_hour=False) if spend.saved else "-"
     return (name, dollars, idle, share, saved, f"{spend.node_hours:,.1f}")
+
+
+def _watched(tally: Tally, since: float, until: float) -> str | None:
+    """What the report says of the days no sweep watched, or None when every day was."""
+    days = [day for day, _ in tally.by_day()]
+    missed = [day for day in days if day not in tally.watched]
+    if not missed:
+        return None
+    seen = [day for day in days if day in tally.watched]
+    first = f" (from {_date(seen[0])})" if seen else ""
+    return (
+        f"clusterbot watched {len(seen)} of these {len(days)} days{first}: the "
+        f"{plural(len(missed), 'day')} it did not watch are left out, not counted as $0."
+    )
+
+
+def _date(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%d %b %Y")
 
 
 def _period(seconds: float) -> str:

@@ -3,7 +3,7 @@ over any period, with the part spent while the cluster was idle and what was sav
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -122,11 +122,15 @@ class Tally:
         self.groups: dict[str, Spend] = {}
         self.days: dict[float, Spend] = {}  # a UTC midnight -> that day's spend
         self.labels: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.watched: set[float] = set()  # the days a sweep saw the fleet (any cluster)
 
     def add(self, runs: Iterable[SpendRun]) -> None:
         since, until = self.since, self.until
         for run in runs:
-            if run.within(since, until) <= 0 or (self.keep and not self.keep(run)):
+            if run.within(since, until) <= 0:
+                continue
+            self._watched(max(run.start, since), min(run.end, until))
+            if self.keep and not self.keep(run):
                 continue
             self.labels[run.cluster] = run.labels
             for name in self.group(run):
@@ -136,6 +140,12 @@ class Tally:
             while day < end:
                 self.days.setdefault(day, Spend()).add(run, max(day, since), min(day + DAY, until))
                 day += DAY
+
+    def _watched(self, start: float, end: float) -> None:
+        day = start - start % DAY
+        while day < end:
+            self.watched.add(day)
+            day += DAY
 
     def totals(self, saved: Iterable[Saving] = ()) -> dict[str, Spend]:
         """Each group's spend and savings, largest spend first (as ``totals``)."""
@@ -165,3 +175,45 @@ class Tally:
                     days[day].saved += saving.saved(max(day, self.since), min(day + DAY, end))
                 day += DAY
         return sorted(days.items())
+
+
+class GroupDays:
+    """Each UTC day's spend of a few groups (the table's first ones) and of the rest as one,
+    folded a part of the ledger at a time: a fixed row of floats a day, however many groups
+    the fleet has."""
+
+    def __init__(
+        self,
+        tally: Tally,
+        names: Sequence[str],
+        others: bool,
+    ) -> None:
+        self.tally = tally
+        self.index = {name: at for at, name in enumerate(names)}
+        self.series = tuple(names) + (("others",) if others else ())
+        self.first = tally.since - tally.since % DAY
+        count = int((tally.until - self.first) // DAY) + 1
+        self.spend = [[0.0] * len(self.series) for _ in range(count)]
+
+    def names(self) -> tuple[str, ...]:
+        return self.series
+
+    def add(self, runs: Iterable[SpendRun]) -> None:
+        since, until, keep = self.tally.since, self.tally.until, self.tally.keep
+        rest = len(self.index) if len(self.series) > len(self.index) else None
+        for run in runs:
+            if run.within(since, until) <= 0 or (keep and not keep(run)):
+                continue
+            for name in self.tally.group(run):
+                column = self.index.get(name, rest)
+                if column is None:
+                    continue
+                start, end = max(run.start, since), min(run.end, until)
+                day = start - start % DAY
+                while day < end:
+                    cost = run.cost(max(day, since), min(day + DAY, until))
+                    self.spend[int((day - self.first) // DAY)][column] += cost or 0.0
+                    day += DAY
+
+    def of(self, day: float) -> tuple[float, ...]:
+        return tuple(self.spend[int((day - self.first) // DAY)])
