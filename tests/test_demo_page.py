@@ -93,9 +93,13 @@ async def test_idle_alert_and_its_snooze_menu_in_the_browser(tmp_path: Path) -> 
         await expect(alert.locator("button")).to_have_text(
             ["Scale to zero", "Ask to delete", "Keep"]
         )
-        # cpu01's only job is held by its user: no demand, and the alert says why
+        # cpu01's jobs: one held by its user, one waiting for a reservation that starts
+        # tomorrow; neither is demand, and the alert says why of each
         await expect(alert).to_contain_text("held by its user (JobHeldUser)")
         await expect(alert).to_contain_text("scontrol release")
+        await expect(alert).to_contain_text(
+            "1 job of erin waiting for its reservation quarter-end, which starts"
+        )
         await keep_screenshot(page, "idle-alert.png")
         ts = await alert.get_attribute("data-ts")
         menu = page.locator(f'#messages .message[data-ts="{ts}"] select.menu')
