@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "fuzz_surfaces": ("fuzz", "run_surfaces"),
     "matrix": ("matrix", "run"),
     "heavy": ("heavy", "run"),
+    "week": ("week", "run"),
 }
 
 
