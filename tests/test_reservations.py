@@ -209,3 +209,20 @@ async def test_the_reservations_route_lists_what_is_set(simulator: Simulator) ->
     [window] = held[CPU01]
     assert window["flags"] == ["MAINT"] and window["node_list"] == "cpu01-cpu-[0-1]"
     assert window["end_time"] - window["start_time"] == 11 * 3600
+
+
+async def test_a_reason_slurmctld_sets_itself_is_set_by_slurm(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    """set_node_reason gives slurmctld's own reasons reason_uid = SlurmUser; an
+    administrator's (scontrol update) is theirs: root when nobody said who."""
+    nodes = {
+        "cpu01-cpu-0": {"state": ["DOWN"], "reason": "Not responding"},
+        "cpu01-cpu-1": {"state": ["IDLE", "DRAIN"], "reason": "Kill task failed"},
+    }
+    await simulator.admin("POST", "nodes", {"cluster": "cpu01", "nodes": nodes})
+    listed = (await _proxied(client, CPU01, "nodes/"))["nodes"]
+    by = {n["name"]: n["reason_set_by_user"] for n in listed}
+    assert by["cpu01-cpu-0"] == by["cpu01-cpu-1"] == "slurm"
+    assert by["cpu01-cpu-3"] == "root"  # the demo's "ECC memory error", an admin's drain
+    assert by["cpu01-cpu-2"] == ""  # no reason, nobody

@@ -35,6 +35,7 @@ from bot.sandbox.controlplane.slurm_parts import (
     hostlist,
     hostnames,
     number,
+    set_by_default,
     share_documents,
     slurm_int,
     states_of,
@@ -177,7 +178,8 @@ def node_document(
     set_by: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
     """A whole NODE: a captured node of the same data parser with this node's fields;
-    ``set_by``: who set its reason, and when (else root, an hour ago)."""
+    ``set_by``: who set its reason, and when (else, an hour ago, slurmctld's SlurmUser for a
+    reason slurmctld sets itself, root for any other)."""
     captured = _parser(version)
     document = dict(captured["node"])
     cpus = int(document.get("cpus") or 8)
@@ -188,7 +190,7 @@ def node_document(
         address=name,
         state=state,
         reason=reason,
-        reason_set_by_user=(set_by[0] if set_by else "root") if reason else "",
+        reason_set_by_user=(set_by[0] if set_by else set_by_default(reason)) if reason else "",
         reason_changed_at=number((set_by[1] if set_by else now - 3600) if reason else 0),
         partitions=partitions,
         alloc_cpus=allocated,

@@ -166,3 +166,31 @@ def hostnames(text: str, known: Iterable[str]) -> list[str]:
         return False
 
     return [name for name in known if named(name)]
+
+
+# The reasons slurmctld sets on a node itself, with reason_uid = SlurmUser (set_node_reason,
+# node_mgr.c 5385-5405; drain_nodes(..., slurm_conf.slurm_user_id), proc_req.c 2413; and the
+# node_mgr.c and read_config.c texts): shown as set by "slurm", not by an administrator.
+SLURMCTLD_REASONS = (
+    "Not responding",
+    "Node unexpectedly rebooted",
+    "Kill task failed",
+    "Prolog error",
+    "Epilog error",
+    "Prolog/Epilog failure",
+    "batch job complete failure",
+    "Low RealMemory",
+    "Low socket*core*thread count",
+    "Low TmpDisk",
+    "ResumeTimeout reached",
+    "reboot complete",
+    "reboot issued",
+    "reboot timed out",
+    "Duplicate jobid",
+)
+SLURM_USER = "slurm"  # slurm.conf SlurmUser, as Slurm's packages and images set it
+
+
+def set_by_default(reason: str) -> str:
+    """Who set a node's reason when nobody said: slurmctld for its own words, else root."""
+    return SLURM_USER if reason.startswith(SLURMCTLD_REASONS) else "root"
