@@ -5,6 +5,8 @@ flags and job reasons as slurmrestd and slurmctld do."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from bot.vertex.client import VertexClient
@@ -18,6 +20,7 @@ from tests.conftest import Simulator
 
 CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"
 TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
+CAPTURES = Path(__file__).parent / "fixtures" / "slurmrestd"
 NOW = 1_790_000_000.0
 H = 3600.0
 
@@ -226,3 +229,27 @@ async def test_a_reason_slurmctld_sets_itself_is_set_by_slurm(
     assert by["cpu01-cpu-0"] == by["cpu01-cpu-1"] == "slurm"
     assert by["cpu01-cpu-3"] == "root"  # the demo's "ECC memory error", an admin's drain
     assert by["cpu01-cpu-2"] == ""  # no reason, nobody
+
+
+async def test_partitions_diag_and_one_node_are_served_as_slurmrestd_does(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    [partition] = (await _proxied(client, CPU01, "partitions/"))["partitions"]
+    captured = json.loads(json.loads((CAPTURES / "lcrownover_23.11_v0.0.40_partitions.json")
+                                     .read_text())["body"])["partitions"][0]  # fmt: skip
+    assert set(partition) == set(captured)  # every field of the real reply
+    assert partition["name"] == "cpu" and partition["partition"]["state"] == ["UP"]
+    assert partition["nodes"]["configured"] == "cpu01-cpu-[0-3]"
+    assert partition["nodes"]["total"] == 4
+    statistics = (await _proxied(client, CPU01, "diag/"))["statistics"]
+    real = json.loads(json.loads((CAPTURES / "lcrownover_23.11_v0.0.40_diag.json")
+                                 .read_text())["body"])["statistics"]  # fmt: skip
+    assert set(statistics) == set(real)
+    assert (statistics["jobs_pending"], statistics["jobs_running"]) == (2, 0)  # the demo's
+    assert statistics["req_time"]["number"] == int(simulator.clock.wall().timestamp())
+    [node] = (await _proxied(client, CPU01, "node/cpu01-cpu-3/"))["nodes"]
+    assert node["name"] == "cpu01-cpu-3" and node["reason"] == "ECC memory error"
+    reader = SlurmReader(vertex=client)
+    reply = await reader.get(CPU01, "node/nope/", {})
+    assert "nodes" not in reply
+    assert reply["errors"][0]["description"] == "Failure to query node nope"

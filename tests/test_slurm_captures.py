@@ -57,6 +57,8 @@ async def _nodes(name: str) -> list[SlurmNode]:
 def test_every_capture_is_listed_here() -> None:
     covered = {n for n, *_ in JOB_CAPTURES} | {n for n, *_ in NODE_CAPTURES}
     covered |= ERROR_CAPTURES.keys() | {"slurmweb_24.11_v0.0.42_slurm-node-unfound.json"}
+    # read by tests/test_reservations.py: the simulator's partitions and diag have their fields
+    covered |= {"lcrownover_23.11_v0.0.40_partitions.json", "lcrownover_23.11_v0.0.40_diag.json"}
     on_disk = {p.name for p in CAPTURES.glob("*.json")}
     assert on_disk == covered
     assert all((CAPTURES / n.replace(".json", ".source.txt")).exists() for n in on_disk)

@@ -23,8 +23,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from bot.sandbox.controlplane import pretty, slurm_reservations
+from bot.sandbox.controlplane import pretty, slurm_reservations, wire
 from bot.sandbox.controlplane.slurm_blocked import blocked
+from bot.sandbox.controlplane.slurm_more import diag_document, node_unfound, partition_documents
 from bot.sandbox.controlplane.slurm_parts import (
     BUSY_JOB_STATES,
     DEFAULT_RELEASE,
@@ -44,8 +45,9 @@ from bot.sandbox.controlplane.slurm_place import Placement, is_whole, place
 from bot.sandbox.controlplane.slurm_update import NODE, update_node
 
 PATH = re.compile(r"^/(slurm|slurmdb)/(v\d+\.\d+\.\d+)/(?P<rest>[A-Za-z_/0-9.-]*)$")
-RESOURCES = re.compile(r"^(jobs|nodes|ping|shares|reservations)/?$")
+RESOURCES = re.compile(r"^(jobs|nodes|ping|shares|reservations|partitions|diag)/?$")
 ONE_JOB = re.compile(r"^job/(\d+)/?$")
+ONE_NODE = re.compile(r"^node/([^/]+)/?$")
 CALLER = "clusterbot"  # the Linux account the bot's service account maps to
 
 
@@ -249,13 +251,13 @@ class Slurmrestd:
         if version not in self.served or match.group(1) != "slurm" or method != "HTTP_METHOD_GET":
             return self._not_found()
         resource = RESOURCES.match(rest)
-        one = ONE_JOB.match(rest)
-        if resource is None and one is None:
+        one, node = ONE_JOB.match(rest), ONE_NODE.match(rest)
+        if resource is None and one is None and node is None:
             return self._not_found()
         epoch = int(self.now.timestamp())
         release = RELEASES[self.release][0]
         document: dict[str, Any] = {"meta": _meta(self.cluster_id, version, release)}
-        kind = resource.group(1) if resource else "job"
+        kind = resource.group(1) if resource else "job" if one else "node"
         if kind == "ping":
             document["pings"] = [
                 {"hostname": f"{self.cluster_id}-controller", "pinged": "UP", "mode": "primary"}
@@ -269,8 +271,19 @@ class Slurmrestd:
                 for r in self.reservations
             ]
             document["last_update"] = number(epoch)
-        elif kind == "nodes":
+        elif kind == "partitions":
             placement = self._place()
+            partitions = wire.slurm_spec(self.cluster).get("partitions") or []
+            document["partitions"] = partition_documents(partitions, placement.partitions)
+            document["last_update"] = number(epoch)
+        elif kind == "diag":
+            document["statistics"] = diag_document(self.jobs, epoch)
+        elif kind in ("nodes", "node"):
+            placement = self._place()
+            wanted = node.group(1) if node else None
+            if wanted is not None and wanted not in placement.states:
+                document.update(errors=node_unfound(wanted), warnings=[])
+                return {"status": 200, "body": pretty.dumps(document)}
             document["nodes"] = [
                 node_document(
                     name,
@@ -282,6 +295,7 @@ class Slurmrestd:
                     self._set_by(name),
                 )
                 for name, (state, reason) in placement.states.items()
+                if wanted is None or name == wanted
             ]
             document["last_update"] = number(epoch)
         else:
