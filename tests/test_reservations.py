@@ -253,3 +253,20 @@ async def test_partitions_diag_and_one_node_are_served_as_slurmrestd_does(
     reply = await reader.get(CPU01, "node/nope/", {})
     assert "nodes" not in reply
     assert reply["errors"][0]["description"] == "Failure to query node nope"
+
+
+async def test_slurm_23_11_is_served_and_read(simulator: Simulator, client: VertexClient) -> None:
+    """Slurm 23.11 ships data parsers v0.0.38 to v0.0.40; the reader finds v0.0.40 (newest
+    first), whose JOB_INFO has no ``hold``: a held job is read as held by its reason."""
+    await simulator.admin("POST", "slurm", {"cluster": "cpu01", "release": "23.11"})
+    reader = SlurmReader(vertex=client)
+    jobs = await reader.jobs(CPU01)
+    paths = [r["body"]["path"] for r in await simulator.requests(path=":callSlurmRestApi")]
+    assert paths[-1] == "/slurm/v0.0.40/jobs/" and "/slurm/v0.0.41/jobs/" in paths
+    raw = await _proxied(client, CPU01, "jobs/")
+    assert raw["meta"]["slurm"]["release"] == "23.11.1"
+    assert all("hold" not in job for job in raw["jobs"])
+    held = next(j for j in jobs if j.job_id == 3120)
+    demand = queue_demand(jobs, simulator.clock.wall().timestamp(), 2 * H)
+    assert held.reason == "JobHeldUser" and not demand.active
+    assert [n.name for n in await reader.nodes(CPU01)][:1] == ["cpu01-cpu-0"]

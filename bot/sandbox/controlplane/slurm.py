@@ -60,8 +60,8 @@ def _objects() -> dict[str, Any]:
 
 
 def _parser(version: str) -> dict[str, Any]:
-    """The captured objects closest to a data parser (v0.0.39/40 as v0.0.41, v0.0.45 as
-    v0.0.44: the fields set here are the same in each)."""
+    """The captured objects closest to a data parser (v0.0.38/39 as v0.0.40, v0.0.45 as
+    v0.0.44: the fields set here are the same in each, but ``hold``, which v0.0.40 lacks)."""
     objects = _objects()
     if version in objects:
         return dict(objects[version])
@@ -134,7 +134,6 @@ def job_document(
         state_reason=reason,
         # held jobs sit at priority 0 (the captured JobHeldUser and JobHeldAdmin jobs)
         priority=number(0 if held else int(job.get("priority", 10_000 - key))),
-        hold=held,
         node_count=number(int(job.get("node_count", 1))),
         nodes=job.get("nodes") or hostlist(nodes),
         batch_host=nodes[0] if nodes else "",
@@ -149,6 +148,8 @@ def job_document(
         standard_error=output,
         resv_name=str(job.get("reservation") or ""),
     )
+    if "hold" in document:  # JOB_INFO has it from v0.0.41; 23.11's says held by its reason
+        document["hold"] = held
     if (
         waits and waits[1] and reason == waits[0]
     ):  # every data parser's job has it: the why in words

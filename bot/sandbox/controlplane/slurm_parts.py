@@ -15,6 +15,7 @@ HELD_STATE_FLAGS = frozenset({"REQUEUE_HOLD", "SPECIAL_EXIT", "RESV_DEL_HOLD"})
 # The data parsers each release ships (SchedMD/slurm src/plugins/data_parser/ at each tag)
 # and the release it reports in ``meta.slurm``.
 RELEASES = {
+    "23.11": ("23.11.1", ("v0.0.38", "v0.0.39", "v0.0.40")),
     "24.05": ("24.05.5", ("v0.0.39", "v0.0.40", "v0.0.41")),
     "24.11": ("24.11.5", ("v0.0.40", "v0.0.41", "v0.0.42")),
     "25.05": ("25.05.4", ("v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43")),

@@ -35,7 +35,7 @@ async def sim_jobs(request: web.Request) -> web.Response:
 
 async def sim_slurm(request: web.Request) -> web.Response:
     """Set how a cluster's Slurm behaves: ``{"cluster", "down", "private_jobs", "release",
-    "versions"}`` (a release, 24.05 to 26.05, serves the data parsers it ships)."""
+    "versions"}`` (a release, 23.11 to 26.05, serves the data parsers it ships)."""
     return await _route(
         request,
         lambda state, name, body: state.set_slurm(name, body).to_dict(),
