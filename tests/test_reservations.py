@@ -270,3 +270,43 @@ async def test_slurm_23_11_is_served_and_read(simulator: Simulator, client: Vert
     demand = queue_demand(jobs, simulator.clock.wall().timestamp(), 2 * H)
     assert held.reason == "JobHeldUser" and not demand.active
     assert [n.name for n in await reader.nodes(CPU01)][:1] == ["cpu01-cpu-0"]
+
+
+async def test_every_node_state_of_the_newest_data_parser_may_be_set(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    newest = ["IDLE", "BLOCKED", "POWER_DRAIN", "REBOOT_CANCELED", "UNDRAIN", "EXTERNAL"]
+    nodes = {"cpu01-cpu-0": {"state": newest, "reason": ""}}
+    await simulator.admin("POST", "nodes", {"cluster": "cpu01", "nodes": nodes})
+    listed = (await _proxied(client, CPU01, "nodes/"))["nodes"]
+    assert next(n for n in listed if n["name"] == "cpu01-cpu-0")["state"] == newest
+    async with simulator.session.post(
+        f"{simulator.url}/_sim/nodes",
+        json={"cluster": "cpu01", "nodes": {"cpu01-cpu-0": {"state": ["IDLE", "SLEEPY"]}}},
+    ) as reply:
+        assert reply.status == 400 and "SLEEPY" in (await reply.json())["error"]["message"]
+
+
+async def test_a_job_short_of_nodes_waits_in_the_main_schedulers_words(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    """No required nodes, more nodes than the partition has in service: Resources with
+    job_scheduler.c's words, which the bot reads as blocked, not demand."""
+    job = {"job_state": "PENDING", "partition": "cpu", "node_count": 4, "user_name": "dana"}
+    await simulator.admin("POST", "jobs", {"cluster": "cpu01", "jobs": [job]})
+    [seen] = (await _proxied(client, CPU01, "jobs/"))["jobs"]
+    assert seen["state_reason"] == "Resources"
+    assert seen["state_description"].startswith("Nodes required for job are DOWN, DRAINED")
+    jobs = await SlurmReader(vertex=client).jobs(CPU01)
+    demand = queue_demand(jobs, simulator.clock.wall().timestamp(), 2 * H)
+    assert not demand.active and demand.stalled[0].kind == Stall.BLOCKED
+
+
+async def test_the_short_job_form_carries_slurms_words(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    said = "Nodes required for job are DOWN, DRAINED, REBOOTING or reserved for jobs"
+    job = {"job_state": "PENDING", "state_reason": "Resources", "state_description": said}
+    await simulator.admin("POST", "jobs", {"cluster": "cpu01", "jobs": [job]})
+    [seen] = (await _proxied(client, CPU01, "jobs/"))["jobs"]
+    assert (seen["state_reason"], seen["state_description"]) == ("Resources", said)

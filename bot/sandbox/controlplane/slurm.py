@@ -154,6 +154,8 @@ def job_document(
         waits and waits[1] and reason == waits[0]
     ):  # every data parser's job has it: the why in words
         document["state_description"] = waits[1]
+    if job.get("state_description"):  # as given in the short form, slurmctld's words
+        document["state_description"] = str(job["state_description"])
     if running:
         document["job_resources"] = _resources(captured["running"]["job_resources"], nodes)
     return document

@@ -6,8 +6,10 @@ slurmctld's node_scheduler.c: a job whose required nodes are not available waits
 "ReqNodeNotAvail, UnavailableNodes:NODES" (a host list of the partition's nodes not up: DOWN or
 not responding, narrowed to the job's required nodes), or "ReqNodeNotAvail, May be reserved
 for other job" when none of them is down. The simulator says so for a pending job that names
-``required_nodes`` one of which is out of service, or that needs more nodes than its
-partition has in service.
+``required_nodes`` one of which is out of service. A job that names none but needs more
+nodes than its partition has in service waits as slurmctld's main scheduler leaves it
+(job_scheduler.c 1735-1750): Resources, "Nodes required for job are DOWN, DRAINED or
+reserved for jobs in higher priority partitions".
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from bot.sandbox.controlplane.slurm_parts import (
     states_of,
 )
 
+TOO_FEW = (
+    "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
+)
 # out of service (a node powered down by power saving is not: Slurm resumes it for a job)
 OUT = {"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING"}
 NOT_UP = {"DOWN", "NOT_RESPONDING"}  # slurmctld's up_node_bitmap leaves these out
@@ -57,6 +62,10 @@ def blocked(
     if kept and not (set(wanted) & set(out)):
         # node_scheduler.c 3817-3821: every usable node is in a maintenance reservation
         return "ReqNodeNotAvail", "ReqNodeNotAvail, Reserved for maintenance"
+    if not wanted:
+        # job_scheduler.c 1735-1750: the main scheduler finds fewer nodes available in the
+        # partition than the job's minimum, before any node is selected
+        return "Resources", TOO_FEW
     down = [n for n in out if NOT_UP & set(states[n][0]) and (not wanted or n in wanted)]
     if down:
         return "ReqNodeNotAvail", f"ReqNodeNotAvail, UnavailableNodes:{hostlist(down)}"

@@ -13,32 +13,43 @@ from bot.sandbox.controlplane import rpc, slurm_reservations, wire
 from bot.sandbox.controlplane.slurm_blocked import runnable
 from bot.sandbox.controlplane.slurm_parts import DEFAULT_RELEASE, RELEASES, count_of
 
-# sinfo(1) NODE STATE CODES: base states and flags a node may be set to through /_sim/nodes
+# Every base state and flag a node may be set to through /_sim/nodes: the newest data
+# parser's NODE_STATES (SchedMD/slurm 284c3b95, src/plugins/data_parser/v0.0.44/parsers.c
+# 8445-8480), the names slurmrestd writes
 NODE_STATES = frozenset(
     [
-        "ALLOCATED",
-        "MIXED",
-        "IDLE",
-        "DOWN",
-        "FUTURE",
+        "INVALID",
         "UNKNOWN",
+        "DOWN",
+        "IDLE",
+        "ALLOCATED",
         "ERROR",
-        "COMPLETING",
-        "DRAIN",
-        "FAIL",
-        "NOT_RESPONDING",
-        "PLANNED",
-        "POWERED_DOWN",
-        "POWERING_DOWN",
-        "POWERING_UP",
-        "POWER_DOWN",
+        "MIXED",
+        "FUTURE",
+        "EXTERNAL",
+        "RESERVED",
+        "UNDRAIN",
         "CLOUD",
+        "RESUME",
+        "DRAIN",
+        "COMPLETING",
+        "NOT_RESPONDING",
+        "POWERED_DOWN",
+        "FAIL",
+        "POWERING_UP",
         "MAINTENANCE",
         "REBOOT_REQUESTED",
+        "REBOOT_CANCELED",
+        "POWERING_DOWN",
+        "DYNAMIC_FUTURE",
         "REBOOT_ISSUED",
-        "RESERVED",
-        "DYNAMIC_NORM",
+        "PLANNED",
         "INVALID_REG",
+        "POWER_DOWN",
+        "POWER_UP",
+        "POWER_DRAIN",
+        "DYNAMIC_NORM",
+        "BLOCKED",
     ]
 )
 
