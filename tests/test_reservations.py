@@ -310,3 +310,23 @@ async def test_the_short_job_form_carries_slurms_words(
     await simulator.admin("POST", "jobs", {"cluster": "cpu01", "jobs": [job]})
     [seen] = (await _proxied(client, CPU01, "jobs/"))["jobs"]
     assert (seen["state_reason"], seen["state_description"]) == ("Resources", said)
+
+
+async def test_fair_share_is_written_as_each_data_parser_writes_it(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    """An association with no usage has an infinite level: a bare Infinity up to v0.0.41
+    (Slurm 23.11 and 24.05), FLOAT64_NO_VAL's infinite form since; the reader takes both."""
+    reader = SlurmReader(vertex=client)
+    for release, version in (("24.05", "v0.0.41"), ("25.11", "v0.0.44")):
+        await simulator.admin("POST", "slurm", {"cluster": "cpu01", "release": release})
+        reply = await client.call_slurm_rest_api(CPU01, f"/slurm/{version}/shares")
+        text = reply.body
+        rows = json.loads(text)["shares"]["shares"]
+        level = rows[0]["fairshare"]["level"]
+        if version == "v0.0.41":
+            assert '"level": Infinity' in text and level == float("inf")
+        else:
+            assert level == {"set": False, "infinite": True, "number": 0.0}
+        shares = await reader.shares(CPU01)
+        assert shares and all(s.fairshare is not None for s in shares)

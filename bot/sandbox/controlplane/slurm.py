@@ -266,7 +266,7 @@ class Slurmrestd:
                 {"hostname": f"{self.cluster_id}-controller", "pinged": "UP", "mode": "primary"}
             ]
         elif kind == "shares":
-            document["shares"] = share_documents(self.jobs)
+            document["shares"] = share_documents(self.jobs, version)
         elif kind == "reservations":
             names = list(self._place().states)
             document["reservations"] = [

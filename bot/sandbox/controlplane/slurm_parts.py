@@ -56,12 +56,25 @@ def count_of(value: Any) -> int:
     return 1 if found is None else found
 
 
-def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+def _share_float(value: float, version: str) -> Any:
+    """A fair-share figure as each data parser writes it: a bare float up to v0.0.41 (an
+    unused association's level is infinite, which its JSON writer spells ``Infinity``, as
+    Slurm 23.11's and 24.05's replies do), FLOAT64_NO_VAL's ``{"set", "infinite",
+    "number"}`` since (data_parser v0.0.44 parsers.c 2616-2641: infinite is not set)."""
+    if version <= "v0.0.41":
+        return value
+    if value == float("inf"):
+        return {"set": False, "infinite": True, "number": 0.0}
+    return number(value)
+
+
+def share_documents(jobs: list[dict[str, Any]], version: str = "v0.0.42") -> dict[str, Any]:
     """SHARES_RESP_MSG for the accounts and users of the jobs: each account an ASSOCIATION
     row under root with equal shares, each user a USER row under its account. Usage is the
     nodes its running jobs hold (standing in for decayed usage), and the factor is the
     classic fair-share formula F = 2^(-EffectvUsage / NormShares) from Slurm's priority/
-    multifactor documentation."""
+    multifactor documentation; the level (sshare's LevelFS, NormShares / EffectvUsage) of an
+    association with no usage is infinite."""
     users: dict[str, set[str]] = {}
     used: dict[tuple[str, str], int] = {}
     for job in jobs:
@@ -84,12 +97,14 @@ def share_documents(jobs: list[dict[str, Any]]) -> dict[str, Any]:
                 "partition": "",
                 "shares_normalized": number(round(norm_shares, 6)),
                 "shares": number(1),
-                "effective_usage": number(round(effective, 6)),
+                "effective_usage": _share_float(round(effective, 6), version),
                 "usage_normalized": number(round(effective, 6)),
                 "usage": usage * 3600,
                 "fairshare": {
-                    "factor": number(round(2 ** (-effective / norm_shares), 6)),
-                    "level": number(round(norm_shares / effective, 6) if effective else 0.0),
+                    "factor": _share_float(round(2 ** (-effective / norm_shares), 6), version),
+                    "level": _share_float(
+                        round(norm_shares / effective, 6) if effective else float("inf"), version
+                    ),
                 },
                 "type": [kind],
             }
