@@ -330,3 +330,15 @@ async def test_fair_share_is_written_as_each_data_parser_writes_it(
             assert level == {"set": False, "infinite": True, "number": 0.0}
         shares = await reader.shares(CPU01)
         assert shares and all(s.fairshare is not None for s in shares)
+
+
+async def test_an_arrays_pending_tasks_are_one_meta_record_counted_as_squeue_does(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    job = {"job_id": 7725337, "job_state": "PENDING", "array": "412-9999", "partition": "cpu"}
+    await simulator.admin("POST", "jobs", {"cluster": "cpu01", "jobs": [job]})
+    [seen] = (await _proxied(client, CPU01, "jobs/"))["jobs"]
+    assert seen["array_task_string"] == "412-9999"
+    assert seen["array_job_id"]["number"] == 7725337 and not seen["array_task_id"]["set"]
+    [read] = await SlurmReader(vertex=client).jobs(CPU01)
+    assert read.tasks == 9588

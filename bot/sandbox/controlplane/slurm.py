@@ -154,6 +154,14 @@ def job_document(
         waits and waits[1] and reason == waits[0]
     ):  # every data parser's job has it: the why in words
         document["state_description"] = waits[1]
+    if job.get("array") and not running:
+        # an array's pending tasks are one meta record (the 23.11 capture's job 7725337):
+        # the array's own id, no task id, the tasks still to run as a range
+        document.update(
+            array_job_id=number(job_id),
+            array_task_id=_unset(),
+            array_task_string=str(job["array"]),
+        )
     if job.get("state_description"):  # as given in the short form, slurmctld's words
         document["state_description"] = str(job["state_description"])
     if running:
