@@ -342,3 +342,46 @@ async def test_an_arrays_pending_tasks_are_one_meta_record_counted_as_squeue_doe
     assert seen["array_job_id"]["number"] == 7725337 and not seen["array_task_id"]["set"]
     [read] = await SlurmReader(vertex=client).jobs(CPU01)
     assert read.tasks == 9588
+
+
+async def test_power_saving_boots_a_vm_for_a_job_and_suspends_it_after_its_idle_time(
+    simulator: Simulator, client: VertexClient
+) -> None:
+    """power_save.html on the simulator's clock: a job resumes a powered-down cloud node
+    (POWERING_UP, the job CONFIGURING) for the boot time; once the job is gone the node is
+    IDLE and its VM paid for until SuspendTime has passed, then powered down, VM gone."""
+    cluster = simulator.state.clusters[TRAIN01]
+    pool = next(p for p in cluster["nodePools"] if p["id"] == "a4")
+    pool["scalingSpec"] = {"minNodeCount": 0, "maxNodeCount": 4}
+    switches = {"cluster": "train01", "boot_seconds": 180, "suspend_time": 600}
+    await simulator.admin("POST", "slurm", switches)
+    await simulator.admin("POST", "jobs", {"cluster": "train01", "jobs": []})
+    simulator.clock.advance(601)  # the two VMs it had idle past SuspendTime: gone
+
+    async def seen() -> tuple[int, dict[str, list[str]], list[list[str]]]:
+        vms = (await client.get_cluster(TRAIN01)).nodes(
+            next(p for p in (await client.get_cluster(TRAIN01)).node_pools if p.id == "a4")
+        )
+        nodes = {
+            n["name"]: n["state"] for n in (await _proxied(client, TRAIN01, "nodes/"))["nodes"]
+        }
+        jobs = [j["job_state"] for j in (await _proxied(client, TRAIN01, "jobs/"))["jobs"]]
+        return vms, nodes, jobs
+
+    vms, nodes, _ = await seen()
+    assert vms == 0 and nodes["train01-a4-0"] == ["IDLE", "CLOUD", "POWERED_DOWN"]
+    job = {"job_state": "RUNNING", "partition": "a4", "node_count": 1}
+    await simulator.admin("POST", "jobs", {"cluster": "train01", "jobs": [job]})
+    vms, nodes, jobs = await seen()
+    assert vms == 1 and nodes["train01-a4-0"] == ["ALLOCATED", "CLOUD", "POWERING_UP"]
+    assert jobs == [["RUNNING", "CONFIGURING"]]
+    simulator.clock.advance(181)  # booted
+    vms, nodes, jobs = await seen()
+    assert nodes["train01-a4-0"] == ["ALLOCATED", "CLOUD"] and jobs == [["RUNNING"]]
+    await simulator.admin("POST", "jobs", {"cluster": "train01", "jobs": []})
+    simulator.clock.advance(300)  # idle, within SuspendTime: still a VM, paid for
+    vms, nodes, _ = await seen()
+    assert vms == 1 and nodes["train01-a4-0"] == ["IDLE", "CLOUD"]
+    simulator.clock.advance(301)
+    vms, nodes, _ = await seen()
+    assert vms == 0 and nodes["train01-a4-0"] == ["IDLE", "CLOUD", "POWERED_DOWN"]

@@ -202,7 +202,7 @@ async def list_clusters(request: web.Request) -> web.Response:
     size = min(size or state.page_max, state.page_max)
     offset = state.decode_page_token(parent, request.query.get("pageToken", ""))
     names = sorted(n for n in state.clusters if n.startswith(parent + "/"))
-    page = [present(state.clusters[n]) for n in names[offset : offset + size]]
+    page = [present(state.cluster(n)) for n in names[offset : offset + size]]
     reply: dict[str, Any] = {state.list_key: page} if page else {}
     if offset + size < len(names):
         reply["nextPageToken"] = state.encode_page_token(parent, offset + size)
@@ -305,6 +305,7 @@ async def cluster_method(request: web.Request) -> web.Response:
         sizes=sizes,
         overrides=switches.nodes,
         reservations=switches.reservations,
+        booting=frozenset(switches.booting(cluster_id, state.wall().timestamp())),
     )
     if method == "HTTP_METHOD_POST":
         reply, node, changed = slurmrestd.update(path, body["body"])

@@ -89,6 +89,8 @@ def job_document(
     if is_whole(job):
         return job
     states = states_of(job)
+    if str(key) in placement.configuring:  # power_save.html: its nodes are booting
+        states = ["RUNNING", "CONFIGURING"]
     running = bool(BUSY_JOB_STATES & set(states))
     epoch = int(now.timestamp())
     captured = _parser(version)
@@ -239,6 +241,7 @@ class Slurmrestd:
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     reservations: list[dict[str, Any]] = field(default_factory=list)
+    booting: frozenset[str] = frozenset()  # nodes whose VM still boots
 
     @property
     def cluster_id(self) -> str:
@@ -328,7 +331,15 @@ class Slurmrestd:
 
     def _place(self) -> Placement:
         now = self.now.timestamp()
-        return place(self.cluster, self.jobs, self.sizes, self.overrides, self.reservations, now)
+        return place(
+            self.cluster,
+            self.jobs,
+            self.sizes,
+            self.overrides,
+            self.reservations,
+            now,
+            self.booting,
+        )
 
     def _set_by(self, node: str) -> tuple[str, int] | None:
         """Who set the node's reason through a node update, and when."""

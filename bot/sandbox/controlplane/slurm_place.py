@@ -29,6 +29,7 @@ class Placement:
     states: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # node -> state, reason
     partitions: dict[str, list[str]] = field(default_factory=dict)  # node -> partition names
     reservations: frozenset[str] = frozenset()  # the reservations active now
+    configuring: set[str] = field(default_factory=set)  # jobs whose nodes still boot
 
     def active(self, reservation: str) -> bool:
         return reservation in self.reservations
@@ -48,12 +49,15 @@ def place(
     overrides: dict[str, dict[str, Any]],
     reservations: Sequence[dict[str, Any]] = (),
     now: float = 0.0,
+    booting: frozenset[str] = frozenset(),
 ) -> Placement:
     """Slurm's nodes, consistent with the cluster's VMs and its jobs: each node a VM of a
     compute pool exists for is IDLE or, while a running job holds it, ALLOCATED; the rest of
     a pool that scales with the queue is a powered-down cloud node; a state set through
     ``/_sim/nodes`` is shown as set, and such a node takes no job unless it is usable. A node
-    in a reservation active ``now`` carries its flags and takes only that reservation's jobs."""
+    in a reservation active ``now`` carries its flags and takes only that reservation's jobs.
+    A node of a pool that scales is a cloud node (CLOUD), POWERING_UP while its VM boots
+    (``booting``), and a job allocated to it CONFIGURING meanwhile (power_save.html)."""
     cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
     login = wire.slurm_spec(cluster).get("loginNodePoolId")
     pools_of, default = _partitions(cluster)
@@ -65,10 +69,15 @@ def place(
             continue
         existing, high = sizes.get(pool["id"], (0, 0))
         names = [p for p, pools in pools_of.items() if pool["id"] in pools] or [pool["id"]]
+        scaling = pool.get("scalingSpec") or {}
+        cloud = int(scaling.get("minNodeCount", 0)) < int(scaling.get("maxNodeCount", 0))
         for index in range(max(existing, high)):
             node = f"{cluster_id}-{pool['id']}-{index}"
             placement.partitions[node] = names
-            placement.states[node] = (["IDLE"] if index < existing else POWERED_DOWN, "")
+            state = ["IDLE"] if index < existing else POWERED_DOWN
+            if cloud and index < existing:
+                state = ["IDLE", "CLOUD"] + (["POWERING_UP"] if node in booting else [])
+            placement.states[node] = (state, "")
             if node in overrides:
                 override = overrides[node]
                 placement.states[node] = (list(override["state"]), override.get("reason", ""))
@@ -91,5 +100,8 @@ def place(
                 held.append(free[mine, pool_id].pop(0))
         placement.nodes[str(key)] = held
         for node in held:
-            placement.states[node] = (["ALLOCATED"], "")
+            power = [f for f in placement.states[node][0] if f in ("CLOUD", "POWERING_UP")]
+            placement.states[node] = (["ALLOCATED", *power], "")
+            if "POWERING_UP" in power:
+                placement.configuring.add(str(key))
     return placement

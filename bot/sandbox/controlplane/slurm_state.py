@@ -12,6 +12,7 @@ from typing import Any
 from bot.sandbox.controlplane import rpc, slurm_reservations, wire
 from bot.sandbox.controlplane.slurm_blocked import runnable
 from bot.sandbox.controlplane.slurm_parts import DEFAULT_RELEASE, RELEASES, count_of
+from bot.sandbox.controlplane.slurm_power import BOOT_SECONDS, SUSPEND_TIME, PoolPower
 
 # Every base state and flag a node may be set to through /_sim/nodes: the newest data
 # parser's NODE_STATES (SchedMD/slurm 284c3b95, src/plugins/data_parser/v0.0.44/parsers.c
@@ -64,6 +65,9 @@ class SlurmSwitches:
     versions: tuple[str, ...] | None = None  # data parsers served, set apart from a release
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> state, reason
     reservations: list[dict[str, Any]] = field(default_factory=list)  # /_sim/reservations
+    power: dict[str, PoolPower] = field(default_factory=dict)  # pools that scale: their VMs
+    boot_seconds: float = BOOT_SECONDS
+    suspend_time: float = SUSPEND_TIME
 
     def to_dict(self) -> dict[str, Any]:
         served = self.versions or RELEASES[self.release][1]
@@ -74,6 +78,16 @@ class SlurmSwitches:
             "versions": list(served),
             "nodes": self.nodes,
             "reservations": self.reservations,
+            "boot_seconds": self.boot_seconds,
+            "suspend_time": self.suspend_time,
+        }
+
+    def booting(self, cluster_id: str, now: float) -> set[str]:
+        """The nodes whose VM is still booting (POWERING_UP)."""
+        return {
+            f"{cluster_id}-{pool}-{index}"
+            for pool, power in self.power.items()
+            for index in power.booting(now, self.boot_seconds)
         }
 
 
@@ -117,7 +131,16 @@ class SlurmQueue:
         low, high = int(scaling.get("minNodeCount", 0)), int(scaling.get("maxNodeCount", 0))
         if low >= high:
             return low
-        return max(low, min(high, self.demand(cluster, str(pool["id"]))))
+        wanted = max(low, min(high, self.demand(cluster, str(pool["id"]))))
+        switches = self.switches(str(cluster.get("name", "")))
+        power = switches.power.get(str(pool["id"]))
+        if power is None:  # as the cluster stands now: its VMs booted long ago
+            status = (cluster.get("clusterStatus") or {}).get("nodesStatus") or []
+            had = sum(1 for n in status if n.get("nodePoolId") == pool["id"]) or wanted
+            power = PoolPower(had, {i: float("-inf") for i in range(had)})
+            switches.power[str(pool["id"])] = power
+        now = self.wall().timestamp()
+        return power.advance(min(wanted, high), low, now, switches.suspend_time)
 
     def nodes_status(self, cluster: dict[str, Any], state: str) -> list[dict[str, Any]]:
         cluster_id = str(cluster.get("name", "")).rsplit("/", 1)[-1]
@@ -169,13 +192,20 @@ class SlurmQueue:
     def set_slurm(self, key: str, spec: dict[str, Any]) -> SlurmSwitches:
         name = self.resolve(key)
         switches = self.switches(name)
-        unknown = set(spec) - {"cluster", "down", "private_jobs", "versions", "release"}
+        known = {"cluster", "down", "private_jobs", "versions", "release"}
+        unknown = set(spec) - known - {"boot_seconds", "suspend_time"}
         if unknown:
             raise rpc.invalid(f"unknown Slurm switches: {', '.join(sorted(unknown))}")
         if "release" in spec:
             if spec["release"] not in RELEASES:
                 raise rpc.invalid(f"release must be one of {', '.join(RELEASES)}")
             switches.release, switches.versions = str(spec["release"]), None
+        for key in ("boot_seconds", "suspend_time"):
+            if key in spec:
+                value = spec[key]
+                if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                    raise rpc.invalid(f"{key} must be a number of seconds, 0 or more")
+                setattr(switches, key, float(value))
         if "down" in spec:
             switches.down = bool(spec["down"])
         if "private_jobs" in spec:

@@ -171,8 +171,13 @@ class SimulatorState(SlurmQueue, FaultLog):
         return self.project_numbers[project]
 
     def cluster(self, name: str) -> dict[str, Any]:
+        """The cluster as of now: a pool that scales has its VMs of this moment (one booted
+        for a job, one suspended after its idle time)."""
         if name not in self.clusters:
             raise SimError("NOT_FOUND", f"ModelDevelopmentCluster {name} not found.")
+        switches = self.slurm.get(name)
+        if switches is not None and switches.power:
+            self.resettle(name)
         return self.clusters[name]
 
     def resolve(self, key: str) -> str:
