@@ -272,10 +272,10 @@ async def test_slurm_jobs_through_the_proxy(client: VertexClient, simulator: Sim
     assert reply.status == 200
     jobs = json.loads(reply.body)["jobs"]
     assert sorted(j["job_state"][0] for j in jobs) == ["PENDING", "RUNNING"]
-    [held] = json.loads((await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.42/jobs/")).body)[
-        "jobs"
-    ]
-    assert (held["hold"], held["state_reason"]) == (True, "JobHeldUser")  # the demo's held job
+    listed = json.loads((await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.42/jobs/")).body)
+    held, waiting = listed["jobs"]  # the demo's held job, and one waiting for a reservation
+    assert (held["hold"], held["state_reason"]) == (True, "JobHeldUser")
+    assert (waiting["state_reason"], waiting["resv_name"]) == ("Reservation", "quarter-end")
 
     await simulator.admin("POST", "jobs", {"cluster": "cpu01", "running": 2, "pending": 3})
     body = json.loads((await client.call_slurm_rest_api(CPU01, "/slurm/v0.0.42/jobs/")).body)

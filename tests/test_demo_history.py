@@ -14,6 +14,17 @@ from handlers.costs import money
 from tests.support.demo_stack import demo_stack, text_of
 
 
+async def answered(stack: Any, heading: str) -> str:
+    """The report's text once it is there (a slow one first says "Working on it…", then is
+    replaced), not the chart shared beside it."""
+
+    def report(ms: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [m for m in ms if heading in text_of(m) and not m.get("files")]
+
+    [answer] = report(await stack.wait(report))
+    return text_of(answer)
+
+
 async def test_the_demo_week_is_seeded_once_and_costed(tmp_path: Path) -> None:
     async with demo_stack(tmp_path) as stack:
         now = time.time()
@@ -89,8 +100,8 @@ async def test_a_workspace_that_forbids_uploads_is_told_so(
         await seed_week(stack.service, time.time())
         status, _ = await stack.post("/sandbox/api/config", {"upload_policy": policy})
         assert status == 200
-        answer = await stack.reply_to("carol", "/cluster cost since 7d")
-        said = text_of(answer)
+        await stack.command("carol", "/cluster cost since 7d")
+        said = await answered(stack, "Cost of all clusters")
         assert "train01" in said  # the table is there either way
         assert f"The chart could not be shared here ({policy}): {words}, a workspace admin" in said
         assert "try again" not in said
@@ -100,7 +111,8 @@ async def test_a_workspace_that_forbids_uploads_is_told_so(
 async def test_days_before_clusterbot_watched_are_not_counted_as_zero(tmp_path: Path) -> None:
     async with demo_stack(tmp_path) as stack:
         await seed_week(stack.service, time.time())
-        said = text_of(await stack.reply_to("carol", "/cluster cost since 30d by label team"))
+        await stack.command("carol", "/cluster cost since 30d by label team")
+        said = await answered(stack, "Cost of all clusters, last 30d")
         assert "clusterbot watched 8 of these 31 days (from " in said
         assert "the 23 days it did not watch are left out, not counted as $0" in said
         shared = await stack.wait(lambda ms: any(m.get("files") for m in ms))

@@ -263,7 +263,8 @@ async def test_a_night_off_and_on_through_the_change_path(clock: ManualClock, st
     assert png_name == "cost-c1-7d.png" and isinstance(picture, bytes)
     assert picture.startswith(b"\x89PNG\r\n\x1a\n") and len(picture) > 10_000
     assert csv_name == "cost-c1-7d.csv" and isinstance(numbers, str)
-    assert numbers.splitlines()[0] == "day,spend_usd,idle_usd,saved_usd"
+    # a column for each group of the table (by pool for one cluster)
+    assert numbers.splitlines()[0].startswith("day,watched,spend_usd,idle_usd,saved_usd,c1_")
 
 
 async def test_a_queue_busy_past_the_limit_skips_the_night(

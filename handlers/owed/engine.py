@@ -161,6 +161,11 @@ class Engine:
         self.workers: dict[str, Worker] = {}
         self.rooms: dict[str, Room] = {}  # kinds with a room of their own
         self.running: dict[str, _Running] = {}
+        # batches claimed here whose items are not all started yet: an item claimed in the
+        # database by one of them is not in ``running`` until it is
+        self._claiming = 0
+        self._started = asyncio.Event()
+        self._started.set()
         self.stopping = False
         self.done = 0  # items ended here (a count for the metrics)
 
@@ -212,6 +217,11 @@ class Engine:
             return False
         item = await self.store.claim_owed_item(key, self.owner, self.clock(), self.lease)
         if item is None:
+            if self._claiming:  # a batch claimed here may hold it, not started yet
+                await self._started.wait()
+            running = self.running.get(key)
+            if running is not None:
+                await asyncio.shield(running.task)
             return False
         await self._start(item)
         running = self.running.get(key)
@@ -235,11 +245,20 @@ class Engine:
             room = at_once - self._running_of(batch)
             if not batch or room <= 0:
                 continue
-            items = await self.store.claim_owed(self.owner, self.clock(), self.lease, room, batch)
-            for index, item in enumerate(items):
-                task = await self._start(item, delay=index * spread / len(items))
-                if task is not None:
-                    tasks.append(task)
+            self._claiming += 1
+            self._started.clear()
+            try:
+                items = await self.store.claim_owed(
+                    self.owner, self.clock(), self.lease, room, batch
+                )
+                for index, item in enumerate(items):
+                    task = await self._start(item, delay=index * spread / len(items))
+                    if task is not None:
+                        tasks.append(task)
+            finally:
+                self._claiming -= 1
+                if not self._claiming:
+                    self._started.set()
             taken += len(items)
             longest = max(longest, spread if items else 0.0)
         if tasks:

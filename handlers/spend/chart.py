@@ -8,6 +8,7 @@ drawn as such and left empty in the CSV, never a $0 day."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -108,8 +109,8 @@ class Chart:
 
 
 def _csv_name(name: str) -> str:
-    """A series' name as a CSV column: no commas, quotes or spaces."""
-    return "".join(c if c.isalnum() or c in "=-_." else "_" for c in name)[:60]
+    """A series' name as a CSV column: no commas, quotes or spaces (``c1 / gpu``: c1_gpu)."""
+    return re.sub(r"[^A-Za-z0-9=._-]+", "_", name).strip("_")[:60] or "group"
 
 
 def daily(

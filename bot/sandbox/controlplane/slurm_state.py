@@ -186,6 +186,12 @@ class SlurmQueue:
         if cluster is not None and status.get("state") == "RUNNING":
             status["nodesStatus"] = self.nodes_status(cluster, "RUNNING")
 
+    def power_now(self, name: str) -> None:
+        """A cluster with a pool that scales, as of now: its VMs booted or suspended since."""
+        switches = self.slurm.get(name)
+        if switches is not None and switches.power:
+            self.resettle(name)
+
     def switches(self, name: str) -> SlurmSwitches:
         return self.slurm.setdefault(name, SlurmSwitches())
 

@@ -146,14 +146,14 @@ class SimulatorState(SlurmQueue, FaultLog):
             cluster["clusterStatus"]["nodesStatus"] = self.nodes_status(cluster, "RUNNING")
             cluster.setdefault("clusterEvents", [])
             self.clusters[name] = cluster
-        for key, spec in document.get("jobs", {}).items():
-            self.set_jobs(key, spec)
-        for key, spec in document.get("slurm", {}).items():
-            self.set_slurm(key, spec)
-        for key, nodes in document.get("nodes", {}).items():
-            self.set_nodes(key, {"nodes": nodes})
-        for key, held in document.get("reservations", {}).items():
-            self.set_reservations(key, {"reservations": held})
+        for fixture, setter in (
+            ("jobs", lambda key, spec: self.set_jobs(key, spec)),
+            ("slurm", lambda key, spec: self.set_slurm(key, spec)),
+            ("nodes", lambda key, spec: self.set_nodes(key, {"nodes": spec})),
+            ("reservations", lambda key, spec: self.set_reservations(key, {"reservations": spec})),
+        ):
+            for key, spec in document.get(fixture, {}).items():
+                setter(key, spec)
         for secret in document.get("secrets", []):
             self.secret_store.change(secret)
 
@@ -171,13 +171,10 @@ class SimulatorState(SlurmQueue, FaultLog):
         return self.project_numbers[project]
 
     def cluster(self, name: str) -> dict[str, Any]:
-        """The cluster as of now: a pool that scales has its VMs of this moment (one booted
-        for a job, one suspended after its idle time)."""
+        """The cluster as of now: a pool that scales has the VMs of this moment."""
         if name not in self.clusters:
             raise SimError("NOT_FOUND", f"ModelDevelopmentCluster {name} not found.")
-        switches = self.slurm.get(name)
-        if switches is not None and switches.power:
-            self.resettle(name)
+        self.power_now(name)
         return self.clusters[name]
 
     def resolve(self, key: str) -> str:
