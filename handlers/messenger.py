@@ -20,13 +20,23 @@ class MessengerError(Exception):
     ``not_postable`` says the bot may not post in that conversation at all (the platform's
     adapter knows which of its answers mean that), as opposed to a passing failure;
     ``policy`` is what a workspace admin's setting forbids (file uploads turned off), which no
-    retry changes."""
+    retry changes; ``passing``, a trouble of the platform's that a later try may not meet."""
 
-    def __init__(self, code: str, *, not_postable: bool = False, policy: str | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        *,
+        not_postable: bool = False,
+        policy: str | None = None,
+        passing: bool = False,
+    ) -> None:
         super().__init__(code)
         self.code = code
         self.not_postable = not_postable
         self.policy = policy
+        # the platform's own passing trouble (a rate limit, its outage, no connection): the
+        # same call may succeed later
+        self.passing = passing or code == "ratelimited"
 
     def advice(self) -> str:
         """What the person can do about it, in a few words."""

@@ -94,6 +94,39 @@ async def test_a_health_alert_cut_off_after_its_post_is_not_posted_twice(
     assert record.episode is not None and record.episode.alert_message == alerts(first)[0][0]
 
 
+@pytest.mark.parametrize("look", ["ratelimited", "missing_scope"])
+async def test_a_post_that_cannot_be_looked_for_yet_is_not_posted_again(
+    clock: ManualClock, look: str
+) -> None:
+    """Cut off after its post, the alert is looked for by the next replica: while the look
+    is rate limited nothing is posted (never twice while it may be there), and it is found
+    once the look works. Where the look can never work (no history scope), it is posted again:
+    a duplicate at worst, never a loss."""
+    clock.now = 1_795_424_400.0
+    slurm = Slurm()
+    first = health_bot(clock, slurm)
+    await health_sweep(first)
+    slurm.fail("c1-gpu-1", "DRAIN")
+    dies_at(first, "health-alert-posted")
+    with pytest.raises(Died):
+        await health_sweep(first)
+    second = health_bot(clock, slurm, same_world_as=first)
+    second.messenger.refuse_find = look
+    for _ in range(3):
+        clock.advance(POST_WINDOW + LEASE)
+        await second.services.engine.run_due()
+        await health_sweep(second)
+    expected = 1 if look == "ratelimited" else 2
+    assert len(alerts(first)) == expected
+    second.messenger.refuse_find = None
+    clock.advance(15 * 60)
+    await second.services.engine.run_due()
+    await health_sweep(second)
+    assert len(alerts(first)) == expected
+    record, _ = await second.records.get(C1)
+    assert record.episode is not None and record.episode.alert_message is not None
+
+
 async def test_a_burst_of_429s_delays_a_health_alert_never_loses_it(clock: ManualClock) -> None:
     clock.now = 1_795_424_400.0
     slurm = Slurm()

@@ -114,13 +114,22 @@ WORKSPACE_POLICY = {
 }
 
 
+# Slack's answers for its own passing trouble (every Web API method's documented errors:
+# ratelimited, fatal_error, internal_error, request_timeout, service_unavailable)
+PASSING = frozenset(
+    {"ratelimited", "fatal_error", "internal_error", "request_timeout", "service_unavailable"}
+)
+
+
 def _refusal(error: SlackClientError) -> MessengerError:
     if isinstance(error, SlackApiError):
         code = error.response.get("error") if error.response is not None else None
         said = str(code or "unknown_error")
         policy = WORKSPACE_POLICY.get(said)
-        return MessengerError(said, not_postable=said in NOT_POSTABLE, policy=policy)
-    return MessengerError("connection_failed")
+        return MessengerError(
+            said, not_postable=said in NOT_POSTABLE, policy=policy, passing=said in PASSING
+        )
+    return MessengerError("connection_failed", passing=True)
 
 
 class SlackMessenger:

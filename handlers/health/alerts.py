@@ -39,12 +39,12 @@ log = logging.getLogger(__name__)
 KIND = "health-alert"
 
 
-def _marked(record: IdleRecord, episode: Episode) -> IdleRecord:
-    """The record with its episode's post marked as sent (the same episode only)."""
+def _marked(record: IdleRecord, episode: Episode, at: float) -> IdleRecord:
+    """The record with its episode's post marked as sent at ``at`` (the same episode only)."""
     now = record.episode
     if now is None or now.opened_at != episode.opened_at:
         return record
-    return replace(record, episode=replace(now, posting=True))
+    return replace(record, episode=replace(now, posting=at))
 
 
 def drawn_as(episode: Episode) -> str:
@@ -149,15 +149,22 @@ class HealthAlerts:
         message looks for the post (by the episode's key) before sending another."""
         key = f"{KIND}:{cluster}:{episode.opened_at:.3f}"
         if episode.posting:
+            sent = 0.0 if episode.posting is True else float(episode.posting)
+            if self.clock() - sent < attempt.engine.post_window:
+                # another drawing's post may still be on its way: look once it cannot be
+                raise MessengerError("post_in_flight", passing=True)
             try:
                 found = await self.messenger.find(channel, key, episode.opened_at)
             except MessengerError as error:
+                if error.passing:  # the look may work later: never post again without it
+                    raise
                 log.warning("%s: cannot tell whether it arrived (%s); posting it", key, error.code)
                 found = None
             if found is not None:
                 return found
         else:
-            await self.board.update(cluster, lambda r: _marked(r, episode))
+            at = self.clock()
+            await self.board.update(cluster, lambda r: _marked(r, episode, at))
         await attempt.sending(attempt.engine.post_window)
         message = await self.messenger.post(channel, card, key=key)
         attempt.step("health-alert-posted")
@@ -184,7 +191,7 @@ class HealthAlerts:
                 episode=replace(
                     now,
                     owed=now.owed and drawn_as(now) != drawn_as(drawn),
-                    posting=now.posting and message is None,
+                    posting=now.posting if message is None else False,
                     alert_message=message or now.alert_message,
                     alert_channel=channel or now.alert_channel,
                 ),

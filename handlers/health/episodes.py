@@ -48,7 +48,8 @@ class Episode:
     alert_message: str | None = None  # its alert, once posted
     alert_channel: str | None = None
     owed: bool = False  # its alert is to be posted or drawn again (saved before it is)
-    posting: bool = False  # its alert's post was sent, and may have arrived unrecorded
+    # its alert's post was sent (when), and may have arrived unrecorded; True: sent, time unkept
+    posting: bool | float = False
     snoozed_until: float | None = None  # no new alert before then (the alert is still edited)
     health: dict[str, Any] | None = None  # the last sweep's health, to draw the alert again
 

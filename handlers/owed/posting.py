@@ -5,7 +5,8 @@ message metadata); its id is kept with the item once it returns. An attempt that
 of an earlier one cut off between the two (``Attempt.unsure``) looks in the conversation for
 the key before posting again, so a crash there costs nothing: no post lost, none doubled.
 Where the platform cannot tell (the bot may not read that conversation's history) the post is
-sent again: a duplicate at worst, never a loss.
+sent again: a duplicate at worst, never a loss; where it cannot tell *yet* (a rate limit, its
+own outage) the look is made again later, and nothing is posted meanwhile.
 
 ``Outbox`` is the ``message`` worker: a reply owed in a channel or a thread, recorded whole
 (``handlers/owed/wire.py``) with whatever state change makes it owed, and sent whatever the
@@ -62,6 +63,8 @@ async def look_for(
     try:
         found = await messenger.find(channel, key, attempt.item.created_at, thread)
     except MessengerError as error:
+        if error.passing:  # a look that may work later: never post again without it
+            raise
         log.warning("%s: cannot tell whether it arrived (%s)", key, error.code)
         found = None
     if found is None:

@@ -24,6 +24,7 @@ class FakeMessenger:
     refuse_in: dict[str, str] = field(default_factory=dict)  # a channel's refusal of posts
     refuse_edits: dict[str, str] = field(default_factory=dict)  # a message's edits refused
     keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (channel, ts)
+    refuse_find: str | None = None  # a look at the history refused with that Slack error
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def post(
@@ -41,6 +42,8 @@ class FakeMessenger:
     async def find(
         self, channel: str, key: str, since: float, thread: str | None = None
     ) -> str | None:
+        if self.refuse_find:
+            raise MessengerError(self.refuse_find)
         found = self.keys.get(key)
         return found[1] if found is not None and found[0] == channel else None
 
