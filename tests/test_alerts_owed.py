@@ -73,9 +73,8 @@ async def test_an_idle_alert_whose_replica_died_before_owing_it_is_posted_next_s
     assert len(idle_alerts(first)) == 1  # once
 
 
-async def test_a_health_alert_cut_off_after_its_post_is_not_posted_twice(
-    clock: ManualClock,
-) -> None:
+async def cut_off_after_a_health_post(clock: ManualClock) -> tuple[Bot, Bot]:
+    """A replica that died between a health alert's post and its record, and the next."""
     clock.now = 1_795_424_400.0
     slurm = Slurm()
     first = health_bot(clock, slurm)
@@ -85,7 +84,13 @@ async def test_a_health_alert_cut_off_after_its_post_is_not_posted_twice(
     with pytest.raises(Died):
         await health_sweep(first)
     assert len(alerts(first)) == 1
-    second = health_bot(clock, slurm, same_world_as=first)
+    return first, health_bot(clock, slurm, same_world_as=first)
+
+
+async def test_a_health_alert_cut_off_after_its_post_is_not_posted_twice(
+    clock: ManualClock,
+) -> None:
+    first, second = await cut_off_after_a_health_post(clock)
     clock.advance(POST_WINDOW + LEASE)
     await second.services.engine.run_due()
     await health_sweep(second)
@@ -102,15 +107,7 @@ async def test_a_post_that_cannot_be_looked_for_yet_is_not_posted_again(
     is rate limited nothing is posted (never twice while it may be there), and it is found
     once the look works. Where the look can never work (no history scope), it is posted again:
     a duplicate at worst, never a loss."""
-    clock.now = 1_795_424_400.0
-    slurm = Slurm()
-    first = health_bot(clock, slurm)
-    await health_sweep(first)
-    slurm.fail("c1-gpu-1", "DRAIN")
-    dies_at(first, "health-alert-posted")
-    with pytest.raises(Died):
-        await health_sweep(first)
-    second = health_bot(clock, slurm, same_world_as=first)
+    first, second = await cut_off_after_a_health_post(clock)
     second.messenger.refuse_find = look
     for _ in range(3):
         clock.advance(POST_WINDOW + LEASE)
