@@ -40,9 +40,10 @@ KIND = "health-alert"
 
 
 def _marked(record: IdleRecord, episode: Episode, at: float) -> IdleRecord:
-    """The record with its episode's post marked as sent at ``at`` (the same episode only)."""
+    """The record with its episode's post marked as sent at ``at``: the same episode only,
+    and only when no drawing marked or posted it first (the record is then unchanged)."""
     now = record.episode
-    if now is None or now.opened_at != episode.opened_at:
+    if now is None or now.opened_at != episode.opened_at or now.posting or now.alert_message:
         return record
     return replace(record, episode=replace(now, posting=at))
 
@@ -164,7 +165,11 @@ class HealthAlerts:
                 return found
         else:
             at = self.clock()
-            await self.board.update(cluster, lambda r: _marked(r, episode, at))
+            marked = await self.board.update(cluster, lambda r: _marked(r, episode, at))
+            if marked.episode is None or marked.episode.posting != at:
+                # another drawing (another process's) marked it first: its post may be on
+                # its way; this one looks for it later rather than post beside it
+                raise MessengerError("post_in_flight", passing=True)
         await attempt.sending(attempt.engine.post_window)
         message = await self.messenger.post(channel, card, key=key)
         attempt.step("health-alert-posted")
