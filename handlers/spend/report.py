@@ -195,7 +195,7 @@ class SpendReport:
                     "are not in the dollars."
                 )
             )
-        watched = _watched(tally, since, until)
+        watched = _watched(tally)
         if watched is not None:
             reply.add(Note(watched))
         reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
@@ -266,7 +266,7 @@ def _row(name: str, spend: Spend) -> tuple[str, ...]:
     return (name, dollars, idle, share, saved, f"{spend.node_hours:,.1f}")
 
 
-def _watched(tally: Tally, since: float, until: float) -> str | None:
+def _watched(tally: Tally) -> str | None:
     """What the report says of the days no sweep watched, or None when every day was."""
     days = [day for day, _ in tally.by_day()]
     missed = [day for day in days if day not in tally.watched]
