@@ -12,7 +12,8 @@ loopback HTTP, each cluster in one of the situations Slurm shows:
 - ``stuck01``: a job held up by a down and a drained node until they are resumed at 60 h,
   then it runs until 80 h;
 - ``busy01``: jobs coming and going by a seeded trace (busy spells of 1 to 12 h, gaps of 15
-  min to 1.5 h or of 2.5 to 8 h).
+  min to 1.5 h or of 2.5 to 8 h), or, with ``CLUSTERBOT_WEEK_TRACE=FILE.swf``, by the first
+  week of a workload trace in the Standard Workload Format (the Parallel Workloads Archive's).
 
 Each sweep is checked against the truth of that moment. The figures: sweeps falsely busy and
 falsely idle (goal 0), channel messages per idle period (goal 1), and the idle dollars the
@@ -21,6 +22,7 @@ ledger kept against the true idle node-hours at list price (goal within 5 %).
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 import time
@@ -58,6 +60,8 @@ SWEEP = 15 * 60.0
 WEEK = 168 * H
 IDLE_AFTER = 2 * H
 ALERTS = "C0ALERTS"
+# an idle period earns an alert when its first and last idle sweeps are idle_after apart
+ALERTED = (IDLE_AFTER + SWEEP) / H
 TARGET = "demo-project/us-central1"
 START = datetime(2026, 11, 30, 0, 0, tzinfo=UTC)
 PARENT = "projects/demo-project/locations/us-central1/modelDevelopmentClusters"
@@ -115,10 +119,56 @@ def trace(seed: int) -> tuple[dict[float, dict[str, Any]], list[tuple[float, flo
     return phases, busy
 
 
+def swf_trace(text: str) -> tuple[dict[float, dict[str, Any]], list[tuple[float, float]]]:
+    """The first week of a trace in the Standard Workload Format
+    (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html): per line, field 2 is the
+    submit time, 3 the wait and 4 the run time, in seconds; ``;`` starts a comment and -1
+    means unknown. At each quarter hour the cluster lists the jobs waiting then (pending,
+    for resources) and running then; a job with no known start never ran and is left out.
+    Busy is a quarter hour that lists a job, as a sweep at that moment sees it."""
+    spans: list[tuple[float, float, float]] = []
+    for line in text.splitlines():
+        fields = line.split(";", 1)[0].split()
+        if len(fields) < 4:
+            continue
+        submit, wait, run = (float(f) for f in fields[1:4])
+        if submit < 0 or wait < 0 or run < 0:
+            continue
+        spans.append((submit, submit + wait, submit + wait + run))
+    if not spans:
+        raise ValueError("the trace lists no job with a known submit, wait and run time")
+    origin = min(submit for submit, _, _ in spans)
+    spans = [span for span in spans if span[0] < origin + WEEK and span[2] > origin]
+    phases: dict[float, dict[str, Any]] = {}
+    busy: list[tuple[float, float]] = []
+    last: tuple[int, int] | None = None
+    for step in range(int(WEEK / SWEEP)):
+        at = origin + step * SWEEP
+        waiting = sum(1 for submit, start, _ in spans if submit <= at < start)
+        running_ = sum(1 for _, start, end in spans if start <= at < end)
+        hours = step * SWEEP / H
+        if waiting or running_:
+            busy.append((hours, hours + SWEEP / H))
+        if (waiting, running_) != last:  # the list is bounded: what counts is there being one
+            jobs = [pending(job_id=step * 100 + n) for n in range(min(waiting, 20))]
+            jobs += [running(job_id=step * 100 + 50 + n) for n in range(min(running_, 20))]
+            phases[hours] = {"jobs": jobs}
+            last = (waiting, running_)
+    return phases, busy
+
+
+def busy_trace() -> tuple[dict[float, dict[str, Any]], list[tuple[float, float]]]:
+    path = os.environ.get("CLUSTERBOT_WEEK_TRACE")
+    if not path:
+        return trace(7)
+    print(f"  busy01 replays the first week of {path}")
+    return swf_trace(Path(path).read_text(encoding="utf-8", errors="replace"))
+
+
 def fleet() -> list[Situation]:
     window = {"name": "maint", "start_time": "now", "end_time": "now+10h", "flags": ["MAINT"]}
     later = {"name": "big-run", "start_time": "now+30h", "end_time": "now+40h"}
-    phases, busy = trace(7)
+    phases, busy = busy_trace()
     return [
         Situation("held01", {0: {"jobs": [pending(hold=True)]}}, []),
         Situation(
@@ -306,7 +356,7 @@ async def _figures(
     ]
     alerts = [s for s, thread in posted if thread is None and s.startswith("Idle cluster")]
     reminders = sum(1 for s, thread in posted if thread is not None and "still idle" in s)
-    periods = sum(1 for s in situations for start, end in s.idle_periods() if end - start >= 2.5)
+    periods = sum(1 for s in situations for a, b in s.idle_periods() if b - a >= ALERTED)
     truth_dollars = sum(
         max(0.0, end - start - IDLE_AFTER / H) * 2 * price
         for s in situations
@@ -319,7 +369,7 @@ async def _figures(
     assert sweeps == WEEK / SWEEP, "the week was not swept through"
     results.add("week", "sweeps (6 clusters each)", sweeps, "sweeps")
     results.add("week", "wall time for the week", elapsed, "s")
-    results.add("week", "idle periods (2.5 h or longer)", periods, "periods")
+    results.add("week", "idle periods (idle at sweeps 2 h apart)", periods, "periods")
     results.add("week", "channel messages per idle period", len(alerts) / periods, "x", at_most=1.0)
     results.add("week", "reminders in the alerts' threads", reminders, "replies")
     results.add("week", "idle dollars, true", truth_dollars, "$")
@@ -332,7 +382,7 @@ async def _figures(
         by_cluster[name] = by_cluster.get(name, 0) + 1
     missed = 0
     for situation in situations:
-        expected = sum(1 for a, b in situation.idle_periods() if b - a >= 2.5)
+        expected = sum(1 for a, b in situation.idle_periods() if b - a >= ALERTED)
         got = by_cluster.get(situation.cluster, 0)
         missed += abs(got - expected)
         print(f"  {situation.cluster}: {got} alerts for {expected} idle periods")
