@@ -42,8 +42,8 @@ from benchmarks.process import simulator_process
 from benchmarks.scale import open_loop, sweeps_done, until
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
-from bot.vertex.operations import SlurmResponse
 from bot.vertex.slurm import SlurmReader, read_job
+from handlers.domain.operations import SlurmResponse
 from tests.support.ports import free_port
 
 JOBS = 5_000

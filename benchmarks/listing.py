@@ -35,8 +35,8 @@ from benchmarks.harness import (
 from benchmarks.process import simulator_process
 from bot.sandbox.controlplane.wire import camelize
 from bot.sandbox.slack.delivery import signed_headers
-from bot.vertex.names import Target
 from handlers.costs import PriceBook, money
+from handlers.domain.names import Target
 from tests.support.ports import free_port
 
 CLUSTERS = 1000

@@ -55,10 +55,10 @@ from benchmarks.listing import fleet
 from benchmarks.process import simulator_process
 from bot.sandbox.slack.delivery import signed_headers
 from bot.store import Store
-from bot.vertex.models import Cluster
 from handlers.changes.resize import plan_resize
 from handlers.changes.tracking import FOLLOW, follow_key
 from handlers.costs import PriceBook
+from handlers.domain.models import Cluster
 from handlers.entities import ApprovalRequest, RequestState, TrackedOperation
 from handlers.owed.model import Owed
 from tests.support.ports import free_port

@@ -25,7 +25,7 @@ from benchmarks.listing import fleet
 from benchmarks.process import simulator_process
 from bot.app import ClusterbotService
 from bot.settings import Settings
-from bot.vertex.names import Target
+from handlers.domain.names import Target
 from handlers.policy import Policy
 
 TARGETS = 10

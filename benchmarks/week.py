@@ -43,9 +43,9 @@ from bot.store import IdleRecords
 from bot.store.store import Store
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
-from bot.vertex.names import Target
 from bot.vertex.slurm import SlurmReader
 from handlers.costs import PriceBook
+from handlers.domain.names import Target
 from handlers.idle.rules import Status
 from handlers.policy import Policy
 from handlers.services import Options, Ports, build

@@ -15,7 +15,7 @@ CHECK_DEADLINE = 20.0  # seconds each target's listing may take
 
 async def token_problem(tokens: TokenSource) -> str | None:
     """Whether a control-plane token can be obtained; the problem in words if not."""
-    from bot.vertex.errors import CredentialsError
+    from handlers.domain.errors import CredentialsError
 
     try:
         async with asyncio.timeout(TOKEN_DEADLINE):

@@ -27,7 +27,7 @@ from bot.routes import trace_middleware
 from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, mount
 from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings
-from bot.vertex.names import Target
+from handlers.domain.names import Target
 from handlers.idle.alert import IDLE_PAYING
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy

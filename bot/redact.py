@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from bot.vertex.errors import has_markers, redact_patterns, scrub
+from handlers.domain.errors import has_markers, redact_patterns, scrub
 
 
 class Redactor:

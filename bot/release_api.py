@@ -20,8 +20,8 @@ import aiohttp
 from aiohttp import web
 
 from bot.oidc import IdTokenVerifier, TokenRefused
-from bot.vertex.errors import VertexError
 from handlers.changes.release import CallerRefused, ReleaseError, Releases, TooManyReleases
+from handlers.domain.errors import VertexError
 from handlers.entities import Release
 from handlers.errors import UserError
 

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from bot.edge import edge_middleware
 from bot.logs import TRACE
-from bot.vertex.errors import CredentialsError
+from handlers.domain.errors import CredentialsError
 
 if TYPE_CHECKING:
     from bot.app import ClusterbotService

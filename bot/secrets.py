@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 
 from bot.vertex.auth import TokenSource
-from bot.vertex.errors import CredentialsError
+from handlers.domain.errors import CredentialsError
 
 PREFIX = "sm://"
 SECRET_MANAGER_URL = "https://secretmanager.googleapis.com/"

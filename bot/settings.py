@@ -32,7 +32,7 @@ from bot.secrets import (
     read_references,
     references_in,
 )
-from bot.vertex.names import Target
+from handlers.domain.names import Target
 
 Mode = Literal["serve", "demo", "simulator", "sweep", "migrate"]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")

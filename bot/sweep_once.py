@@ -15,8 +15,8 @@ from typing import Any
 from bot.app import ClusterbotService
 from bot.settings import Settings
 from bot.store import shown
-from bot.vertex.errors import CredentialsError
 from handlers.costs import money
+from handlers.domain.errors import CredentialsError
 from handlers.health.rules import ClusterHealth
 from handlers.idle.reach import Reach
 from handlers.idle.report import SweepReport

@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from bot.vertex.models import Cluster
 from handlers.changes.delete import plan_delete
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_resize
 from handlers.costs import PriceBook
 from handlers.desk import Desk
+from handlers.domain.models import Cluster
 from handlers.forms.asks import FormAsk, delete_form, resize_form, schedule_form, slurm_form
 from handlers.grammar import (
     CLUSTER_HELP,

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bot.vertex.errors import VertexError
 from handlers.actions import ActionError
 from handlers.clicking import Clicked
 from handlers.clicks import ClickTable
 from handlers.commands import BY_NAME, Caller, Help, Subcommand, entry_for
 from handlers.desk import Desk
+from handlers.domain.errors import VertexError
 from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
 from handlers.gate import Gate

@@ -1,7 +1,7 @@
 """What the core needs from the world, as Protocols; the adapters in ``bot/`` implement them.
 
-The core may use the control plane's resource models and typed errors (``bot.vertex.models``,
-``bot.vertex.facts`` and ``bot.vertex.errors``), which load no adapter library; everything
+The core may use the control plane's resource models and typed errors (``handlers.domain.models``,
+``handlers.domain.facts`` and ``handlers.domain.errors``), which load no adapter library; everything
 else comes in through these ports, built once in the composition root (``bot/app.py``).
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, Unpack
 
-from bot.vertex.facts import ClusterFacts
-from bot.vertex.models import Cluster
-from bot.vertex.names import ClusterName, Target
-from bot.vertex.operations import Operation, Share, SlurmJob, SlurmNode, SlurmReservation
+from handlers.domain.facts import ClusterFacts
+from handlers.domain.models import Cluster
+from handlers.domain.names import ClusterName, Target
+from handlers.domain.operations import Operation, Share, SlurmJob, SlurmNode, SlurmReservation
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.vertex.names import Target
 from handlers.changes.approvals import Approvals
 from handlers.changes.effects import NODE_WINDOW, SEND_WINDOW
 from handlers.changes.execution import Executor
@@ -17,6 +16,7 @@ from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
 from handlers.desk import Desk
 from handlers.dispatch import Dispatcher
+from handlers.domain.names import Target
 from handlers.health.alerts import HealthAlerts
 from handlers.health.clicks import HealthClicks
 from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies

@@ -10,7 +10,6 @@ import pytest
 
 from bot.store import Store
 from bot.vertex.client import VertexClient
-from bot.vertex.names import Target
 from handlers.changes.approvals import Approvals
 from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
@@ -19,6 +18,7 @@ from handlers.changes.resize import plan_resize
 from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.commands import Resize
 from handlers.costs import PriceBook
+from handlers.domain.names import Target
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.grammar import CommandError
 from handlers.owed.engine import Engine, Room

@@ -15,7 +15,6 @@ import pytest
 from bot.sandbox.controlplane import DEMO_FIXTURES
 from bot.sandbox.slack.blockkit import problems
 from bot.slack.render import render
-from bot.vertex.models import Cluster
 from handlers.changes.approval_card import request_card, thread_reply
 from handlers.changes.delete import plan_delete
 from handlers.changes.layout import plan_slurm_layout
@@ -23,6 +22,7 @@ from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_resize
 from handlers.changes.settings import plan_slurm_config
 from handlers.costs import PriceBook
+from handlers.domain.models import Cluster
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.replies import Code, Reply
 from handlers.slurm.layout import LayoutAction

@@ -10,9 +10,9 @@ import pytest
 
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import NotFoundError, UnauthenticatedError
-from bot.vertex.models import Cluster
-from bot.vertex.names import Target
+from handlers.domain.errors import NotFoundError, UnauthenticatedError
+from handlers.domain.models import Cluster
+from handlers.domain.names import Target
 from tests.conftest import Simulator
 from tests.support.factories import cluster_doc
 

@@ -10,7 +10,8 @@ import pytest
 from bot.sandbox.controlplane.rpc import LOST_REPLY_STATUSES
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import (
+from bot.vertex.retry import RetryPolicy
+from handlers.domain.errors import (
     AppliedWithoutReplyError,
     NotFoundError,
     OutcomeUnknownError,
@@ -20,8 +21,7 @@ from bot.vertex.errors import (
     UnavailableError,
     VertexError,
 )
-from bot.vertex.models import Cluster
-from bot.vertex.retry import RetryPolicy
+from handlers.domain.models import Cluster
 from tests.conftest import RecordedSleeps, Simulator
 
 TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
@@ -278,7 +278,7 @@ async def test_error_messages_never_carry_credentials(
 
 
 async def test_non_json_error_body_is_not_shown(simulator: Simulator) -> None:
-    from bot.vertex.errors import error_from_response
+    from handlers.domain.errors import error_from_response
 
     error = error_from_response(502, b"<html><body>upstream connect error</body></html>")
     assert error.status == "UNAVAILABLE"

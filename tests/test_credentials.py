@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from bot.app import ClusterbotService
 from bot.settings import Settings
-from bot.vertex.names import Target
+from handlers.domain.names import Target
 from handlers.policy import Policy
 from tests.conftest import Simulator
 from tests.support.demo_stack import text_of

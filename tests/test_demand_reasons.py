@@ -179,7 +179,7 @@ def test_a_node_drained_for_a_reboot_someone_asked_for_is_not_broken() -> None:
     [("412-9999", 9588), ("1,3,5-7", 5), ("0-15:4", 4), ("0-99%10", 100), ("7", 1), ("x-y", 1)],
 )
 def test_an_arrays_task_string_counts_its_tasks(tasks: str, count: int) -> None:
-    from bot.vertex.operations import task_count
+    from handlers.domain.operations import task_count
 
     assert task_count(tasks) == count
 

@@ -4,7 +4,7 @@ once, with what the broken nodes cost while broken."""
 
 from __future__ import annotations
 
-from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.domain.operations import SlurmJob, SlurmNode
 from handlers.policy import Policy
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text

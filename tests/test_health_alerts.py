@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.vertex.errors import SlurmRefusedError
-from bot.vertex.operations import SlurmJob, SlurmNode
 from handlers import dispatch
+from handlers.domain.errors import SlurmRefusedError
+from handlers.domain.operations import SlurmJob, SlurmNode
 from handlers.entities import RequestState
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, state_of

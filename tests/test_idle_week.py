@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.domain.operations import SlurmJob, SlurmNode
 from handlers.idle.alert import IdleEntry
 from handlers.idle.rules import Status
 from handlers.policy import Policy

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.slack.render import render
-from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.slurm import listed, read_job, read_shares
+from handlers.domain.errors import SlurmUnreadableError
 from handlers.grammar import CommandError
 from handlers.slurm.commands import Fairshare, Jobs
 from handlers.slurm.jobs_view import SHOWN, jobs_reply

@@ -46,17 +46,8 @@ def test_the_core_loads_no_adapter_library() -> None:
     assert len(modules) > 40 and "handlers.idle.sweep" in modules
     loaded = loaded_after("\n".join(f"import {m}" for m in modules))
     assert [m for m in loaded if m.split(".")[0] in ADAPTERS] == []
-    # from bot/ only the resource models (names, facts, operations), typed errors and what a
-    # refusal for want of something means (shortage)
-    assert {m for m in loaded if m.startswith("bot.")} <= {
-        "bot.vertex.shortage",
-        "bot.vertex",
-        "bot.vertex.models",
-        "bot.vertex.facts",
-        "bot.vertex.names",
-        "bot.vertex.operations",
-        "bot.vertex.errors",
-    }
+    # the core owns its vocabulary (handlers/domain/): nothing of bot/ is loaded
+    assert [m for m in loaded if m.split(".")[0] == "bot"] == []
 
 
 def test_the_service_never_loads_the_stand_ins() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.slack.render import render
 from bot.vertex.client import KeptListing
-from bot.vertex.names import Target
+from handlers.domain.names import Target
 from handlers.reading.clusters import ListRow, list_reply
 
 

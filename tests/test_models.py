@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.vertex.errors import MalformedReplyError
-from bot.vertex.models import Cluster
-from bot.vertex.names import ClusterName, Target
-from bot.vertex.operations import Operation
 from bot.vertex.transport import read_model_json
+from handlers.domain.errors import MalformedReplyError
+from handlers.domain.models import Cluster
+from handlers.domain.names import ClusterName, Target
+from handlers.domain.operations import Operation
 from tests.support.factories import cluster_doc
 
 # An Operation as the reference shows it, with a field this code does not model.

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import SlurmRefusedError
 from bot.vertex.slurm import SlurmReader
+from handlers.domain.errors import SlurmRefusedError
 from handlers.health.rules import BrokenNode, NodeTrouble, broken_nodes
 from tests.conftest import Simulator
 

@@ -10,9 +10,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.vertex.errors import SlurmUnreadableError
-from bot.vertex.operations import SlurmNode
 from handlers.changes.execution import GIVE_UP, LOOK_RETRY, change_key
+from handlers.domain.errors import SlurmUnreadableError
+from handlers.domain.operations import SlurmNode
 from handlers.entities import RequestState
 from handlers.owed.engine import LEASE
 from handlers.owed.model import OwedState

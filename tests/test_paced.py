@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.vertex.errors import MalformedReplyError
 from bot.vertex.paced import HEAD, read_slurm_bytes
+from handlers.domain.errors import MalformedReplyError
 
 # Escapes of every kind, a surrogate pair written as escapes and as raw UTF-8, backslashes
 # before quotes, and numbers that a cut would shorten.

@@ -19,13 +19,13 @@ from bot.app import ClusterbotService
 from bot.settings import Settings
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import MalformedReplyError
-from bot.vertex.facts import ClusterFacts
-from bot.vertex.models import Cluster, ProvisioningModel
-from bot.vertex.names import Target
-from bot.vertex.operations import Operation
 from bot.vertex.summary import ClusterSummary
 from handlers.costs import PriceBook
+from handlers.domain.errors import MalformedReplyError
+from handlers.domain.facts import ClusterFacts
+from handlers.domain.models import Cluster, ProvisioningModel
+from handlers.domain.names import Target
+from handlers.domain.operations import Operation
 from handlers.idle.rules import Status
 from handlers.policy import Policy
 from tests.conftest import RecordedSleeps, Simulator

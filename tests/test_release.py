@@ -24,7 +24,7 @@ from google.auth import crypt, jwt
 
 from bot.cli import main
 from bot.oidc import IdTokenVerifier, TokenRefused
-from bot.vertex.models import Cluster
+from handlers.domain.models import Cluster
 from handlers.policy import Policy
 from tests.support.demo_stack import SIDE01, TRAIN01, Stack, demo_stack, text_of
 from tests.support.ports import free_port

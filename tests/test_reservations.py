@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.vertex.client import VertexClient
-from bot.vertex.operations import SlurmJob, SlurmReservation
 from bot.vertex.slurm import SlurmReader, read_job
 from handlers.costs import PriceBook
+from handlers.domain.operations import SlurmJob, SlurmReservation
 from handlers.idle.demand import Stall, queue_demand
 from handlers.idle.observe import ActivityObserver, Swept
 from handlers.slurm.hostlist import expand

@@ -12,11 +12,11 @@ import pytest
 
 from bot.calendar import CronCalendar
 from bot.charts import AggCharts
-from bot.vertex.names import Target
 from handlers import dispatch
 from handlers.changes.approvals import DRAFT_TIMEOUT
 from handlers.changes.tracking import FOLLOW, POLLS_AT_ONCE, follow_key
 from handlers.costs import money
+from handlers.domain.names import Target
 from handlers.entities import RequestState
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, state_of

@@ -9,7 +9,7 @@ import pytest
 
 from bot.cli import main
 from bot.settings import ConfigError, load_settings
-from bot.vertex.names import Target
+from handlers.domain.names import Target
 from tests.conftest import Simulator
 
 ALL_VARS = [

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.vertex.errors import error_from_response, error_from_status
 from bot.vertex.retry import is_retryable, may_have_applied
-from bot.vertex.shortage import QUOTAS_PAGE, Shortage, shortage_of
+from handlers.domain.errors import error_from_response, error_from_status
+from handlers.domain.shortage import QUOTAS_PAGE, Shortage, shortage_of
 from handlers.reading.clusters import error_text
 from tests.support.demo_stack import Stack, demo_stack, text_of, thread_of
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import AbortedError, AlreadyExistsError, InvalidArgumentError
-from bot.vertex.models import Cluster
-from bot.vertex.names import Target
+from handlers.domain.errors import AbortedError, AlreadyExistsError, InvalidArgumentError
+from handlers.domain.models import Cluster
+from handlers.domain.names import Target
 from tests.conftest import Simulator
 from tests.support.factories import cluster_doc
 

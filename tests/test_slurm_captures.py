@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from bot.vertex.errors import SlurmUnreadableError
-from bot.vertex.operations import SlurmJob, SlurmNode, SlurmResponse
 from bot.vertex.paced import Keep, SlurmAnswer, answer_of, read_slurm_bytes
 from bot.vertex.slurm import listed, read_job, read_node, read_reply
+from handlers.domain.errors import SlurmUnreadableError
+from handlers.domain.operations import SlurmJob, SlurmNode, SlurmResponse
 from handlers.idle.rules import (
     NodeCensus,
     Observation,

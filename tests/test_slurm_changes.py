@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.vertex.models import Cluster
 from handlers.changes.kinds import kind_of
 from handlers.changes.plan import PlanError
 from handlers.changes.settings import plan_slurm_config
 from handlers.costs import PriceBook
+from handlers.domain.models import Cluster
 from handlers.grammar import CommandError
 from handlers.slurm.commands import Slurm, SlurmConfig
 from tests.support.demo_stack import TRAIN01, Stack, demo_stack, text_of, thread_of

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from bot.vertex.models import Cluster
 from handlers.changes.layout import SLURM_LAYOUT as KIND
 from handlers.changes.layout import plan_slurm_layout
 from handlers.changes.plan import PlanError
 from handlers.costs import PriceBook
+from handlers.domain.models import Cluster
 from handlers.grammar import CommandError
 from handlers.slurm.commands import SlurmLayout
 from handlers.slurm.layout import LayoutAction

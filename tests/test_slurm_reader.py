@@ -12,8 +12,8 @@ import pytest
 
 from bot.store.store import Store
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import SlurmUnreadableError
 from bot.vertex.slurm import READABLE_VERSIONS, SlurmReader
+from handlers.domain.errors import SlurmUnreadableError
 from handlers.idle.rules import node_census, queue_demand
 from tests.conftest import RecordedSleeps, Simulator
 

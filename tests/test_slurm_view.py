@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.vertex.models import Cluster
+from handlers.domain.models import Cluster
 from handlers.slurm.view import SCRIPT_LINES, script_digest, slurm_reply
 from tests.support.demo_stack import Stack, demo_stack, text_of
 from tests.support.factories import cluster_doc

@@ -15,10 +15,10 @@ from pydantic import ValidationError
 
 from bot.settings import Settings
 from bot.slack.shapes import shape_problem
-from bot.vertex.models import Cluster
-from bot.vertex.names import ClusterName
 from handlers import dispatch
 from handlers.dispatch import Outcome
+from handlers.domain.models import Cluster
+from handlers.domain.names import ClusterName
 from handlers.forms.choices import Forms
 from handlers.policy import Policy
 from tests.conftest import ManualClock

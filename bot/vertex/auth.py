@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from bot.vertex.errors import CredentialsError, scrub
+from handlers.domain.errors import CredentialsError, scrub
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 ADC_HINT = (

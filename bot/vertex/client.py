@@ -23,7 +23,11 @@ from urllib.parse import quote
 import aiohttp
 from pydantic.alias_generators import to_camel
 
-from bot.vertex.errors import (
+from bot.vertex.paced import SLICE, SMALL, Keep, SlurmAnswer, answer_of, read_slurm_stream
+from bot.vertex.pages import C, K, UnreadableCluster, read_page, same
+from bot.vertex.summary import ClusterSummary
+from bot.vertex.transport import Transport, read_model, read_model_json
+from handlers.domain.errors import (
     DeadlineExceededError,
     InvalidArgumentError,
     MalformedReplyError,
@@ -31,13 +35,9 @@ from bot.vertex.errors import (
     UnknownError,
     VertexError,
 )
-from bot.vertex.models import Cluster
-from bot.vertex.names import OPERATION_RE, ClusterName, Target
-from bot.vertex.operations import Operation, SlurmResponse
-from bot.vertex.paced import SLICE, SMALL, Keep, SlurmAnswer, answer_of, read_slurm_stream
-from bot.vertex.pages import C, K, UnreadableCluster, read_page, same
-from bot.vertex.summary import ClusterSummary
-from bot.vertex.transport import Transport, read_model, read_model_json
+from handlers.domain.models import Cluster
+from handlers.domain.names import OPERATION_RE, ClusterName, Target
+from handlers.domain.operations import Operation, SlurmResponse
 
 API_VERSION = "v1beta1"
 OPERATIONS_VERSION = "v1"

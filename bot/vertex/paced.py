@@ -24,8 +24,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.vertex.errors import MalformedReplyError
-from bot.vertex.operations import SlurmResponse
+from handlers.domain.errors import MalformedReplyError
+from handlers.domain.operations import SlurmResponse
 
 SMALL = 256 * 1024  # bytes below which one plain decode is quicker than pacing it
 SLICE = 64 * 1024  # bytes of the reply taken at a time (well under a millisecond to decode)

@@ -12,9 +12,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bot.vertex.models import Cluster
 from bot.vertex.summary import ClusterSummary
 from bot.vertex.transport import field_path, json_object
+from handlers.domain.models import Cluster
 
 # view-clusters: "a modelDevelopmentClusters array"; an older manage-cluster page says
 # "a clusters array". Both are read.

@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from bot.vertex.errors import (
+from handlers.domain.errors import (
     DeadlineExceededError,
     InternalError,
     MalformedReplyError,
@@ -20,12 +20,12 @@ from bot.vertex.errors import (
     UnknownError,
     VertexError,
 )
-from bot.vertex.shortage import shortage_of
+from handlers.domain.shortage import shortage_of
 
 
 def _final(error: VertexError) -> bool:
     """A quota used up or a stockout: refused on purpose, and the same again is refused too
-    (``bot.vertex.shortage``)."""
+    (``handlers.domain.shortage``)."""
     said = shortage_of(error)
     return said is not None and said.final
 

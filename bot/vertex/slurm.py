@@ -22,14 +22,14 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from bot.vertex.client import VertexClient
-from bot.vertex.errors import (
+from bot.vertex.paced import Keep, SlurmAnswer
+from handlers.domain.errors import (
     InvalidArgumentError,
     SlurmRefusedError,
     SlurmUnreadableError,
     VertexError,
 )
-from bot.vertex.operations import Share, SlurmJob, SlurmNode, SlurmReservation
-from bot.vertex.paced import Keep, SlurmAnswer
+from handlers.domain.operations import Share, SlurmJob, SlurmNode, SlurmReservation
 
 # The data parsers slurmrestd ships (SchedMD/slurm src/plugins/data_parser/ at each release
 # tag): 24.05 v0.0.39-41, 24.11 v0.0.40-42, 25.05 v0.0.40-43, 25.11 v0.0.41-44, 26.05

@@ -16,8 +16,8 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from bot.vertex.facts import ClusterFacts
-from bot.vertex.models import ClusterState, NodePool, open_enum
+from handlers.domain.facts import ClusterFacts
+from handlers.domain.models import ClusterState, NodePool, open_enum
 
 
 class _Read(BaseModel):

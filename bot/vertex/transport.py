@@ -15,7 +15,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from bot.vertex.auth import TokenSource
-from bot.vertex.errors import (
+from bot.vertex.retry import RetryPolicy, is_retryable, may_have_applied
+from handlers.domain.errors import (
     AbortedError,
     AppliedWithoutReplyError,
     MalformedReplyError,
@@ -24,7 +25,6 @@ from bot.vertex.errors import (
     VertexError,
     error_from_response,
 )
-from bot.vertex.retry import RetryPolicy, is_retryable, may_have_applied
 
 # (call name, outcome) -> None; outcome is "ok" or a google.rpc status name.
 CallObserver = Callable[[str, str], None]

@@ -14,9 +14,6 @@ import logging
 import secrets
 from typing import Any, Protocol
 
-from bot.vertex.errors import NotFoundError, VertexError
-from bot.vertex.models import Cluster
-from bot.vertex.names import ClusterName
 from handlers.changes.approval_card import CARD, card_key
 from handlers.changes.execution import KIND, change_key
 from handlers.changes.kinds import kind_of
@@ -24,6 +21,9 @@ from handlers.changes.ledger import RequestLedger
 from handlers.changes.plan import ChangePlan, PlanError
 from handlers.changes.restore import plan_restore
 from handlers.costs import PriceBook
+from handlers.domain.errors import NotFoundError, VertexError
+from handlers.domain.models import Cluster
+from handlers.domain.names import ClusterName
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError, Refused
 from handlers.messenger import Messenger

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from bot.vertex.models import Cluster
 from handlers.actions import RestoreClicked
 from handlers.changes.effects import REMOVE
 from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, fingerprint
 from handlers.costs import PriceBook
+from handlers.domain.models import Cluster
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.replies import Button, Buttons, Code, Confirm, Line, Note, Part, Strong, Text, bullets
 

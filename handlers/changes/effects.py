@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from bot.vertex.errors import SlurmRefusedError, SlurmUnreadableError
-from bot.vertex.models import Cluster, ClusterState
-from bot.vertex.names import ClusterName
-from bot.vertex.operations import Operation, SlurmNode
 from handlers.changes.plan import ChangePlan
+from handlers.domain.errors import SlurmRefusedError, SlurmUnreadableError
+from handlers.domain.models import Cluster, ClusterState
+from handlers.domain.names import ClusterName
+from handlers.domain.operations import Operation, SlurmNode
 from handlers.entities import RequestState
 from handlers.ports import ControlPlane, NodeUpdater
 

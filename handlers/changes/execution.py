@@ -20,13 +20,6 @@ from __future__ import annotations
 
 import logging
 
-from bot.vertex.errors import (
-    AppliedWithoutReplyError,
-    NotFoundError,
-    OutcomeUnknownError,
-    VertexError,
-)
-from bot.vertex.models import Cluster
 from handlers.changes.effects import (
     NODE_WINDOW,
     SEND_WINDOW,
@@ -38,6 +31,13 @@ from handlers.changes.effects import (
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.tracking import FOLLOW, follow_key
+from handlers.domain.errors import (
+    AppliedWithoutReplyError,
+    NotFoundError,
+    OutcomeUnknownError,
+    VertexError,
+)
+from handlers.domain.models import Cluster
 from handlers.entities import (
     ApprovalRequest,
     KeptSpec,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from bot.vertex.models import Cluster
 from handlers.changes.plan import ChangePlan, Detail, fingerprint
+from handlers.domain.models import Cluster
 from handlers.replies import Code, Confirm, Line, Part, Strong
 
 if TYPE_CHECKING:

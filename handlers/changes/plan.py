@@ -18,9 +18,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from bot.vertex.models import Cluster
-from bot.vertex.names import target_of
 from handlers.costs import PriceBook, Range
+from handlers.domain.models import Cluster
+from handlers.domain.names import target_of
 from handlers.errors import UserError
 
 # The parts of a cluster a change depends on; output fields (status, events) are left out.

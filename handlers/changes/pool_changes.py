@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, NodePool
 from handlers.costs import PriceBook, Range
+from handlers.domain.models import Cluster, NodePool
 
 
 class PoolChange(BaseModel):

@@ -18,12 +18,12 @@ import logging
 import secrets
 from typing import Any, get_args
 
-from bot.vertex.errors import SlurmUnreadableError
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.delete import plan_delete
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_scale_to_zero
+from handlers.domain.errors import SlurmUnreadableError
 from handlers.entities import ApprovalRequest, Origin, Release, ReleaseState, RequestState
 from handlers.errors import UserError
 from handlers.grammar import CommandError

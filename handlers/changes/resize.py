@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from bot.vertex.models import Cluster, ScalingSpec
 from handlers.changes.effects import PATCH
 from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, fingerprint, require_running, total
 from handlers.changes.pool_changes import PoolChange, bounds, describe, pool_change, pool_warnings
 from handlers.costs import PriceBook, Range, money, money_range
+from handlers.domain.models import Cluster, ScalingSpec
 from handlers.replies import Part, Table, Text, bullets
 
 NAME: Final = "resize"

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
-from bot.vertex.models import Cluster, ClusterState
 from handlers.changes.effects import CREATE
 from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail
 from handlers.changes.pool_changes import PoolChange
 from handlers.costs import PriceBook, Range, money_range
+from handlers.domain.models import Cluster, ClusterState
 from handlers.entities import KeptSpec
 from handlers.replies import Code, Line, Note, Part, Strong, Table, Text, bullets
 from handlers.words import plural, stamp

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from bot.vertex.models import Cluster
 from handlers.changes.effects import PATCH
 from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, costless, require_running
 from handlers.costs import PriceBook
+from handlers.domain.models import Cluster
 from handlers.replies import Note, Part, Table, Text, bullets
 from handlers.slurm.scripts import (
     ScriptAction,

@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.vertex.models import Cluster
 from handlers.changes.approval_card import cost_change
 from handlers.changes.plan import PlanError
 from handlers.changes.resize import plan_resize
 from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
+from handlers.domain.models import Cluster
 from handlers.forms.asks import EVERY_POOL
 from handlers.forms.model import Choice
 from handlers.grammar import MAX_NODES, CommandError

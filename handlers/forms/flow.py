@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.vertex.errors import VertexError
-from bot.vertex.models import Cluster
 from handlers.dispatch import Dispatcher, Outcome
+from handlers.domain.errors import VertexError
+from handlers.domain.models import Cluster
 from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
 from handlers.forms.choices import Forms

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from bot.vertex.models import Cluster
+from handlers.domain.models import Cluster
 from handlers.forms.choices import Forms
 from handlers.forms.model import Entries, Entry, Form, FormState
 from handlers.forms.views import loading_form

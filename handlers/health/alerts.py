@@ -17,7 +17,7 @@ import json
 import logging
 from dataclasses import replace
 
-from bot.vertex.names import target_of
+from handlers.domain.names import target_of
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.health.alert import gone_card, health_card
 from handlers.health.episodes import Episode

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from bot.vertex.operations import SlurmNode
 from handlers.changes.approvals import Approvals
 from handlers.changes.plan import ChangePlan, PlanError
 from handlers.clicking import Click, Clicked, click
 from handlers.costs import PriceBook
 from handlers.desk import Desk
+from handlers.domain.operations import SlurmNode
 from handlers.entities import ApprovalRequest, Origin
 from handlers.errors import UserError
 from handlers.health.alert import (

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.vertex.errors import SlurmUnreadableError
 from handlers.changes.plan import PlanError
+from handlers.domain.errors import SlurmUnreadableError
 from handlers.forms.asks import FormAsk, FormKind
 from handlers.grammar import NODE_NAME, CommandError, arity, cluster_word, echo
 from handlers.policy import Role

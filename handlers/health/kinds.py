@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeVar
 
-from bot.vertex.models import Cluster
-from bot.vertex.operations import SlurmNode
 from handlers.changes.effects import SLURM_NODE
 from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, fingerprint, require_running
 from handlers.costs import PriceBook
+from handlers.domain.models import Cluster
+from handlers.domain.operations import SlurmNode
 from handlers.health.rules import BrokenNode, NodeTrouble
 from handlers.replies import Part, Table, Text, bullets
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.domain.operations import SlurmJob, SlurmNode
 from handlers.slurm.reasons import MAINTENANCE_FLAG, Wait, wait_of
 
 STUCK_AFTER = 2 * 3600.0  # seconds a change or a blocked queue lasts before it is a problem

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.vertex.operations import SlurmJob, SlurmNode
+from handlers.domain.operations import SlurmJob, SlurmNode
 from handlers.slurm.reasons import (
     HELD_AFTER_FAILED_LAUNCH,
     MAINTENANCE_FLAG,

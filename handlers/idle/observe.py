@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 
-from bot.vertex.errors import SlurmUnreadableError
-from bot.vertex.facts import ClusterFacts
-from bot.vertex.operations import SlurmJob, SlurmNode
 from handlers.costs import PriceBook
+from handlers.domain.errors import SlurmUnreadableError
+from handlers.domain.facts import ClusterFacts
+from handlers.domain.operations import SlurmJob, SlurmNode
 from handlers.health.episodes import Change
 from handlers.health.rules import (
     STUCK_AFTER,

@@ -16,8 +16,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from bot.vertex.names import target_of
 from handlers.costs import PriceBook
+from handlers.domain.names import target_of
 from handlers.health import episodes
 from handlers.health.alerts import HealthAlerts, drawn_as
 from handlers.health.episodes import Episode

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
-from bot.vertex.operations import SlurmJob, SlurmNode, SlurmReservation
 from handlers.costs import money
+from handlers.domain.operations import SlurmJob, SlurmNode, SlurmReservation
 from handlers.idle.demand import WAITS_FOR_RESERVATION
 from handlers.slurm.hostlist import expand
 from handlers.slurm.reasons import MAINTENANCE_FLAG

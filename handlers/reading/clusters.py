@@ -11,11 +11,11 @@ import difflib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from bot.vertex.errors import CredentialsError, NotFoundError, VertexError
-from bot.vertex.facts import ClusterFacts
-from bot.vertex.models import Cluster
-from bot.vertex.names import ClusterName, Target
 from handlers.costs import PRICES_AS_OF, PriceBook, money
+from handlers.domain.errors import CredentialsError, NotFoundError, VertexError
+from handlers.domain.facts import ClusterFacts
+from handlers.domain.models import Cluster
+from handlers.domain.names import ClusterName, Target
 from handlers.grammar import CommandError, Refused
 from handlers.ports import ControlPlane, K, Listing, TargetKept
 from handlers.reading.shortage import shortage_advice

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.vertex.models import Cluster
-from bot.vertex.names import ClusterName
 from handlers.changes.restore import cost_of, created_pools
 from handlers.costs import PriceBook, money_range
+from handlers.domain.models import Cluster
+from handlers.domain.names import ClusterName
 from handlers.entities import KeptSpec
 from handlers.grammar import CommandError
 from handlers.replies import Code, Heading, Note, Reply, Table, Text

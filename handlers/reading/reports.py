@@ -7,10 +7,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol
 
-from bot.vertex.errors import SlurmUnreadableError
-from bot.vertex.operations import Share
 from handlers.actions import SweepNow
 from handlers.costs import PriceBook
+from handlers.domain.errors import SlurmUnreadableError
+from handlers.domain.operations import Share
 from handlers.grammar import CommandError, echo
 from handlers.health.report import health_reply
 from handlers.health.rules import ClusterHealth

@@ -1,11 +1,11 @@
 """What to tell a person whose request Google refused for want of something: a quota used
-up, no capacity, a rate limit, or a shortage Google did not explain (``bot.vertex.shortage``).
+up, no capacity, a rate limit, or a shortage Google did not explain (``handlers.domain.shortage``).
 """
 
 from __future__ import annotations
 
-from bot.vertex.errors import VertexError
-from bot.vertex.shortage import QUOTAS_PAGE, Shortage, shortage_of
+from handlers.domain.errors import VertexError
+from handlers.domain.shortage import QUOTAS_PAGE, Shortage, shortage_of
 
 
 def shortage_advice(error: VertexError) -> str | None:

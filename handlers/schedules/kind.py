@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from bot.vertex.models import Cluster
 from handlers.changes.effects import RECORD
 from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail
 from handlers.costs import money
+from handlers.domain.models import Cluster
 from handlers.replies import Code, Line, Part, Strong, Table, Text, bullets
 from handlers.schedules.times import local
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.vertex.errors import NotFoundError, SlurmUnreadableError, VertexError
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_pools
+from handlers.domain.errors import NotFoundError, SlurmUnreadableError, VertexError
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.grammar import CommandError
 from handlers.idle.observe import slurm_demand

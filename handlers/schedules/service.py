@@ -10,11 +10,11 @@ import logging
 import secrets
 from typing import Protocol
 
-from bot.vertex.models import Cluster
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.plan import ChangePlan, PlanError, fingerprint
 from handlers.costs import money
+from handlers.domain.models import Cluster
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
 from handlers.replies import Note, Reply, Table, notice

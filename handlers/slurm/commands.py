@@ -19,12 +19,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bot.vertex.models import Cluster
 from handlers.changes.layout import plan_slurm_layout
 from handlers.changes.plan import ChangePlan
 from handlers.changes.scripts import plan_slurm_scripts
 from handlers.changes.settings import plan_slurm_config
 from handlers.costs import PriceBook
+from handlers.domain.models import Cluster
 from handlers.grammar import POOL_ID, CommandError, arity, cluster_word, echo
 from handlers.policy import Role
 from handlers.slurm.layout import LayoutAction

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.vertex.operations import Share, SlurmJob
+from handlers.domain.operations import Share, SlurmJob
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
 from handlers.slurm.reasons import reason_of
 from handlers.words import duration, plural

@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, Partition
+from handlers.domain.models import Cluster, Partition
 from handlers.slurm.settings import slurm_copy
 from handlers.words import plural
 

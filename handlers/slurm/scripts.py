@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster
+from handlers.domain.models import Cluster
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
 from handlers.slurm.settings import slurm_copy
 from handlers.slurm.view import script_digest

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.vertex.models import Cluster, OrchestratorSpec, SlurmSpec
+from handlers.domain.models import Cluster, OrchestratorSpec, SlurmSpec
 
 
 def normal(key: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from bot.vertex.models import Cluster
+from handlers.domain.models import Cluster
 from handlers.replies import Code, Field, Fields, Heading, Note, Reply, Strong, Table, Text
 
 SCRIPT_LINES = 3  # the first lines shown of each prolog or epilog script

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from bot.vertex.names import target_of
 from handlers.costs import money
+from handlers.domain.names import target_of
 from handlers.entities import RequestState
 from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_back
 from handlers.messenger import Messenger, MessengerError

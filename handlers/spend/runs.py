@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from bot.vertex.facts import ClusterFacts
 from handlers.costs import PriceBook
+from handlers.domain.facts import ClusterFacts
 
 HOUR = 3600.0
 MAX_GAP = 3  # sweep intervals an observation may be apart and still be one run

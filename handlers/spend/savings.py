@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.vertex.names import target_of
+from handlers.domain.names import target_of
 from handlers.entities import ApprovalRequest, Origin
 from handlers.spend.runs import HOUR
 

@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
-from bot.vertex.errors import NotFoundError, SlurmUnreadableError
-from bot.vertex.models import Cluster, ClusterState
-from bot.vertex.names import ClusterName, Target
-from bot.vertex.operations import Operation, SlurmJob, SlurmNode
+from handlers.domain.errors import NotFoundError, SlurmUnreadableError
+from handlers.domain.models import Cluster, ClusterState
+from handlers.domain.names import ClusterName, Target
+from handlers.domain.operations import Operation, SlurmJob, SlurmNode
 from handlers.entities import (
     OPEN_STATES,
     ApprovalRequest,

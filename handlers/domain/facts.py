@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from bot.vertex.names import ClusterName, Target
+from handlers.domain.names import ClusterName, Target
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from bot.vertex.models import NodePool
+    from handlers.domain.models import NodePool
 
 
 class NodeView(Protocol):

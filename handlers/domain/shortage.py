@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bot.vertex.errors import VertexError, scrub
+from handlers.domain.errors import VertexError, scrub
 
 
 class Shortage(StrEnum):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.vertex.models import ApiModel, RpcStatus
+from handlers.domain.models import ApiModel, RpcStatus
 
 
 class Operation(ApiModel):

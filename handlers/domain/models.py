@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from bot.vertex.facts import ClusterFacts
+from handlers.domain.facts import ClusterFacts
 
 # Fields the server sets; a spec kept for re-creation leaves them out (schema: `output: true`).
 OUTPUT_ONLY = ("name", "createTime", "updateTime", "startTime", "clusterStatus", "clusterEvents")
