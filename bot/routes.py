@@ -8,16 +8,12 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
-from bot.edge import edge_middleware
 from bot.logs import TRACE
 from handlers.domain.errors import CredentialsError
-
-if TYPE_CHECKING:
-    from bot.app import ClusterbotService
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -87,9 +83,3 @@ class Routes:
             },
             status=200 if ready else 503,
         )
-
-
-def web_app(service: ClusterbotService, *, lifecycle: bool = True) -> web.Application:
-    app = web.Application(middlewares=[edge_middleware, trace_middleware])
-    service.install(app, lifecycle=lifecycle)
-    return app

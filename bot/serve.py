@@ -16,13 +16,20 @@ from urllib.parse import urlparse
 from aiohttp import web
 
 from bot.app import ClusterbotService
-from bot.edge import KEEPALIVE_TIMEOUT, listen, quiet_malformed_http
+from bot.edge import KEEPALIVE_TIMEOUT, edge_middleware, listen, quiet_malformed_http
 from bot.logs import quiet_cut_connects
-from bot.routes import web_app
+from bot.routes import trace_middleware
 from bot.settings import Settings
 from handlers.policy import Policy
 
 log = logging.getLogger(__name__)
+
+
+def web_app(service: ClusterbotService, *, lifecycle: bool = True) -> web.Application:
+    """The service's HTTP application: its routes, the chat platform's and the hook's."""
+    app = web.Application(middlewares=[edge_middleware, trace_middleware])
+    service.install(app, lifecycle=lifecycle)
+    return app
 
 
 def describe_start_failure(error: BaseException, settings: Settings) -> str:

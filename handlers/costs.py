@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from handlers.domain.facts import ClusterFacts
-from handlers.domain.models import NodePool, ProvisioningModel
+from handlers.domain.pools import NodePool, ProvisioningModel
 
 PRICES_AS_OF = "2026-11"
 # USD per node-hour, approximate us-central1 on-demand list prices. Set [prices] in the policy

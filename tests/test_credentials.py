@@ -105,7 +105,7 @@ async def test_readyz_and_replies_say_why_google_cloud_cannot_be_reached(
 ) -> None:
     from aiohttp.test_utils import TestClient, TestServer
 
-    from bot.routes import web_app
+    from bot.serve import web_app
 
     settings = Settings(
         targets=[Target("demo-project", "us-central1")],

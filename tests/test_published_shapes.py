@@ -23,9 +23,10 @@ from bot.vertex.summary import ClusterSummary
 from handlers.costs import PriceBook
 from handlers.domain.errors import MalformedReplyError
 from handlers.domain.facts import ClusterFacts
-from handlers.domain.models import Cluster, ProvisioningModel
+from handlers.domain.models import Cluster
 from handlers.domain.names import Target
 from handlers.domain.operations import Operation
+from handlers.domain.pools import ProvisioningModel
 from handlers.idle.rules import Status
 from handlers.policy import Policy
 from tests.conftest import RecordedSleeps, Simulator

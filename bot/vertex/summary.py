@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from handlers.domain.facts import ClusterFacts
-from handlers.domain.models import ClusterState, NodePool, open_enum
+from handlers.domain.pools import ClusterState, NodePool, open_enum
 
 
 class _Read(BaseModel):

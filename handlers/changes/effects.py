@@ -11,20 +11,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 from handlers.changes.plan import ChangePlan
 from handlers.domain.errors import SlurmRefusedError, SlurmUnreadableError
-from handlers.domain.models import Cluster, ClusterState
+from handlers.domain.models import Cluster
 from handlers.domain.names import ClusterName
 from handlers.domain.operations import Operation, SlurmNode
+from handlers.domain.pools import ClusterState
 from handlers.entities import RequestState
 from handlers.ports import ControlPlane, NodeUpdater
 
-if TYPE_CHECKING:
-    from handlers.changes.kind import ChangeKind
-
 Plan = ChangePlan[Any]
+
+
+class Kind(Protocol):
+    """What an effect asks of the kind of change it sends (``handlers.changes.kind``)."""
+
+    recorded: str
+
+    def apply(self, cluster: Cluster, plan: Plan) -> Cluster: ...
+
+    def created(self, plan: Plan) -> Cluster: ...
+
+    def applied(self, plan: Plan, current: Cluster) -> bool: ...
+
+    def drift(self, plan: Plan, current: Cluster) -> str | None: ...
 
 
 class Next(StrEnum):
@@ -83,17 +95,17 @@ class Effect(Protocol):
         """How long its call may still be applied once sent."""
         ...
 
-    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+    def unfit(self, kind: Kind, plan: Plan, current: Cluster | None) -> str | None:
         """Why the change no longer fits the cluster as read just before sending."""
         ...
 
     async def send(
-        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+        self, planes: Planes, kind: Kind, plan: Plan, current: Cluster | None
     ) -> Operation | Finished:
         """The operation to follow, or how the change ended as it was sent."""
         ...
 
-    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
+    def look(self, kind: Kind, plan: Plan, current: Cluster | None) -> Look:
         """After a crash or a lost reply, from the cluster as it is now (None: absent)."""
         ...
 
@@ -112,16 +124,16 @@ class ControlPlaneEffect:
 class Patch(ControlPlaneEffect):
     """A PATCH of the cluster, its fields not in the plan kept as read."""
 
-    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+    def unfit(self, kind: Kind, plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else kind.drift(plan, current)
 
     async def send(
-        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+        self, planes: Planes, kind: Kind, plan: Plan, current: Cluster | None
     ) -> Operation | Finished:
         assert current is not None
         return await planes.vertex.update_cluster(kind.apply(current, plan), list(plan.update_mask))
 
-    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
+    def look(self, kind: Kind, plan: Plan, current: Cluster | None) -> Look:
         if current is None:
             return Look(Next.UNKNOWN, f"{plan.cluster_id} no longer exists")
         if current.state == ClusterState.UPDATING or (
@@ -137,15 +149,15 @@ class Remove(ControlPlaneEffect):
     keeps_spec = True
     removes = True
 
-    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+    def unfit(self, kind: Kind, plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else kind.drift(plan, current)
 
     async def send(
-        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+        self, planes: Planes, kind: Kind, plan: Plan, current: Cluster | None
     ) -> Operation | Finished:
         return await planes.vertex.delete_cluster(plan.cluster)
 
-    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
+    def look(self, kind: Kind, plan: Plan, current: Cluster | None) -> Look:
         if current is None or current.state == ClusterState.STOPPING:
             return Look(Next.FOLLOW)  # gone, or going: the tracker reports it done
         return _resend_or_unknown(kind, plan, current)
@@ -156,16 +168,16 @@ class Create(ControlPlaneEffect):
 
     wants_absent = True
 
-    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+    def unfit(self, kind: Kind, plan: Plan, current: Cluster | None) -> str | None:
         return None if current is None else f"{plan.cluster_id} exists now"
 
     async def send(
-        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+        self, planes: Planes, kind: Kind, plan: Plan, current: Cluster | None
     ) -> Operation | Finished:
         name = ClusterName.parse(plan.cluster)
         return await planes.vertex.create_cluster(name.target, name.cluster_id, kind.created(plan))
 
-    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
+    def look(self, kind: Kind, plan: Plan, current: Cluster | None) -> Look:
         if current is None:
             return Look(Next.SEND)  # not created: the look-up came first
         if current.state in (ClusterState.PROVISIONING, ClusterState.RUNNING):
@@ -177,15 +189,15 @@ class Record(ControlPlaneEffect):
     """A standing change (a schedule): approving it is all it does, so nothing is sent and
     recording it again after a crash is harmless."""
 
-    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+    def unfit(self, kind: Kind, plan: Plan, current: Cluster | None) -> str | None:
         return None
 
     async def send(
-        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+        self, planes: Planes, kind: Kind, plan: Plan, current: Cluster | None
     ) -> Operation | Finished:
         return Finished(RequestState.SUCCEEDED, kind.recorded)  # approved is done
 
-    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
+    def look(self, kind: Kind, plan: Plan, current: Cluster | None) -> Look:
         return Look(Next.SEND)  # nothing was sent: record it
 
 
@@ -219,13 +231,13 @@ class NodeUpdate:
     def window(self, planes: Planes) -> float:
         return planes.node_window
 
-    def unfit(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> str | None:
+    def unfit(self, kind: Kind, plan: Plan, current: Cluster | None) -> str | None:
         if current is None or current.state == ClusterState.RUNNING:
             return None
         return f"{plan.cluster_id} is now {current.state}, so its Slurm cannot be reached"
 
     async def send(
-        self, planes: Planes, kind: ChangeKind[Any], plan: Plan, current: Cluster | None
+        self, planes: Planes, kind: Kind, plan: Plan, current: Cluster | None
     ) -> Operation | Finished:
         change, updater = cast(NodeChange, kind), planes.nodes
         if updater is None:
@@ -256,13 +268,13 @@ class NodeUpdate:
             return Finished(RequestState.REFUSED, f"Slurm has no node {name} now")
         return found
 
-    def look(self, kind: ChangeKind[Any], plan: Plan, current: Cluster | None) -> Look:
+    def look(self, kind: Kind, plan: Plan, current: Cluster | None) -> Look:
         if current is None:
             return Look(Next.UNKNOWN, f"{plan.cluster_id} no longer exists")
         return Look(Next.SEND)  # the send reads the node first: never twice
 
 
-def _resend_or_unknown(kind: ChangeKind[Any], plan: Plan, current: Cluster) -> Look:
+def _resend_or_unknown(kind: Kind, plan: Plan, current: Cluster) -> Look:
     if kind.drift(plan, current) is None:
         return Look(Next.SEND)
     return Look(

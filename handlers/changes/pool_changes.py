@@ -6,7 +6,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from handlers.costs import PriceBook, Range
-from handlers.domain.models import Cluster, NodePool
+from handlers.domain.models import Cluster
+from handlers.domain.pools import NodePool
 
 
 class PoolChange(BaseModel):

@@ -13,7 +13,8 @@ from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail, PlanError, fingerprint, require_running, total
 from handlers.changes.pool_changes import PoolChange, bounds, describe, pool_change, pool_warnings
 from handlers.costs import PriceBook, Range, money, money_range
-from handlers.domain.models import Cluster, ScalingSpec
+from handlers.domain.models import Cluster
+from handlers.domain.pools import ScalingSpec
 from handlers.replies import Part, Table, Text, bullets
 
 NAME: Final = "resize"

@@ -15,7 +15,8 @@ from handlers.changes.kind import ChangeKind
 from handlers.changes.plan import ChangePlan, Detail
 from handlers.changes.pool_changes import PoolChange
 from handlers.costs import PriceBook, Range, money_range
-from handlers.domain.models import Cluster, ClusterState
+from handlers.domain.models import Cluster
+from handlers.domain.pools import ClusterState
 from handlers.entities import KeptSpec
 from handlers.replies import Code, Line, Note, Part, Strong, Table, Text, bullets
 from handlers.words import plural, stamp

@@ -24,7 +24,7 @@ from handlers.changes.approval_card import thread_reply
 from handlers.changes.kinds import kind_of
 from handlers.changes.ledger import RequestLedger
 from handlers.domain.errors import NotFoundError, VertexError, error_from_status
-from handlers.domain.models import ClusterState
+from handlers.domain.pools import ClusterState
 from handlers.entities import (
     Final,
     OperationChanges,

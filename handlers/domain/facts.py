@@ -12,7 +12,7 @@ from handlers.domain.names import ClusterName, Target
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from handlers.domain.models import NodePool
+    from handlers.domain.pools import NodePool
 
 
 class NodeView(Protocol):

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from handlers.domain.models import ApiModel, RpcStatus
+from handlers.domain.models import RpcStatus
+from handlers.domain.pools import ApiModel
 
 
 class Operation(ApiModel):

@@ -6,12 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from handlers.words import duration, plural
 
-if TYPE_CHECKING:
-    from handlers.idle.rules import IdleRules
+
+class Often(Protocol):
+    """The idle rule the recommendation reads (``IdleRules.often_days``)."""
+
+    @property
+    def often_days(self) -> int: ...
+
 
 DAY = 86_400.0
 WEEK = 7 * DAY
@@ -46,7 +51,7 @@ def record_history(
     return tuple(kept)
 
 
-def recommend(history: tuple[Run, ...], now: float, rules: IdleRules) -> tuple[Recommendation, str]:
+def recommend(history: tuple[Run, ...], now: float, rules: Often) -> tuple[Recommendation, str]:
     """Scale to zero or delete, and the reason in words."""
     days_used = {
         datetime.fromtimestamp(moment, UTC).date()

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
 from handlers.domain.errors import NotFoundError, SlurmUnreadableError
-from handlers.domain.models import Cluster, ClusterState
+from handlers.domain.models import Cluster
 from handlers.domain.names import ClusterName, Target
 from handlers.domain.operations import Operation, SlurmJob, SlurmNode
+from handlers.domain.pools import ClusterState
 from handlers.entities import (
     OPEN_STATES,
     ApprovalRequest,
