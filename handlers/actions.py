@@ -4,7 +4,7 @@ and reads them back from clicks, so a card and the code that answers it cannot d
 On the wire an action is a platform's action id and a short value (Slack: ``action_id`` and
 ``value``, at most 2,000 characters): ``approve`` + ``r-1a2b``, ``idle_snooze`` +
 ``3600|projects/.../cpu01``. Any class with those two attributes is an ``Action``: a
-capability may declare its own beside the click that answers it (``handlers.clicks``).
+capability may declare its own beside the click that answers it (its ``capability.py``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """How one click is declared: the action ids it answers and how its value is read back, the
 role it needs (and what it is called when refused), whether its value names a cluster
 (``CLUSTERBOT_TARGETS`` holds for it), whether its answer takes the clicked message's place,
-and what it runs. A capability declares its clicks beside the actions its cards carry
-(``handlers/schedules/clicks.py``); ``handlers.clicks`` gathers them into one table.
+and what it runs, handed its own capability's service. A capability declares its clicks in
+its ``capability.py`` (``handlers/capability.py``); ``handlers.registry`` folds them into one
+table.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from handlers.actions import Action
 from handlers.policy import Role
 
 if TYPE_CHECKING:
-    from handlers.desk import Desk
     from handlers.replies import Reply
 
 A = TypeVar("A")
@@ -32,7 +32,7 @@ class Clicked(Generic[A]):
     channel: str | None
 
 
-Run = Callable[["Desk", Clicked[Any]], Awaitable["Reply | None"]]
+Run = Callable[[Any, Clicked[Any]], Awaitable["Reply | None"]]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def click(
     read: Callable[[str, str], A],
     role: Role,
     doing: str,
-    run: Callable[[Desk, Clicked[A]], Awaitable[Reply | None]],
+    run: Callable[[Any, Clicked[A]], Awaitable[Reply | None]],
     *,
     names_cluster: bool = False,
     in_place: Callable[[A], bool] = lambda _action: False,

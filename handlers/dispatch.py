@@ -1,19 +1,20 @@
 """One entrance for everything a person asks: a command's text or a click's action in, one
 answer out. Who may do what is decided here, once, from the registry's roles
-(``handlers.commands``) and the actions' (below); the platform adapter only decodes, hands
-over and delivers."""
+(``handlers.registry``, every capability's declarations folded) and the actions' (below);
+each subcommand and click runs on its own capability's service. The platform adapter only
+decodes, hands over and delivers."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from handlers.actions import ActionError
+from handlers.capabilities import REGISTRY
 from handlers.clicking import Clicked
-from handlers.clicks import ClickTable
-from handlers.commands import BY_NAME, Caller, Help, Subcommand, entry_for
-from handlers.desk import Desk
+from handlers.commanding import Caller, Subcommand
 from handlers.domain.errors import VertexError
 from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
@@ -21,7 +22,8 @@ from handlers.gate import Gate
 from handlers.grammar import CommandError, normal
 from handlers.policy import Policy, Role
 from handlers.ports import RoleSource
-from handlers.reading.clusters import error_text
+from handlers.reading.clusters import ClusterDirectory, error_text
+from handlers.registry import Registry
 from handlers.replies import ChannelRef, Line, Reply, error_reply, joined, notice
 
 
@@ -66,12 +68,12 @@ class Read:
     form: FormAsk | None = None
 
 
-def read(text: str) -> Read:
+def read(text: str, registry: Registry = REGISTRY) -> Read:
     words = normal(text).split()
     if not words:
-        return Read("help", BY_NAME["help"], Help())
+        words = ["help"]
     try:
-        entry = entry_for(words[0])
+        entry = registry.entry_for(words[0])
     except CommandError as error:
         return Read("unknown", None, error=error)
     form = entry.form(words[1:]) if entry.form is not None else None
@@ -84,21 +86,28 @@ def read(text: str) -> Read:
 class Dispatcher:
     def __init__(
         self,
-        desk: Desk,
+        services: Mapping[str, Any],
+        directory: ClusterDirectory,
         policy: Policy,
         roles: RoleSource,
+        *,
         gate: Gate | None = None,
+        registry: Registry = REGISTRY,
     ) -> None:
-        self.desk = desk
+        self.services = services  # each capability's service, by the capability's name
+        self.directory = directory
         self.policy = policy
         self.roles = roles
         self.gate = gate or Gate()
-        self.clicks_table = ClickTable()  # refuses a collision, or an id left unanswered
+        self.registry = registry
 
     @property
     def action_ids(self) -> tuple[str, ...]:
         """Every action id a click answers: what a platform's listeners subscribe to."""
-        return tuple(self.clicks_table.by_id)
+        return tuple(self.registry.clicks)
+
+    def _service(self, name: str) -> Any:
+        return self.services.get(self.registry.owner[name])
 
     async def command(self, user: str, channel: str, text: str | Read) -> Answer:
         """The one answer to ``/cluster TEXT`` (its words read, or to be read)."""
@@ -118,21 +127,23 @@ class Dispatcher:
         words = read(text) if isinstance(text, str) else text
         if words.entry is None or words.error is not None:
             error = words.error or CommandError("unreadable")
-            reply = error_reply(error.reason, error.usage)
+            reply = error_reply(error.reason, self.registry.usage(error))
             return Answer(reply, words.name, Outcome.BAD_INPUT)
         return await self._run(words.entry, words.command, user, channel, instant=instant)
 
     async def submit(self, user: str, channel: str, name: str, command: Any) -> Answer:
         """The answer to a filled-in form: the same checks and the same run as the typed
         command it stands for (``name`` is its subcommand)."""
-        answer = await self._run(BY_NAME[name], command, user, channel, instant=False)
+        answer = await self._run(self.registry.by_name[name], command, user, channel, instant=False)
         assert answer is not None
         return answer
 
     async def refusal(self, user: str, channel: str, name: str, needed: Role) -> Answer | None:
         """Why ``user`` may not ask subcommand ``name`` for what needs role ``needed`` here,
         so a form is not opened for nothing; None when they may."""
-        refusal, _role = await self._allowed(BY_NAME[name], needed, user, channel, instant=False)
+        refusal, _role = await self._allowed(
+            self.registry.by_name[name], needed, user, channel, instant=False
+        )
         return refusal
 
     async def _allowed(
@@ -171,14 +182,18 @@ class Dispatcher:
             if role is None or (instant and not entry.instant):
                 return None
             async with self.gate.enter(user, name, entry.heavy):
-                reply = await entry.run(self.desk, command, Caller(user, channel, role))
+                service = self._service(entry.name)
+                reply = await entry.run(service, command, Caller(user, channel, role))
             return Answer(reply, name, public=reply.public if reply else False)
         except UserError as error:
             if isinstance(error, CommandError):
                 name = error.subcommand or name
             reason = told(error, f"run /cluster {name}")
             return Answer(
-                error_reply(reason, error.usage), name, Outcome(error.blame), reason=reason
+                error_reply(reason, self.registry.usage(error)),
+                name,
+                Outcome(error.blame),
+                reason=reason,
             )
 
     async def click(
@@ -191,7 +206,7 @@ class Dispatcher:
     ) -> Answer:
         """The answer to a button or menu click, shown to the clicker alone."""
         try:
-            found, action = self.clicks_table.read(action_id, value)
+            found, action = self.registry.read_click(action_id, value)
         except ActionError as error:
             return Answer(notice("Not understood", str(error)), action_id, Outcome.BAD_INPUT)
         role = await self.roles.of(user)
@@ -202,7 +217,7 @@ class Dispatcher:
             )
         if found.names_cluster:
             try:  # a button names its cluster in its value: the boundary holds for it too
-                self.desk.approvals.directory.confine(getattr(action, "cluster", ""))
+                self.directory.confine(getattr(action, "cluster", ""))
             except CommandError as error:
                 return Answer(
                     notice("Not allowed", error.reason),
@@ -213,7 +228,7 @@ class Dispatcher:
         try:
             async with self.gate.enter(user, action_id, heavy=False):
                 clicked = Clicked(action, user, role, card_message, channel)
-                reply = await found.run(self.desk, clicked)
+                reply = await found.run(self._service(action_id), clicked)
         except UserError as error:  # a click on what has changed since (a cluster deleted)
             reason = told(error, "act on it")
             return Answer(

@@ -20,13 +20,9 @@ class UserError(Exception):
     """An error whose message is meant for a person."""
 
     blame = Blame.INPUT
+    shows_usage = False  # the subcommand's usage is shown under it (the words were at fault)
 
     @property
     def said(self) -> str:
         """The line the person reads."""
         return str(self.args[0]) if self.args else type(self).__name__
-
-    @property
-    def usage(self) -> str | None:
-        """The usage to show under it, when the words asked were at fault."""
-        return None

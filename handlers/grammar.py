@@ -8,33 +8,6 @@ import unicodedata
 
 from handlers.errors import UserError
 
-# Each subcommand's usage line: the grammar of /cluster, which the registry
-# (``handlers.commands``) names its entries by and the errors quote. A test holds the two to
-# the same subcommands.
-USAGE: dict[str, str] = {
-    "help": "/cluster help [SUBCOMMAND]",
-    "list": "/cluster list",
-    "show": "/cluster show CLUSTER",
-    "slurm": "/cluster slurm CLUSTER [set KEY=VALUE… | unset KEY… | partition add ID POOL[,POOL] | "
-    "partition remove ID | partition default ID | login-pool POOL | "
-    "prolog|epilog show N | prolog|epilog remove N | prolog|epilog move N M]",
-    "jobs": "/cluster jobs CLUSTER [user U] [partition P] [state running|pending]",
-    "fairshare": "/cluster fairshare CLUSTER",
-    "resize": "/cluster resize CLUSTER POOL N   (or MIN:MAX)",
-    "delete": "/cluster delete CLUSTER",
-    "restore": "/cluster restore CLUSTER [as NEW_ID]",
-    "deleted": "/cluster deleted",
-    "ops": "/cluster ops",
-    "idle": "/cluster idle",
-    "audit": "/cluster audit [CLUSTER] [by USER] [since 7d]",
-    "cost": "/cluster cost [CLUSTER] [since 30d] [by pool|target|label KEY]",
-    "schedule": "/cluster schedule CLUSTER [POOL] off [DAYS] HH:MM on [DAYS] HH:MM [tz ZONE]   "
-    "(or pause|resume|end ID)",
-    "schedules": "/cluster schedules",
-    "health": "/cluster health [CLUSTER]",
-    "node": "/cluster node CLUSTER NODE [resume | drain REASON…]",
-}
-
 CLUSTER_ID = re.compile(r"^[a-z][a-z0-9]{0,9}$")
 CLUSTER_ID_RULE = "a lowercase letter, then up to 9 lowercase letters or digits"
 CLUSTER_NAME = re.compile(
@@ -75,20 +48,14 @@ class CommandError(UserError):
     def said(self) -> str:
         return self.reason
 
-    @property
-    def usage(self) -> str | None:
-        if self.subcommand in USAGE:
-            return f"Usage: {USAGE[self.subcommand]}"
-        return "Usage: /cluster " + " | ".join(USAGE) + "   (/cluster help for more)"
+    shows_usage = True  # the answer quotes the subcommand's usage (``Registry.usage``)
 
 
 class Refused(CommandError):
     """Good input the bot cannot act on now (a request already open, a conversation it cannot
     post in): the reason alone, since the usage would not help."""
 
-    @property
-    def usage(self) -> str | None:
-        return None
+    shows_usage = False
 
 
 def cluster_word(word: str, subcommand: str) -> str:
@@ -112,11 +79,14 @@ def new_cluster_id(word: str, subcommand: str) -> str:
     return word
 
 
-def arity(words: list[str], subcommand: str, low: int, high: int) -> None:
+def arity(words: list[str], usage: str, low: int, high: int) -> None:
+    """Between ``low`` and ``high`` words after the subcommand of ``usage`` (its line, as
+    ``/cluster resize CLUSTER POOL N``): too few names the first one missing."""
     given = len(words)
+    grammar = usage.split()
+    subcommand = grammar[1]
     if given < low:
-        missing = USAGE[subcommand].split()[2 + given]
-        raise CommandError(f"{subcommand} needs {missing}", subcommand)
+        raise CommandError(f"{subcommand} needs {grammar[2 + given]}", subcommand)
     if given > high:
         extra = " ".join(words[high:])
         raise CommandError(f"{subcommand} does not take {echo(extra)}", subcommand)

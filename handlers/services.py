@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from handlers.capabilities import REGISTRY
+from handlers.capability import Kernel
 from handlers.changes.approvals import Approvals
 from handlers.changes.effects import NODE_WINDOW, SEND_WINDOW
 from handlers.changes.execution import Executor
@@ -14,7 +16,6 @@ from handlers.changes.preapproved import Cards
 from handlers.changes.release import Releases
 from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
-from handlers.desk import Desk
 from handlers.dispatch import Dispatcher
 from handlers.domain.names import Target
 from handlers.health.alerts import HealthAlerts
@@ -309,11 +310,32 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         spending=spending,
         digest=_digest(ports, options, spending, sweeper, engine),
         dispatcher=Dispatcher(
-            Desk(reports, approvals, clicks, spending, schedules, health_clicks),
+            _capability_services(
+                Kernel(
+                    policy,
+                    prices,
+                    directory,
+                    approvals,
+                    reports,
+                    REGISTRY.commands,
+                    {
+                        "idle": clicks,
+                        "spend": spending,
+                        "schedules": schedules,
+                        "health": health_clicks,
+                    },
+                )
+            ),
+            directory,
             policy,
             ports.roles,
         ),
     )
+
+
+def _capability_services(kernel: Kernel) -> dict[str, object]:
+    """Each capability's service, by its name, built from the kernel."""
+    return {c.name: c.build(kernel) for c in REGISTRY.capabilities}
 
 
 def _digest(

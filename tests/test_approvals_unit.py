@@ -11,12 +11,12 @@ import pytest
 from bot.store import Store
 from bot.vertex.client import VertexClient
 from handlers.changes.approvals import Approvals
+from handlers.changes.commands import Resize
 from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.preapproved import Cards
 from handlers.changes.resize import plan_resize
 from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
-from handlers.commands import Resize
 from handlers.costs import PriceBook
 from handlers.domain.names import Target
 from handlers.entities import ApprovalRequest, RequestState

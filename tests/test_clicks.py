@@ -1,7 +1,6 @@
-"""Every click is one declaration, the core's in handlers/clicks.py and a capability's beside
-the action its cards carry: the table refuses, when it is built, two clicks answering one
-action id and an id of ActionId no click answers; reading a click gives its typed action, or
-says the bot never offered it."""
+"""Every click is one declaration in its capability's ``capability.py``: the registry refuses,
+when it is built, two clicks answering one action id and an id of ActionId no click answers;
+reading a click gives its typed action, or says the bot never offered it."""
 
 from __future__ import annotations
 
@@ -19,46 +18,51 @@ from bot.slack.failures import Failures
 from bot.slack.listeners import Background, SlackEdge
 from bot.slack.responder import Responder
 from handlers.actions import ActionError, ActionId, Decide, Keep, OpenForm, Snooze
-from handlers.clicks import CLICKS, ClickTable
+from handlers.capabilities import CAPABILITIES, REGISTRY
+from handlers.capability import Capability
 from handlers.policy import Policy, Role
+from handlers.registry import Registry
 from handlers.schedules.clicks import Night
 from tests.conftest import ManualClock
 from tests.test_services_unit import POLICY, make_bot
 
 
 def test_the_shipped_table_answers_every_id_once() -> None:
-    table = ClickTable()
-    capabilities = {"schedule_skip", "schedule_postpone"}
-    capabilities |= {"health_resume", "health_drain", "health_snooze", "health_show"}
-    assert set(table.by_id) == {str(a) for a in ActionId} | capabilities
-    click, action = table.read("approve", "r-1")
+    table = REGISTRY
+    declared = {i for c in CAPABILITIES for click in c.clicks for i in click.ids}
+    assert set(table.clicks) == declared >= {str(a) for a in ActionId}
+    assert {"schedule_skip", "health_drain"} <= declared
+    click, action = table.read_click("approve", "r-1")
     assert action == Decide("r-1", approve=True) and click.role == Role.VIEWER
-    assert table.read("reject", "r-1")[1] == Decide("r-1", approve=False)
-    assert table.read("idle_unkeep", "projects/p/x")[1] == Keep("projects/p/x", keep=False)
-    assert table.read("idle_snooze", "3600|projects/p/x")[1] == Snooze("projects/p/x", 3600)
-    assert table.read("open_form_delete", "delete")[1] == OpenForm("delete")
-    assert table.read("idle_keep", "c")[0].names_cluster
-    # a capability's own click, declared beside its action (handlers/schedules/clicks.py)
+    assert table.read_click("reject", "r-1")[1] == Decide("r-1", approve=False)
+    assert table.read_click("idle_unkeep", "projects/p/x")[1] == Keep("projects/p/x", keep=False)
+    assert table.read_click("idle_snooze", "3600|projects/p/x")[1] == Snooze("projects/p/x", 3600)
+    assert table.read_click("open_form_delete", "delete")[1] == OpenForm("delete")
+    assert table.read_click("idle_keep", "c")[0].names_cluster
+    # a capability's own click, declared with its action id (handlers/schedules/capability.py)
     night = Night("sch-1", 1700000000, postpone=True)
-    click, action = table.read(night.action_id, night.value)
+    click, action = table.read_click(night.action_id, night.value)
     assert action == night and click.role == Role.OPERATOR
 
 
 def test_a_collision_or_a_forgotten_id_fails_when_the_table_is_built() -> None:
+    clicks = tuple(click for c in CAPABILITIES for click in c.clicks)
+    approve = tuple(c for c in clicks if ActionId.APPROVE in c.ids)
     with pytest.raises(ValueError, match="two clicks answer the action id approve"):
-        ClickTable((*CLICKS, CLICKS[0]))
+        Registry((*CAPABILITIES, Capability("again", lambda k: None, clicks=approve)))
+    kept = tuple(c for c in clicks if ActionId.RESTORE not in c.ids)
     with pytest.raises(ValueError, match="no click answers restore"):
-        ClickTable(tuple(c for c in CLICKS if ActionId.RESTORE not in c.ids))
+        Registry((Capability("all", lambda k: None, clicks=kept),))
 
 
 def test_a_click_never_offered_is_not_understood() -> None:
-    table = ClickTable()
+    table = REGISTRY
     with pytest.raises(ActionError, match="offers no action 'launch_missiles'"):
-        table.read("launch_missiles", "")
+        table.read_click("launch_missiles", "")
     with pytest.raises(ActionError, match="carried nothing to act on"):
-        table.read("approve", "")
+        table.read_click("approve", "")
     with pytest.raises(ActionError, match="snooze choice"):
-        table.read("idle_snooze", "soon|c")
+        table.read_click("idle_snooze", "soon|c")
 
 
 async def test_the_slack_listeners_answer_every_click_of_the_table() -> None:

@@ -26,7 +26,7 @@ from bot.sandbox.slack.workspace import INSTALLED_SCOPES
 from bot.settings import Settings, env_name
 from bot.slack.listeners import COMMAND
 from handlers.actions import ActionId
-from handlers.commands import BY_NAME
+from handlers.capabilities import REGISTRY
 from tests.support.demo_stack import Stack, demo_stack
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,7 +151,7 @@ def test_manifest_matches_what_the_code_registers(name: str) -> None:
     [command] = manifest["features"]["slash_commands"]
     assert command["command"] == COMMAND
     hint_words = set(re.findall(r"[a-z]+", command["usage_hint"]))
-    assert set(BY_NAME) <= hint_words
+    assert set(REGISTRY.by_name) <= hint_words
     assert set(manifest["oauth_config"]["scopes"]["bot"]) == {
         "commands",
         "chat:write",

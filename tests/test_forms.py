@@ -302,7 +302,9 @@ def test_which_commands_ask_for_a_form(text: str, ask: FormAsk | None) -> None:
 
 
 def test_full_width_digits_and_letters_are_read_as_ascii() -> None:
-    from handlers.commands import Resize, help_reply
+    from handlers.capabilities import REGISTRY
+    from handlers.changes.commands import Resize
+    from handlers.reading.commands import help_reply
     from tests.support.words import parse
 
     assert parse("resize ｔｒａｉｎ０１ a4 ３") == Resize("train01", "a4", 3, 3)
@@ -310,7 +312,7 @@ def test_full_width_digits_and_letters_are_read_as_ascii() -> None:
         "train01", "a4", 2, 5
     )  # ideographic space
     assert read("ｒｅｓｉｚｅ").form == FormAsk(FormKind.RESIZE)
-    shown = " ".join(str(part) for part in help_reply(None).parts)
+    shown = " ".join(str(part) for part in help_reply(REGISTRY.commands, None).parts)
     assert "Full-width digits and letters" in shown
 
 

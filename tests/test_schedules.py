@@ -17,6 +17,7 @@ import pytest
 from bot.calendar import CronCalendar
 from bot.store import Store
 from handlers import dispatch
+from handlers.capabilities import REGISTRY
 from handlers.changes.tracking import FOLLOW
 from handlers.costs import money
 from handlers.dispatch import read
@@ -93,7 +94,8 @@ def test_bad_words_get_one_line_and_the_usage(words: str, reason: str) -> None:
     with pytest.raises(CommandError) as caught:
         parse(words)
     assert caught.value.reason.startswith(reason), caught.value.reason
-    assert caught.value.usage is not None and "off [DAYS] HH:MM on" in caught.value.usage
+    usage = REGISTRY.usage(caught.value)
+    assert usage is not None and "off [DAYS] HH:MM on" in usage
 
 
 # -- time -------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from bot.settings import Settings
 from bot.slack.shapes import shape_problem
 from handlers import dispatch
+from handlers.capabilities import REGISTRY
 from handlers.dispatch import Outcome
 from handlers.domain.models import Cluster
 from handlers.domain.names import ClusterName
@@ -37,7 +38,7 @@ ZONES = ["Europe", "America/Argentina", "z" * 300, "../../etc/passwd", "UTC\x00"
 def test_a_zone_that_is_not_one_is_refused_in_one_line(zone: str) -> None:
     read = dispatch.read(f"schedule c1 off 20:00 on 08:00 tz {zone}")
     assert read.error is not None and "is not a time zone of the tz database" in read.error.reason
-    assert read.error.usage is not None and "\n" not in read.error.reason
+    assert REGISTRY.usage(read.error) is not None and "\n" not in read.error.reason
 
 
 @pytest.mark.parametrize("zone", ["Europe", "America/Argentina", "z" * 300])

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from handlers.changes.approval_card import cost_change
+from handlers.changes.commands import Delete, Resize
 from handlers.changes.plan import PlanError
 from handlers.changes.resize import plan_resize
-from handlers.commands import Delete, Resize
 from handlers.costs import PriceBook, money, money_range
 from handlers.domain.models import Cluster
 from handlers.forms.asks import EVERY_POOL

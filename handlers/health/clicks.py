@@ -9,29 +9,18 @@ from typing import Any
 
 from handlers.changes.approvals import Approvals
 from handlers.changes.plan import ChangePlan, PlanError
-from handlers.clicking import Click, Clicked, click
 from handlers.costs import PriceBook
-from handlers.desk import Desk
 from handlers.domain.operations import SlurmNode
 from handlers.entities import ApprovalRequest, Origin
 from handlers.errors import UserError
 from handlers.health.alert import (
-    DRAIN,
-    RESUME,
-    SHOW,
-    SNOOZE,
     HealthSnooze,
     NodeAction,
-    ShowNode,
-    health_snooze,
-    node_action,
-    show_node,
 )
 from handlers.health.alerts import HealthAlerts
 from handlers.health.kinds import plan_drain, plan_resume
 from handlers.health.rules import NodeTrouble, broken_nodes
 from handlers.idle.rules import IdleRecord
-from handlers.policy import Role
 from handlers.ports import ActivityReader, Clock
 from handlers.reading.clusters import ClusterDirectory
 from handlers.replies import Code, Field, Fields, Heading, Note, Reply, Time, UserRef, notice
@@ -146,42 +135,3 @@ class HealthClicks:
 def _reason(trouble: str, user: str) -> str:
     """The reason Slurm keeps on a node drained from an alert: what was wrong, and who."""
     return f"clusterbot: {trouble} (drained from the health alert by {user})"
-
-
-async def _node(services: Desk, clicked: Clicked[NodeAction]) -> Reply:
-    if services.health is None:
-        return notice("Health", "This clusterbot posts no health alerts.")
-    return await services.health.node(clicked.user, clicked.action)
-
-
-async def _show(services: Desk, clicked: Clicked[ShowNode]) -> Reply:
-    if services.health is None:
-        return notice("Health", "This clusterbot reads no Slurm nodes.")
-    return await services.health.show(clicked.action.cluster, clicked.action.node)
-
-
-async def _snooze(services: Desk, clicked: Clicked[HealthSnooze]) -> Reply:
-    if services.health is None:
-        return notice("Health", "This clusterbot posts no health alerts.")
-    return await services.health.snooze(clicked.user, clicked.action)
-
-
-CLICKS: tuple[Click, ...] = (
-    click(
-        (RESUME, DRAIN),
-        node_action,
-        Role.OPERATOR,  # asks; an approver decides on the card
-        "Asking to resume or drain a node",
-        _node,
-        names_cluster=True,
-    ),
-    click((SHOW,), show_node, Role.VIEWER, "Reading a node", _show, names_cluster=True),
-    click(
-        (SNOOZE,),
-        health_snooze,
-        Role.OPERATOR,
-        "Snoozing health alerts",
-        _snooze,
-        names_cluster=True,
-    ),
-)

@@ -7,19 +7,12 @@ opens a form that asks for one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from handlers.changes.plan import PlanError
-from handlers.domain.errors import SlurmUnreadableError
 from handlers.forms.asks import FormAsk, FormKind
 from handlers.grammar import NODE_NAME, CommandError, arity, cluster_word, echo
 from handlers.policy import Role
-from handlers.replies import notice
 
-if TYPE_CHECKING:
-    from handlers.commands import Caller
-    from handlers.desk import Desk
-    from handlers.replies import Reply
+NODE_USAGE = "/cluster node CLUSTER NODE [resume | drain REASON…]"
 
 NODE = (
     "one Slurm node now; ask to resume it, or to drain it with a reason (a second person approves)"
@@ -40,7 +33,7 @@ class NodeCommand:
 
 
 def parse_node(args: list[str]) -> NodeCommand:
-    arity(args, "node", 2, 64)
+    arity(args, NODE_USAGE, 2, 64)
     cluster = cluster_word(args[0], "node")
     if not NODE_NAME.match(args[1]):
         raise CommandError(f"{echo(args[1])} is not a Slurm node name", "node")
@@ -70,20 +63,3 @@ def node_form(args: list[str]) -> FormAsk | None:
         return FormAsk(FormKind.DRAIN, cluster_word(args[0], "node"), which=args[1])
     except CommandError:
         return None
-
-
-async def run_node(services: Desk, command: NodeCommand, caller: Caller) -> Reply | None:
-    if services.health is None:
-        return notice("Node", "This clusterbot reads no Slurm nodes.")
-    if command.verb is None:
-        return await services.health.show(command.cluster, command.node)
-    drain = command.verb == "drain"
-    try:
-        request = await services.health.ask(
-            caller.user, caller.channel, command.cluster, command.node, drain, command.reason
-        )
-    except PlanError as error:
-        raise CommandError(str(error), "node") from None
-    except SlurmUnreadableError as error:
-        raise CommandError(f"Slurm could not be read: {error.reason}", "node") from None
-    return await services.approvals.card_pending(request)  # the card is the answer

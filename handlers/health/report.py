@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from handlers.actions import HealthSweepNow
 from handlers.costs import money
@@ -28,9 +27,7 @@ from handlers.replies import (
 )
 from handlers.words import duration, plural
 
-if TYPE_CHECKING:
-    from handlers.commands import Caller
-    from handlers.desk import Desk
+HEALTH_USAGE = "/cluster health [CLUSTER]"
 
 HEALTH = "broken nodes, clusters out of RUNNING and queues held up by them, from the last sweep"
 ROWS = 25  # nodes shown for a cluster
@@ -41,12 +38,8 @@ class Health:
     cluster: str | None = None
 
 
-async def run_health(services: Desk, command: Health, caller: Caller) -> Reply:
-    return await services.reports.health(command.cluster)
-
-
 def parse_health(args: list[str]) -> Health:
-    arity(args, "health", 0, 1)
+    arity(args, HEALTH_USAGE, 0, 1)
     return Health(cluster_word(args[0], "health") if args else None)
 
 

@@ -1,5 +1,5 @@
-"""The schedule's clicks, declared beside the action its notice carries: Skip tonight and
-Postpone 2 h, on the notice posted shortly before a night's "off"."""
+"""The action a night's notice carries: Skip tonight and Postpone 2 h, on the notice posted
+shortly before a night's "off" (its clicks: ``handlers/schedules/capability.py``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,6 @@ from dataclasses import dataclass
 from typing import Final
 
 from handlers.actions import ActionError
-from handlers.clicking import Click, Clicked, click
-from handlers.desk import Desk
-from handlers.policy import Role
-from handlers.replies import Reply, notice
 
 SKIP: Final = "schedule_skip"
 POSTPONE: Final = "schedule_postpone"
@@ -40,23 +36,3 @@ def night(action_id: str, value: str) -> Night:
     if not schedule_id or not off_at.isdigit():
         raise ActionError("That schedule's night is not one clusterbot offers.")
     return Night(schedule_id, int(off_at), postpone=action_id == POSTPONE)
-
-
-async def _night(services: Desk, clicked: Clicked[Night]) -> Reply:
-    if services.schedules is None:
-        return notice("Schedule", "This clusterbot keeps no schedules.")
-    night = clicked.action
-    return await services.schedules.night(
-        clicked.user, night.schedule_id, night.off_at, night.postpone
-    )
-
-
-CLICKS: tuple[Click, ...] = (
-    click(
-        (SKIP, POSTPONE),
-        night,
-        Role.OPERATOR,
-        "Skipping or postponing a schedule's night",
-        _night,
-    ),
-)

@@ -8,13 +8,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from handlers.desk import Desk
 from handlers.grammar import POOL_ID, CommandError, arity, cluster_word, echo
 from handlers.schedules.times import Weekly, parse_weekly, parse_zone, unquoted
 
 if TYPE_CHECKING:
-    from handlers.commands import Caller
+    from handlers.commanding import Caller
     from handlers.replies import Reply
+    from handlers.schedules.service import Schedules
+
+SCHEDULE_USAGE = (
+    "/cluster schedule CLUSTER [POOL] off [DAYS] HH:MM on [DAYS] HH:MM [tz ZONE]   "
+    "(or pause|resume|end ID)"
+)
+SCHEDULES_USAGE = "/cluster schedules"
 
 SCHEDULE = (
     "ask for an off-hours schedule: its pools to zero at off and back at on, never under "
@@ -50,7 +56,7 @@ def parse_schedule(args: list[str]) -> AskSchedule | ChangeSchedule:
     words = unquoted(args)
     if len(words) == 2 and words[0].lower() in CHANGES and words[1].lower().startswith("sch-"):
         return ChangeSchedule(words[0].lower(), words[1].lower())
-    arity(words, "schedule", 1, 12)
+    arity(words, SCHEDULE_USAGE, 1, 12)
     cluster = cluster_word(words[0], "schedule")
     lowered = [w.lower() for w in words]
     if "off" not in lowered or "on" not in lowered:
@@ -84,18 +90,18 @@ def _weekly(words: list[str], which: str) -> Weekly:
 
 
 def parse_schedules(args: list[str]) -> ListSchedules:
-    arity(args, "schedules", 0, 0)
+    arity(args, SCHEDULES_USAGE, 0, 0)
     return ListSchedules()
 
 
 async def run_schedule(
-    services: Desk, command: AskSchedule | ChangeSchedule, caller: Caller
+    schedules: Schedules | None, command: AskSchedule | ChangeSchedule, caller: Caller
 ) -> Reply | None:
-    if services.schedules is None:
+    if schedules is None:
         raise CommandError("this clusterbot keeps no schedules", "schedule")
     if isinstance(command, ChangeSchedule):
-        return await services.schedules.change(caller.user, command.schedule_id, command.action)
-    await services.schedules.propose(
+        return await schedules.change(caller.user, command.schedule_id, command.action)
+    await schedules.propose(
         caller.user,
         caller.channel,
         command.cluster,
@@ -107,7 +113,9 @@ async def run_schedule(
     return None  # the approval card is the answer
 
 
-async def run_schedules(services: Desk, command: ListSchedules, caller: Caller) -> Reply:
-    if services.schedules is None:
+async def run_schedules(
+    schedules: Schedules | None, command: ListSchedules, caller: Caller
+) -> Reply:
+    if schedules is None:
         raise CommandError("this clusterbot keeps no schedules", "schedules")
-    return await services.schedules.listing()
+    return await schedules.listing()

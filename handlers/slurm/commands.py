@@ -31,15 +31,33 @@ from handlers.slurm.layout import LayoutAction
 from handlers.slurm.scripts import ScriptAction
 
 if TYPE_CHECKING:
-    from handlers.commands import Caller
-    from handlers.desk import Desk
+    from handlers.changes.approvals import Approvals
+    from handlers.commanding import Caller
+    from handlers.reading.reports import Reports
     from handlers.replies import Reply
+
+SLURM_USAGE = (
+    "/cluster slurm CLUSTER [set KEY=VALUE… | unset KEY… | partition add ID POOL[,POOL] | "
+    "partition remove ID | partition default ID | login-pool POOL | "
+    "prolog|epilog show N | prolog|epilog remove N | prolog|epilog move N M]"
+)
+JOBS_USAGE = "/cluster jobs CLUSTER [user U] [partition P] [state running|pending]"
+FAIRSHARE_USAGE = "/cluster fairshare CLUSTER"
 
 # A Slurm partition name, kept to what the partitions of the docs' samples use (lowercase
 # letters, digits, hyphens): slurm.conf PartitionName allows more, but a name that needs
 # quoting in `sbatch --partition` is a trap for the people who type it.
 PARTITION_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 VERBS = "set, unset, partition, login-pool, prolog or epilog"
+
+
+@dataclass(frozen=True)
+class SlurmDesk:
+    """What Slurm's subcommands run on: the reports that read it, the approvals that
+    change it."""
+
+    reports: Reports
+    approvals: Approvals
 
 
 @dataclass(frozen=True)
@@ -102,7 +120,7 @@ class SlurmScripts:
 
 
 def parse_slurm(args: list[str]) -> Slurm | SlurmConfig | SlurmLayout | SlurmScripts:
-    arity(args, "slurm", 1, len(args) or 1)
+    arity(args, SLURM_USAGE, 1, len(args) or 1)
     cluster = cluster_word(args[0], "slurm")
     if len(args) == 1:
         return Slurm(cluster)
@@ -210,7 +228,7 @@ STATES = ("running", "pending")
 
 def parse_jobs(args: list[str]) -> Jobs:
     """``jobs CLUSTER [user U] [partition P] [state running|pending]``, filters in any order."""
-    arity(args, "jobs", 1, 7)
+    arity(args, JOBS_USAGE, 1, 7)
     cluster = cluster_word(args[0], "jobs")
     filters: dict[str, str] = {}
     rest = args[1:]
@@ -245,7 +263,7 @@ def slurm_role(command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts) -> Rol
 
 
 async def run_slurm(
-    services: Desk,
+    services: SlurmDesk,
     command: Slurm | SlurmConfig | SlurmLayout | SlurmScripts,
     caller: Caller,
 ) -> Reply | None:

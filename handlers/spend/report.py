@@ -46,6 +46,8 @@ GROUPS = ("pool", "target", "label")
 ROWS = 40  # groups shown; the rest are summed on one line
 SERIES = 7  # groups stacked in the chart's bars; the rest as one
 
+COST_USAGE = "/cluster cost [CLUSTER] [since 30d] [by pool|target|label KEY]"
+
 
 class Folds(Protocol):
     def add(self, runs: Iterable[SpendRun]) -> None: ...

@@ -1,0 +1,26 @@
+"""The one list of capabilities. A new capability is its package (with a ``capability.py``
+declaring what it adds, ``handlers/capability.py``) and one line here; the order is the
+order of help."""
+
+from __future__ import annotations
+
+from handlers.capability import Capability
+from handlers.changes.capability import CHANGES
+from handlers.health.capability import HEALTH_CAPABILITY
+from handlers.idle.capability import IDLE
+from handlers.reading.capability import READING
+from handlers.registry import Registry
+from handlers.schedules.capability import SCHEDULES_CAPABILITY
+from handlers.slurm.capability import SLURM
+from handlers.spend.capability import SPEND
+
+CAPABILITIES: tuple[Capability, ...] = (
+    READING,
+    SLURM,
+    CHANGES,
+    IDLE,
+    SPEND,
+    SCHEDULES_CAPABILITY,
+    HEALTH_CAPABILITY,
+)
+REGISTRY = Registry(CAPABILITIES)

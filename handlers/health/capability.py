@@ -1,0 +1,131 @@
+"""Health, declared: the last sweep's health and one node (read, or asked to resume or
+drain), and the clicks on a health alert (Resume, Drain, Show, Snooze)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from handlers.capability import Capability, Kernel
+from handlers.changes.approvals import Approvals
+from handlers.changes.plan import PlanError
+from handlers.clicking import Click, Clicked, click
+from handlers.commanding import Caller, Subcommand
+from handlers.domain.errors import SlurmUnreadableError
+from handlers.grammar import CommandError
+from handlers.health.alert import (
+    DRAIN,
+    RESUME,
+    SHOW,
+    SNOOZE,
+    HealthSnooze,
+    NodeAction,
+    ShowNode,
+    health_snooze,
+    node_action,
+    show_node,
+)
+from handlers.health.clicks import HealthClicks
+from handlers.health.commands import NODE, NODE_USAGE, NodeCommand, node_form, node_role, parse_node
+from handlers.health.report import HEALTH, HEALTH_USAGE, Health, parse_health
+from handlers.policy import Role
+from handlers.replies import Reply, notice
+
+
+class HealthReports(Protocol):
+    async def health(self, cluster: str | None) -> Reply: ...
+
+
+@dataclass(frozen=True)
+class HealthDesk:
+    """What health's subcommands and clicks run on: the reports (the last sweep's health),
+    the health alerts' clicks (None where none are posted) and the approvals a node change
+    goes through."""
+
+    reports: HealthReports
+    approvals: Approvals
+    health: HealthClicks | None
+
+
+async def _node(services: HealthDesk, clicked: Clicked[NodeAction]) -> Reply:
+    if services.health is None:
+        return notice("Health", "This clusterbot posts no health alerts.")
+    return await services.health.node(clicked.user, clicked.action)
+
+
+async def _show(services: HealthDesk, clicked: Clicked[ShowNode]) -> Reply:
+    if services.health is None:
+        return notice("Health", "This clusterbot reads no Slurm nodes.")
+    return await services.health.show(clicked.action.cluster, clicked.action.node)
+
+
+async def _snooze(services: HealthDesk, clicked: Clicked[HealthSnooze]) -> Reply:
+    if services.health is None:
+        return notice("Health", "This clusterbot posts no health alerts.")
+    return await services.health.snooze(clicked.user, clicked.action)
+
+
+CLICKS: tuple[Click, ...] = (
+    click(
+        (RESUME, DRAIN),
+        node_action,
+        Role.OPERATOR,  # asks; an approver decides on the card
+        "Asking to resume or drain a node",
+        _node,
+        names_cluster=True,
+    ),
+    click((SHOW,), show_node, Role.VIEWER, "Reading a node", _show, names_cluster=True),
+    click(
+        (SNOOZE,),
+        health_snooze,
+        Role.OPERATOR,
+        "Snoozing health alerts",
+        _snooze,
+        names_cluster=True,
+    ),
+)
+
+
+async def run_node(services: HealthDesk, command: NodeCommand, caller: Caller) -> Reply | None:
+    if services.health is None:
+        return notice("Node", "This clusterbot reads no Slurm nodes.")
+    if command.verb is None:
+        return await services.health.show(command.cluster, command.node)
+    drain = command.verb == "drain"
+    try:
+        request = await services.health.ask(
+            caller.user, caller.channel, command.cluster, command.node, drain, command.reason
+        )
+    except PlanError as error:
+        raise CommandError(str(error), "node") from None
+    except SlurmUnreadableError as error:
+        raise CommandError(f"Slurm could not be read: {error.reason}", "node") from None
+    return await services.approvals.card_pending(request)  # the card is the answer
+
+
+async def run_health(services: HealthDesk, command: Health, caller: Caller) -> Reply:
+    return await services.reports.health(command.cluster)
+
+
+def build(kernel: Kernel) -> HealthDesk:
+    return HealthDesk(kernel.reports, kernel.approvals, kernel.parts.get("health"))
+
+
+HEALTH_CAPABILITY = Capability(
+    "health",
+    build,
+    commands=(
+        Subcommand("health", HEALTH_USAGE, HEALTH, Role.VIEWER, parse_health, run_health),
+        Subcommand(
+            "node",
+            NODE_USAGE,
+            NODE,
+            Role.VIEWER,
+            parse_node,
+            run_node,
+            role_for=node_role,
+            form=node_form,
+        ),
+    ),
+    clicks=CLICKS,
+)

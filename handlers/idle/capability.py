@@ -1,0 +1,61 @@
+"""Idle alerts, declared: the clicks on an idle alert (Scale to zero, Delete, Snooze,
+Unsnooze, Keep and its undoing)."""
+
+from __future__ import annotations
+
+from handlers.actions import ActionId, Keep, Remedy, Unsnooze, needs, snooze
+from handlers.capability import Capability, Kernel
+from handlers.clicking import click
+from handlers.idle.clicks import IdleClicks
+from handlers.policy import Role
+from handlers.reading.reports import NO_IDLE
+from handlers.replies import Reply, notice
+
+
+def build(kernel: Kernel) -> IdleClicks | None:
+    clicks: IdleClicks | None = kernel.parts.get("idle")
+    return clicks
+
+
+async def _no_idle() -> Reply:
+    return notice("Idle report", NO_IDLE)
+
+
+IDLE = Capability(
+    "idle",
+    build,
+    clicks=(
+        click(
+            (ActionId.SCALE_TO_ZERO, ActionId.DELETE),
+            lambda i, v: Remedy(needs(v), delete=i == ActionId.DELETE),
+            Role.OPERATOR,
+            "Acting on idle alerts",
+            lambda s, c: _no_idle() if s is None else s.remedy(c.user, c.role, c.action),
+            names_cluster=True,
+        ),
+        click(
+            (ActionId.SNOOZE,),
+            lambda i, v: snooze(v),
+            Role.OPERATOR,
+            "Acting on idle alerts",
+            lambda s, c: _no_idle() if s is None else s.snooze(c.user, c.action),
+            names_cluster=True,
+        ),
+        click(
+            (ActionId.UNSNOOZE,),
+            lambda i, v: Unsnooze(needs(v)),
+            Role.OPERATOR,
+            "Acting on idle alerts",
+            lambda s, c: _no_idle() if s is None else s.unsnooze(c.user, c.action),
+            names_cluster=True,
+        ),
+        click(
+            (ActionId.KEEP, ActionId.UNKEEP),
+            lambda i, v: Keep(needs(v), keep=i == ActionId.KEEP),
+            Role.OPERATOR,
+            "Acting on idle alerts",
+            lambda s, c: _no_idle() if s is None else s.keep(c.user, c.action),
+            names_cluster=True,
+        ),
+    ),
+)

@@ -1,0 +1,75 @@
+"""Every capability's declarations folded into one registry: the subcommands by name, in the
+order the capabilities and their declarations come, and the clicks by action id; two
+subcommands of one name, or two clicks of one action id, are refused. Help, typo
+suggestions, the dispatcher's role checks and the platform's listeners all read it."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from typing import Any
+
+from handlers.actions import Action, ActionError, ActionId
+from handlers.capability import Capability
+from handlers.clicking import Click
+from handlers.commanding import Subcommand
+from handlers.errors import UserError
+from handlers.grammar import CommandError, echo
+
+ALIASES = {"-h": "help", "--help": "help", "?": "help"}
+
+
+class Registry:
+    def __init__(self, capabilities: Sequence[Capability]) -> None:
+        self.capabilities = tuple(capabilities)
+        self.by_name: dict[str, Subcommand[Any]] = {}
+        self.owner: dict[str, str] = {}  # a subcommand's or an action id's capability
+        self.clicks: dict[str, Click] = {}
+        names = [c.name for c in self.capabilities]
+        if len(names) != len(set(names)):
+            raise ValueError(f"two capabilities of one name among {', '.join(names)}")
+        for capability in self.capabilities:
+            for entry in capability.commands:
+                if entry.name in self.by_name:
+                    raise ValueError(f"two subcommands are called {entry.name}")
+                self.by_name[entry.name] = entry
+                self.owner[entry.name] = capability.name
+            for declared in capability.clicks:
+                for action_id in declared.ids:
+                    if action_id in self.clicks:
+                        raise ValueError(f"two clicks answer the action id {action_id}")
+                    self.clicks[action_id] = declared
+                    self.owner[action_id] = capability.name
+        unanswered = sorted(set(ActionId) - set(self.clicks))
+        if unanswered:
+            raise ValueError(f"no click answers {', '.join(unanswered)}")
+
+    @property
+    def commands(self) -> tuple[Subcommand[Any], ...]:
+        return tuple(self.by_name.values())
+
+    def entry_for(self, word: str) -> Subcommand[Any]:
+        """The subcommand a word names; raise ``CommandError``, with the nearest subcommand
+        for a typo, when none."""
+        entry = self.by_name.get(ALIASES.get(word.lower(), word.lower()))
+        if entry is None:
+            close = difflib.get_close_matches(word.lower(), list(self.by_name), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise CommandError(f"there is no subcommand {echo(word)}{hint}")
+        return entry
+
+    def usage(self, error: UserError) -> str | None:
+        """The usage a bad-input answer quotes: its subcommand's, or every subcommand's."""
+        if not isinstance(error, CommandError) or not error.shows_usage:
+            return None
+        entry = self.by_name.get(error.subcommand or "")
+        if entry is not None:
+            return f"Usage: {entry.usage}"
+        return "Usage: /cluster " + " | ".join(self.by_name) + "   (/cluster help for more)"
+
+    def read_click(self, action_id: str, value: str) -> tuple[Click, Action]:
+        """The click and its action; ``ActionError`` for anything this bot never offered."""
+        found = self.clicks.get(action_id)
+        if found is None:
+            raise ActionError(f"clusterbot offers no action {action_id[:40]!r}")
+        return found, found.read(action_id, value)

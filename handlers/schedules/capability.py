@@ -1,0 +1,72 @@
+"""Off-hours schedules, declared: ask for one (or pause, resume, end it), list them, and the
+Skip tonight and Postpone 2 h clicks on a night's notice."""
+
+from __future__ import annotations
+
+from handlers.capability import Capability, Kernel
+from handlers.clicking import Click, Clicked, click
+from handlers.commanding import Subcommand
+from handlers.forms.asks import schedule_form
+from handlers.policy import Role
+from handlers.replies import Reply, notice
+from handlers.schedules.clicks import POSTPONE, SKIP, Night, night
+from handlers.schedules.commands import (
+    SCHEDULE,
+    SCHEDULE_USAGE,
+    SCHEDULES,
+    SCHEDULES_USAGE,
+    parse_schedule,
+    parse_schedules,
+    run_schedule,
+    run_schedules,
+)
+from handlers.schedules.service import Schedules
+
+
+def build(kernel: Kernel) -> Schedules | None:
+    schedules: Schedules | None = kernel.parts.get("schedules")
+    return schedules
+
+
+async def _night(schedules: Schedules | None, clicked: Clicked[Night]) -> Reply:
+    if schedules is None:
+        return notice("Schedule", "This clusterbot keeps no schedules.")
+    night = clicked.action
+    return await schedules.night(clicked.user, night.schedule_id, night.off_at, night.postpone)
+
+
+CLICKS: tuple[Click, ...] = (
+    click(
+        (SKIP, POSTPONE),
+        night,
+        Role.OPERATOR,
+        "Skipping or postponing a schedule's night",
+        _night,
+    ),
+)
+
+
+SCHEDULES_CAPABILITY = Capability(
+    "schedules",
+    build,
+    commands=(
+        Subcommand(
+            "schedule",
+            SCHEDULE_USAGE,
+            SCHEDULE,
+            Role.OPERATOR,
+            parse_schedule,
+            run_schedule,
+            form=schedule_form,
+        ),
+        Subcommand(
+            "schedules",
+            SCHEDULES_USAGE,
+            SCHEDULES,
+            Role.VIEWER,
+            parse_schedules,
+            run_schedules,
+        ),
+    ),
+    clicks=CLICKS,
+)
