@@ -259,7 +259,6 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
     if ports.releases is not None:
         releases = Releases(
             store=ports.releases,
-            directory=directory,
             activity=ports.activity,
             approvals=approvals,
             ledger=ledger,

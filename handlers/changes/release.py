@@ -31,7 +31,6 @@ from handlers.idle.observe import slurm_demand
 from handlers.messenger import Messenger, MessengerError
 from handlers.policy import Policy, ReleaseAction
 from handlers.ports import ActivityReader, Clock, CrashPoint, ReleaseStore, no_crash
-from handlers.reading.clusters import ClusterDirectory
 from handlers.replies import Code, Line, Reply, Strong, Text
 from handlers.words import duration
 
@@ -70,7 +69,6 @@ class Releases:
         self,
         *,
         store: ReleaseStore,
-        directory: ClusterDirectory,
         activity: ActivityReader,
         approvals: Approvals,
         ledger: RequestLedger,
@@ -82,7 +80,7 @@ class Releases:
         crash: CrashPoint = no_crash,
     ) -> None:
         self.store = store
-        self.directory = directory
+        self.directory = approvals.directory  # the targets the releases may name
         self.activity = activity
         self.approvals = approvals
         self.ledger = ledger

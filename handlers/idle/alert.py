@@ -200,6 +200,12 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
         )
     if note:
         reply.add(Text(*note))
+    return _remedies(reply, entry)
+
+
+def _remedies(reply: Reply, entry: IdleEntry) -> Reply:
+    """The alert's foot: where its costs come from, and its buttons."""
+    cluster = entry.cluster_id
     reply.add(
         Note(
             f"costs are estimates (list prices {PRICES_AS_OF}) · ",

@@ -215,37 +215,12 @@ def list_reply(listings: Sequence[TargetKept[ListRow]]) -> Reply:
     return reply
 
 
-def show_reply(
-    cluster: Cluster,
-    prices: PriceBook,
-    broken: Mapping[str, tuple[str, str]] | None = None,
-    swept_at: float | None = None,
-) -> Reply:
-    """The cluster as the control plane describes it; ``broken``: its nodes Slurm had out
-    of service at the last sweep (name -> trouble, reason), counted by that state in the
-    pools' states and named below them, so that show and health agree."""
-    broken = broken or {}
-    slurm = cluster.slurm
+def _pools_table(
+    cluster: Cluster, prices: PriceBook, broken: Mapping[str, tuple[str, str]]
+) -> Table:
+    """Each pool: its nodes, bounds, states (Slurm's out-of-service ones as Slurm said them),
+    cost and machine."""
     status = cluster.cluster_status
-    reply = Reply(summary=f"{cluster.cluster_id}: {cluster.state}")
-    title = (
-        f"{cluster.cluster_id} · {cluster.display_name}"
-        if cluster.display_name and cluster.display_name != cluster.cluster_id
-        else cluster.cluster_id
-    )
-    reply.add(Heading(title[:150]))
-    reply.add(
-        Fields(
-            (
-                Field("Target", Code(str(cluster.target))),
-                Field("State", cluster.state),
-                Field("Estimated cost", money(prices.cluster_hour(cluster))),
-                Field("Created", stamp(cluster.create_time)),
-            )
-        )
-    )
-    if status and status.detail:
-        reply.add(Note(status.detail))
     reported = (status.nodes_status or []) if status else []
     rows = []
     for pool in cluster.node_pools:
@@ -269,26 +244,16 @@ def show_reply(
                 f"{pool.machine_description} ({model})",
             )
         )
-    reply.add(
-        Table.of(
-            ("POOL", "NODES", "MIN:MAX", "STATES", "$/H", "MACHINE"),
-            rows,
-            right=frozenset({1, 2, 4}),
-        )
+    return Table.of(
+        ("POOL", "NODES", "MIN:MAX", "STATES", "$/H", "MACHINE"),
+        rows,
+        right=frozenset({1, 2, 4}),
     )
-    if broken:
-        named = [(Code(name), f" {what} ({why})") for name, (what, why) in broken.items()]
-        reply.add(
-            Note(
-                "Slurm at the last sweep",
-                *((" (", Time(swept_at), ")") if swept_at is not None else ()),
-                ": ",
-                *joined(named),
-                "; its VM may still run and be paid for (",
-                Code(f"/cluster health {cluster.cluster_id}"),
-                ").",
-            )
-        )
+
+
+def _slurm_parts(reply: Reply, cluster: Cluster) -> None:
+    """The partitions, login pool, storage, scripts and slurm.conf settings."""
+    slurm = cluster.slurm
     mounts: list[Line] = [
         (Code(pool.id), f": {m.rsplit('/', 1)[-1]}")
         for pool in cluster.node_pools
@@ -321,6 +286,53 @@ def show_reply(
     if mounts:
         reply.add(Text(Strong("Mounted storage"), ": ", *joined(mounts)))
     reply.add(Text(Strong("slurm.conf settings"), ": ", *settings))
+
+
+def show_reply(
+    cluster: Cluster,
+    prices: PriceBook,
+    broken: Mapping[str, tuple[str, str]] | None = None,
+    swept_at: float | None = None,
+) -> Reply:
+    """The cluster as the control plane describes it; ``broken``: its nodes Slurm had out
+    of service at the last sweep (name -> trouble, reason), counted by that state in the
+    pools' states and named below them, so that show and health agree."""
+    broken = broken or {}
+    status = cluster.cluster_status
+    reply = Reply(summary=f"{cluster.cluster_id}: {cluster.state}")
+    title = (
+        f"{cluster.cluster_id} · {cluster.display_name}"
+        if cluster.display_name and cluster.display_name != cluster.cluster_id
+        else cluster.cluster_id
+    )
+    reply.add(Heading(title[:150]))
+    reply.add(
+        Fields(
+            (
+                Field("Target", Code(str(cluster.target))),
+                Field("State", cluster.state),
+                Field("Estimated cost", money(prices.cluster_hour(cluster))),
+                Field("Created", stamp(cluster.create_time)),
+            )
+        )
+    )
+    if status and status.detail:
+        reply.add(Note(status.detail))
+    reply.add(_pools_table(cluster, prices, broken))
+    if broken:
+        named = [(Code(name), f" {what} ({why})") for name, (what, why) in broken.items()]
+        reply.add(
+            Note(
+                "Slurm at the last sweep",
+                *((" (", Time(swept_at), ")") if swept_at is not None else ()),
+                ": ",
+                *joined(named),
+                "; its VM may still run and be paid for (",
+                Code(f"/cluster health {cluster.cluster_id}"),
+                ").",
+            )
+        )
+    _slurm_parts(reply, cluster)
     events = (cluster.cluster_events or [])[:SHOW_EVENTS]
     if events:
         happened = [
