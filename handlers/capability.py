@@ -2,10 +2,11 @@
 
 A capability is a package of the core (reading, changes, slurm, idle, health, schedules,
 spend) that declares, in its ``capability.py``, everything it adds: its subcommands (with
-their usage), its clicks, and how its service is built from the kernel. One list names the
-capabilities (``handlers/capabilities.py``); the registry (``handlers/registry.py``) folds
-their declarations and refuses two of one name; the dispatcher hands each subcommand and
-click its own capability's service. Nothing central names a capability.
+their usage), its clicks, its kinds of change, and how its service is built from the
+kernel. One list names the capabilities (``handlers/capabilities.py``); the registry
+(``handlers/registry.py``) folds their declarations and refuses two of one name; the
+dispatcher hands each subcommand and click its own capability's service. Nothing
+central names a capability.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
+    from handlers.changes.kind import ChangeKind
     from handlers.clicking import Click
     from handlers.commanding import Subcommand
     from handlers.costs import PriceBook
@@ -48,3 +50,4 @@ class Capability:
     build: Callable[[Kernel], Any]
     commands: tuple[Subcommand[Any], ...] = ()
     clicks: tuple[Click, ...] = ()
+    kinds: tuple[ChangeKind[Any], ...] = ()  # the kinds of change it plans

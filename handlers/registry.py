@@ -11,6 +11,9 @@ from typing import Any
 
 from handlers.actions import Action, ActionError, ActionId
 from handlers.capability import Capability
+from handlers.changes.kind import ChangeKind
+from handlers.changes.kinds import read_plan
+from handlers.changes.plan import ChangePlan
 from handlers.clicking import Click
 from handlers.commanding import Subcommand
 from handlers.errors import UserError
@@ -25,6 +28,7 @@ class Registry:
         self.by_name: dict[str, Subcommand[Any]] = {}
         self.owner: dict[str, str] = {}  # a subcommand's or an action id's capability
         self.clicks: dict[str, Click] = {}
+        self.kinds: dict[str, ChangeKind[Any]] = {}
         names = [c.name for c in self.capabilities]
         if len(names) != len(set(names)):
             raise ValueError(f"two capabilities of one name among {', '.join(names)}")
@@ -34,6 +38,10 @@ class Registry:
                     raise ValueError(f"two subcommands are called {entry.name}")
                 self.by_name[entry.name] = entry
                 self.owner[entry.name] = capability.name
+            for kind in capability.kinds:
+                if kind.name in self.kinds:
+                    raise ValueError(f"two kinds of change are called {kind.name}")
+                self.kinds[kind.name] = kind
             for declared in capability.clicks:
                 for action_id in declared.ids:
                     if action_id in self.clicks:
@@ -57,6 +65,10 @@ class Registry:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise CommandError(f"there is no subcommand {echo(word)}{hint}")
         return entry
+
+    def read_plan(self, text: str | bytes) -> ChangePlan[Any]:
+        """A stored plan, its detail read as the model of its kind."""
+        return read_plan(text, self.kinds.values())
 
     def usage(self, error: UserError) -> str | None:
         """The usage a bad-input answer quotes: its subcommand's, or every subcommand's."""

@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from handlers.capabilities import REGISTRY
 from handlers.changes.effects import CREATE, PATCH, REMOVE, Next
 from handlers.changes.kind import ChangeKind
-from handlers.changes.kinds import KINDS, kind_of, read_plan
+from handlers.changes.kinds import kind_of
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import ResizeDetail
 from handlers.changes.restore import RestoreDetail
@@ -22,6 +23,8 @@ FLOWS = (
     *("changes/approvals", "changes/approval_card", "changes/execution", "changes/tracking"),
     *("changes/ledger", "reading/audit"),
 )
+
+KINDS = REGISTRY.kinds  # every capability's kinds of change
 
 
 def test_every_kind_is_registered_once_with_its_detail_and_effect() -> None:
@@ -97,10 +100,10 @@ def test_a_plan_stored_before_kinds_had_details_reads_back_as_its_kind() -> None
         "kept": [],
         "warnings": [],
     }
-    plan = read_plan(json.dumps(flat))
+    plan = REGISTRY.read_plan(json.dumps(flat))
     assert isinstance(plan.detail, ResizeDetail) and plan.kind == "resize"
     assert plan.detail.sizes == {"a4": (2, 4)}
-    again = read_plan(plan.model_dump_json())
+    again = REGISTRY.read_plan(plan.model_dump_json())
     assert again == plan and isinstance(again.detail, ResizeDetail)
-    deleted = read_plan(json.dumps({**flat, "kind": "delete", "losses": ["all 4 nodes"]}))
+    deleted = REGISTRY.read_plan(json.dumps({**flat, "kind": "delete", "losses": ["all 4 nodes"]}))
     assert deleted.detail.losses == ("all 4 nodes",)

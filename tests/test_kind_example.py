@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,16 @@ import pytest
 
 from bot.store import Store
 from bot.vertex.client import VertexClient
+from handlers.capabilities import CAPABILITIES
 from handlers.changes.approval_card import request_card
+from handlers.changes.capability import CHANGES
 from handlers.changes.effects import Next
-from handlers.changes.kinds import KINDS, kind_of
+from handlers.changes.kinds import kind_of
 from handlers.costs import PriceBook
 from handlers.entities import RequestState
 from handlers.policy import Role
 from handlers.reading.audit import change_words
+from handlers.registry import Registry
 from tests.conftest import ManualClock, Simulator
 from tests.support.fakes import FakeMessenger
 from tests.support.page import module_from_page
@@ -33,17 +37,15 @@ TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/
 
 def test_the_page_counts_the_files_it_touches() -> None:
     text = PAGE.read_text()
-    assert "one entry in\n`handlers/changes/kinds.py`: **2 files**" in text
-    registry = (ROOT / "handlers" / "changes" / "kinds.py").read_text()
-    start = registry.index("    for kind in (\n")
-    listed = registry[start : registry.index("    )\n", start)]
-    assert listed + "        LABELS,\n    )" in text  # the entry is one line more
+    assert "capability's `kinds` (its `capability.py`): **2 files**" in text
+    declared = (ROOT / "handlers" / "changes" / "capability.py").read_text()
+    [line] = [ln for ln in declared.splitlines() if ln.strip().startswith("kinds=(")]
+    assert line.replace(")", ", LABELS)") in text  # the entry is one name more
 
 
 @pytest.fixture
-async def labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+async def labels(tmp_path: Path) -> AsyncIterator[Any]:
     module = module_from_page("# handlers/changes/labels.py", "labels_example", tmp_path)
-    monkeypatch.setitem(KINDS, module.NAME, module.LABELS)  # the registry's one entry
     yield module
     sys.modules.pop("labels_example", None)
 
@@ -51,7 +53,10 @@ async def labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
 async def test_the_example_kind_runs_through_the_same_flows(
     labels: Any, tmp_path: Path, client: VertexClient, simulator: Simulator, clock: ManualClock
 ) -> None:
-    store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    # the one entry: the changes capability declares the kind beside its own
+    changes = replace(CHANGES, kinds=(*CHANGES.kinds, labels.LABELS))
+    registry = Registry([changes if c is CHANGES else c for c in CAPABILITIES])
+    store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}", registry.read_plan)
     await store.migrate()
     approvals = service(store, client, clock, FakeMessenger())  # as the unit tests build it
     try:

@@ -9,7 +9,7 @@ while it lives; a lease that runs out lets another replica take the work over.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Unpack
@@ -30,7 +30,8 @@ from bot.store.schedules import ScheduleRows
 from bot.store.slurm_versions import SlurmVersionRows
 from bot.store.spend import SpendRows
 from bot.store.submissions import SubmissionRows
-from handlers.changes.kinds import read_plan
+from handlers.capabilities import REGISTRY
+from handlers.changes.plan import ChangePlan
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
@@ -47,6 +48,9 @@ POOL = {"pool_size": 10, "max_overflow": 30, "pool_timeout": 60.0}
 MIGRATION_LOCK = 0x0C1B_0001  # pg_advisory_xact_lock key: one replica migrates at a time
 
 
+Plans = Callable[[str | bytes], ChangePlan[Any]]  # a stored plan read as its kind's
+
+
 def _request_row(request: ApprovalRequest) -> dict[str, Any]:
     row = asdict(request)
     row["plan"] = request.plan.model_dump_json()
@@ -56,10 +60,10 @@ def _request_row(request: ApprovalRequest) -> dict[str, Any]:
     return row
 
 
-def _request(row: sa.Row[Any]) -> ApprovalRequest:
+def _request(row: sa.Row[Any], plans: Plans) -> ApprovalRequest:
     mapping = row._mapping
     data = {name: mapping[schema.requests.c[name]] for name in _REQUEST_FIELDS}
-    data["plan"] = read_plan(data["plan"])
+    data["plan"] = plans(data["plan"])
     data["state"] = RequestState(data["state"])
     data["origin"] = Origin(data["origin"])
     data["lease_until"] = float(data["lease_until"] or 0.0)
@@ -86,11 +90,12 @@ class Store(
     DigestRows,
     OwedRows,
 ):
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, plans: Plans = REGISTRY.read_plan) -> None:
         self.engine = engine
+        self.plans = plans  # reads a stored plan as its kind's: every capability's kinds
 
     @classmethod
-    def from_url(cls, url: str, **engine_options: Any) -> Store:
+    def from_url(cls, url: str, plans: Plans = REGISTRY.read_plan, **engine_options: Any) -> Store:
         # a pool wide enough for the commands let through at once (handlers/gate.py), the
         # engine's items and the periodic jobs together; a burst beyond it waits its turn
         # (a minute at most) instead of failing
@@ -102,7 +107,7 @@ class Store(
             path = url.split(":///", 1)[-1]
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return cls(create_async_engine(url, **engine_options))
+        return cls(create_async_engine(url, **engine_options), plans)
 
     async def close(self) -> None:
         await self.engine.dispose()
@@ -154,7 +159,7 @@ class Store(
                     sa.select(schema.requests).where(schema.requests.c.id == request_id)
                 )
             ).first()
-        return _request(row) if row else None
+        return _request(row, self.plans) if row else None
 
     async def get_requests(self, request_ids: Sequence[str]) -> dict[str, ApprovalRequest]:
         wanted = list(dict.fromkeys(request_ids))
@@ -165,7 +170,7 @@ class Store(
                 rows = await connection.execute(
                     sa.select(schema.requests).where(schema.requests.c.id.in_(chunk))
                 )
-                found.update((row.id, _request(row)) for row in rows)
+                found.update((row.id, _request(row, self.plans)) for row in rows)
         return found
 
     async def transition(
@@ -206,7 +211,7 @@ class Store(
             rows = await connection.execute(
                 sa.select(table).where(*conditions).order_by(table.c.created_at)
             )
-            return [_request(r) for r in rows]
+            return [_request(r, self.plans) for r in rows]
 
     async def expired_requests(self, now: float) -> list[ApprovalRequest]:
         table = schema.requests

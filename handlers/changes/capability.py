@@ -16,6 +16,9 @@ from handlers.changes.commands import (
     run_change,
     run_restore,
 )
+from handlers.changes.delete import DELETE
+from handlers.changes.resize import RESIZE
+from handlers.changes.restore import RESTORE
 from handlers.clicking import click
 from handlers.commanding import Subcommand, one_cluster
 from handlers.forms.asks import delete_form, resize_form
@@ -57,6 +60,7 @@ CHANGES = Capability(
             run_restore,
         ),
     ),
+    kinds=(RESIZE, DELETE, RESTORE),
     clicks=(
         click(
             (ActionId.APPROVE, ActionId.REJECT),

@@ -34,6 +34,11 @@ class ChangeKind(Generic[D]):
     needs_running: bool = True  # refused when the cluster has left RUNNING meanwhile
     recorded: str = "recorded"  # a standing change's outcome once approved (``RECORD``)
 
+    def __init__(self) -> None:
+        if self.detail.change_kind not in (None, self):
+            raise ValueError(f"{self.detail.__name__} is already the detail of another kind")
+        self.detail.change_kind = self  # a plan names its kind by its detail
+
     def title(self, plan: ChangePlan[D]) -> str:
         return f"{self.heading}: {plan.cluster_id}"
 

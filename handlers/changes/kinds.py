@@ -1,42 +1,22 @@
-"""Every kind of change, registered once.
+"""Which kind a plan is of, and how a stored plan is read back.
 
-A kind is one module that plans its change and subclasses ``ChangeKind``; listed in
-``KINDS`` it is known to every flow (approval, execution, tracking, recovery, audit), and a
-stored plan of it is read back with its own detail model.
+A kind is one module that plans its change and subclasses ``ChangeKind``; its capability
+declares it (``Capability.kinds``), and so it is known to every flow (approval, execution,
+tracking, recovery, audit). A kind is bound to its detail model when it is made, so a plan
+names its kind by its detail alone; a stored plan is read back with its own detail model
+among the kinds the registry holds (``Registry.read_plan``).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter
 
-from handlers.changes.delete import DELETE
 from handlers.changes.kind import ChangeKind
-from handlers.changes.layout import SLURM_LAYOUT
 from handlers.changes.plan import ChangePlan, Detail
-from handlers.changes.resize import RESIZE
-from handlers.changes.restore import RESTORE
-from handlers.changes.scripts import SLURM_SCRIPTS
-from handlers.changes.settings import SLURM_SETTINGS
-from handlers.health.kinds import NODE_DRAIN, NODE_RESUME
-from handlers.schedules.kind import SCHEDULE
-
-KINDS: dict[str, ChangeKind[Any]] = {
-    kind.name: kind
-    for kind in (
-        RESIZE,
-        DELETE,
-        RESTORE,
-        SLURM_SETTINGS,
-        SLURM_LAYOUT,
-        SLURM_SCRIPTS,
-        SCHEDULE,
-        NODE_RESUME,
-        NODE_DRAIN,
-    )
-}
 
 
 @functools.cache
@@ -48,9 +28,12 @@ def _reader(models: tuple[type[Detail], ...]) -> TypeAdapter[ChangePlan[Any]]:
 
 
 def kind_of(plan: ChangePlan[Any]) -> ChangeKind[Any]:
-    return KINDS[plan.kind]
+    kind = type(plan.detail).change_kind
+    if kind is None:
+        raise LookupError(f"{type(plan.detail).__name__} belongs to no kind of change")
+    return kind  # type: ignore[no-any-return]
 
 
-def read_plan(text: str | bytes) -> ChangePlan[Any]:
+def read_plan(text: str | bytes, kinds: Iterable[ChangeKind[Any]]) -> ChangePlan[Any]:
     """A plan as stored (JSON), its detail read as the model of its kind."""
-    return _reader(tuple(kind.detail for kind in KINDS.values())).validate_json(text)
+    return _reader(tuple(kind.detail for kind in kinds)).validate_json(text)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -37,9 +37,11 @@ class PlanError(UserError):
 
 
 class Detail(BaseModel):
-    """What one kind of change holds beyond the frame; ``kind`` tells the kinds apart."""
+    """What one kind of change holds beyond the frame; ``kind`` tells the kinds apart, and
+    ``change_kind`` is the kind itself, bound when the kind is made (``ChangeKind``)."""
 
     model_config = ConfigDict(frozen=True)
+    change_kind: ClassVar[Any] = None
 
     kind: str
 

@@ -27,6 +27,7 @@ from handlers.health.alert import (
 )
 from handlers.health.clicks import HealthClicks
 from handlers.health.commands import NODE, NODE_USAGE, NodeCommand, node_form, node_role, parse_node
+from handlers.health.kinds import NODE_DRAIN, NODE_RESUME
 from handlers.health.report import HEALTH, HEALTH_USAGE, Health, parse_health
 from handlers.policy import Role
 from handlers.replies import Reply, notice
@@ -127,5 +128,6 @@ HEALTH_CAPABILITY = Capability(
             form=node_form,
         ),
     ),
+    kinds=(NODE_RESUME, NODE_DRAIN),
     clicks=CLICKS,
 )

@@ -20,6 +20,7 @@ from handlers.schedules.commands import (
     run_schedule,
     run_schedules,
 )
+from handlers.schedules.kind import SCHEDULE as SCHEDULE_KIND
 from handlers.schedules.service import Schedules
 
 
@@ -68,5 +69,6 @@ SCHEDULES_CAPABILITY = Capability(
             run_schedules,
         ),
     ),
+    kinds=(SCHEDULE_KIND,),
     clicks=CLICKS,
 )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from handlers.capability import Capability, Kernel
+from handlers.changes.layout import SLURM_LAYOUT
+from handlers.changes.scripts import SLURM_SCRIPTS
+from handlers.changes.settings import SLURM_SETTINGS
 from handlers.commanding import Subcommand, one_cluster
 from handlers.forms.asks import slurm_form
 from handlers.policy import Role
@@ -26,6 +29,7 @@ def build(kernel: Kernel) -> SlurmDesk:
 SLURM = Capability(
     "slurm",
     build,
+    kinds=(SLURM_SETTINGS, SLURM_LAYOUT, SLURM_SCRIPTS),
     commands=(
         Subcommand(
             "slurm",
