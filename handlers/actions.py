@@ -44,9 +44,6 @@ class ActionId(StrEnum):
     RESTORE = "restore"
     AUDIT_PAGE = "audit_older"
     AUDIT_CSV = "audit_csv"
-    OPEN_RESIZE_FORM = "open_form_resize"
-    OPEN_DELETE_FORM = "open_form_delete"
-    OPEN_SCHEDULE_FORM = "open_form_schedule"
     HEALTH_SWEEP_NOW = "health_sweep_now"
 
 
@@ -147,16 +144,17 @@ class RestoreClicked:
 
 @dataclass(frozen=True)
 class OpenForm:
-    """Open a form (``resize`` or ``delete``), as the command with its words missing does;
-    the platform adapter opens it, since a form needs the click's own trigger."""
+    """Open a form of a kind a button may open (its spec is ``clickable``), as the command
+    with its words missing does; the platform adapter opens it, since a form needs the
+    click's own trigger. Its action id is answered by the registry (``handlers.registry``)."""
 
     kind: str
     cluster: str | None = None  # the cluster the form opens on (a digest's opportunity)
 
     @property
-    def action_id(self) -> ActionId:
+    def action_id(self) -> str:
         # action ids are unique within a block, so each form has its own
-        return ActionId(f"open_form_{self.kind}")
+        return f"open_form_{self.kind}"
 
     @property
     def value(self) -> str:

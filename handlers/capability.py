@@ -2,8 +2,8 @@
 
 A capability is a package of the core (reading, changes, slurm, idle, health, schedules,
 spend) that declares, in its ``capability.py``, everything it adds: its subcommands (with
-their usage), its clicks, its kinds of change, and how its service is built from the
-kernel. One list names the capabilities (``handlers/capabilities.py``); the registry
+their usage), its clicks, its kinds of change, its forms, and how its service is built
+from the kernel. One list names the capabilities (``handlers/capabilities.py``); the registry
 (``handlers/registry.py``) folds their declarations and refuses two of one name; the
 dispatcher hands each subcommand and click its own capability's service. Nothing
 central names a capability.
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from handlers.clicking import Click
     from handlers.commanding import Subcommand
     from handlers.costs import PriceBook
+    from handlers.forms.spec import FormKindSpec
     from handlers.policy import Policy
     from handlers.reading.clusters import ClusterDirectory
     from handlers.reading.reports import Reports
@@ -51,3 +52,4 @@ class Capability:
     commands: tuple[Subcommand[Any], ...] = ()
     clicks: tuple[Click, ...] = ()
     kinds: tuple[ChangeKind[Any], ...] = ()  # the kinds of change it plans
+    forms: tuple[FormKindSpec, ...] = ()  # the forms its subcommands open

@@ -9,15 +9,18 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
-from handlers.actions import Action, ActionError, ActionId
+from handlers.actions import Action, ActionError, ActionId, open_form
 from handlers.capability import Capability
 from handlers.changes.kind import ChangeKind
 from handlers.changes.kinds import read_plan
 from handlers.changes.plan import ChangePlan
-from handlers.clicking import Click
+from handlers.clicking import Click, click
 from handlers.commanding import Subcommand
 from handlers.errors import UserError
+from handlers.forms.spec import FormKindSpec
 from handlers.grammar import CommandError, echo
+from handlers.policy import Role
+from handlers.replies import Reply, notice
 
 ALIASES = {"-h": "help", "--help": "help", "?": "help"}
 
@@ -29,6 +32,7 @@ class Registry:
         self.owner: dict[str, str] = {}  # a subcommand's or an action id's capability
         self.clicks: dict[str, Click] = {}
         self.kinds: dict[str, ChangeKind[Any]] = {}
+        self.forms: dict[str, FormKindSpec] = {}
         names = [c.name for c in self.capabilities]
         if len(names) != len(set(names)):
             raise ValueError(f"two capabilities of one name among {', '.join(names)}")
@@ -42,7 +46,11 @@ class Registry:
                 if kind.name in self.kinds:
                     raise ValueError(f"two kinds of change are called {kind.name}")
                 self.kinds[kind.name] = kind
-            for declared in capability.clicks:
+            for spec in capability.forms:
+                if spec.kind in self.forms:
+                    raise ValueError(f"two forms are of the kind {spec.kind}")
+                self.forms[spec.kind] = spec
+            for declared in (*capability.clicks, *_openers(capability.forms)):
                 for action_id in declared.ids:
                     if action_id in self.clicks:
                         raise ValueError(f"two clicks answer the action id {action_id}")
@@ -66,6 +74,11 @@ class Registry:
             raise CommandError(f"there is no subcommand {echo(word)}{hint}")
         return entry
 
+    def last_field(self, kind: str) -> str:
+        """Where a problem that belongs to no field of a form is shown: its last field."""
+        spec = self.forms.get(kind)
+        return "cluster" if spec is None else spec.last
+
     def read_plan(self, text: str | bytes) -> ChangePlan[Any]:
         """A stored plan, its detail read as the model of its kind."""
         return read_plan(text, self.kinds.values())
@@ -85,3 +98,24 @@ class Registry:
         if found is None:
             raise ActionError(f"clusterbot offers no action {action_id[:40]!r}")
         return found, found.read(action_id, value)
+
+
+async def _typed(kind: str) -> Reply:
+    return notice("Form", f"Type /cluster {kind} with its words instead.")
+
+
+def _openers(forms: Sequence[FormKindSpec]) -> tuple[Click, ...]:
+    """The button that opens each form a button may open (``clickable``): where the
+    platform has forms, it opens the form on the click; where it has none, the click says
+    which command to type."""
+    return tuple(
+        click(
+            (f"open_form_{spec.kind}",),
+            open_form,
+            Role.VIEWER,
+            "Opening a form",
+            lambda s, c: _typed(c.action.kind),
+        )
+        for spec in forms
+        if spec.clickable
+    )

@@ -53,6 +53,7 @@ from handlers.ports import (
 )
 from handlers.reading.clusters import READ_DEADLINE, ClusterDirectory
 from handlers.reading.reports import Reports
+from handlers.registry import Registry
 from handlers.schedules.asking import NightAsking
 from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
@@ -129,7 +130,9 @@ class Services:
     digest: Digest | None = None
 
 
-def build(ports: Ports, policy: Policy, options: Options) -> Services:
+def build(
+    ports: Ports, policy: Policy, options: Options, registry: Registry = REGISTRY
+) -> Services:
     clock, owner, crash, lease = ports.clock, options.owner, options.crash, options.lease
     prices = PriceBook.with_overrides(policy.prices)
     directory = ClusterDirectory(ports.control_plane, options.targets, options.read_deadline)
@@ -310,31 +313,33 @@ def build(ports: Ports, policy: Policy, options: Options) -> Services:
         digest=_digest(ports, options, spending, sweeper, engine),
         dispatcher=Dispatcher(
             _capability_services(
+                registry,
                 Kernel(
                     policy,
                     prices,
                     directory,
                     approvals,
                     reports,
-                    REGISTRY.commands,
+                    registry.commands,
                     {
                         "idle": clicks,
                         "spend": spending,
                         "schedules": schedules,
                         "health": health_clicks,
                     },
-                )
+                ),
             ),
             directory,
             policy,
             ports.roles,
+            registry=registry,
         ),
     )
 
 
-def _capability_services(kernel: Kernel) -> dict[str, object]:
+def _capability_services(registry: Registry, kernel: Kernel) -> dict[str, object]:
     """Each capability's service, by its name, built from the kernel."""
-    return {c.name: c.build(kernel) for c in REGISTRY.capabilities}
+    return {c.name: c.build(kernel) for c in registry.capabilities}
 
 
 def _digest(

@@ -30,7 +30,10 @@ from tests.test_services_unit import POLICY, make_bot
 def test_the_shipped_table_answers_every_id_once() -> None:
     table = REGISTRY
     declared = {i for c in CAPABILITIES for click in c.clicks for i in click.ids}
-    assert set(table.clicks) == declared >= {str(a) for a in ActionId}
+    clickable = {f"open_form_{k}" for k, spec in table.forms.items() if spec.clickable}
+    assert clickable == {"open_form_resize", "open_form_delete", "open_form_schedule"}
+    assert set(table.clicks) == declared | clickable
+    assert declared >= {str(a) for a in ActionId}
     assert {"schedule_skip", "health_drain"} <= declared
     click, action = table.read_click("approve", "r-1")
     assert action == Decide("r-1", approve=True) and click.role == Role.VIEWER

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +15,17 @@ import pytest
 
 from bot.sandbox.slack.blockkit import view_problems
 from bot.slack.modal_views import modal
+from handlers.capabilities import CAPABILITIES
+from handlers.changes.capability import CHANGES
 from handlers.forms.choices import Forms
-from handlers.forms.flow import FormFlow, last_field
-from handlers.forms.kinds import FORMS
+from handlers.forms.flow import FormFlow
 from handlers.forms.model import Entry, FormState
 from handlers.forms.spec import Filled
 from handlers.policy import Policy
+from handlers.registry import Registry
 from tests.conftest import ManualClock
 from tests.support.page import module_from_page
-from tests.support.text_adapter import form_text
+from tests.support.text_adapter import form_text, text
 from tests.test_services_unit import C1, POLICY, make_bot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,41 +34,52 @@ PAGE = ROOT / "docs" / "ARCHITECTURE.md"
 
 def test_the_page_counts_the_files_it_touches() -> None:
     text = PAGE.read_text()
-    assert "plus\n`form=` on the subcommand whose words open it: **3 files**" in text
-    registry = (ROOT / "handlers" / "forms" / "kinds.py").read_text()
-    start = registry.index("    for spec in (\n")
-    listed = registry[start : registry.index("    )\n", start)]
-    assert listed + "        LABEL_FORM,\n    )" in text  # the entry is one line more
+    assert (
+        "capability's `forms`, plus `form=` on\nthe subcommand whose words open it: **3 files**"
+        in text
+    )
+    declared = (ROOT / "handlers" / "changes" / "capability.py").read_text()
+    [line] = [ln for ln in declared.splitlines() if ln.strip().startswith("forms=(")]
+    assert line.removesuffix("),") + ", LABEL_FORM)," in text  # the entry is one name more
 
 
 @pytest.fixture
-def label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def label(tmp_path: Path) -> Iterator[Any]:
     module = module_from_page("# handlers/forms/label.py", "label_form_example", tmp_path)
-    monkeypatch.setitem(FORMS, "label", module.LABEL_FORM)  # the registry's one entry
     yield module
     sys.modules.pop("label_form_example", None)
 
 
+def with_label(label: Any) -> Registry:
+    """The capabilities with the example's one entry: the form in the changes capability."""
+    changes = replace(CHANGES, forms=(*CHANGES.forms, label.LABEL_FORM))
+    return Registry([changes if c is CHANGES else c for c in CAPABILITIES])
+
+
 async def test_the_example_form_runs_through_the_same_flow(label: Any) -> None:
-    core = make_bot(ManualClock(), Policy.model_validate(POLICY)).services
+    registry = with_label(label)
+    core = make_bot(ManualClock(), Policy.model_validate(POLICY), registry=registry).services
     forms = Forms(core.directory, core.approvals.prices)
     flow = FormFlow(forms, core.dispatcher, None)
     assert label.label_form([]) == label.FormAsk("label", None)
     assert label.label_form(["c1", "team"]) is None  # the words say it all
 
     state = FormState("label", "C0X", "c1")
-    opening = FormFlow.first(state)
+    opening = flow.first(state)
     assert opening.title == "Set a cluster label" and "Looking up c1…" in form_text(opening)
     drawn = await flow.filled(state, None)  # the cluster read through the control plane
     shown = form_text(drawn)
     assert "[Key: line] *" in shown and "[Value (empty: remove it): line]" in shown
     assert view_problems(modal(drawn)) == []  # Slack draws it as a valid modal
-    assert last_field("label") == "value" and state.cluster == C1
+    assert registry.last_field("label") == "value" and state.cluster == C1
 
     cluster = await forms.cluster(C1, "label")
-    spec = FORMS["label"]
+    spec = registry.forms["label"]
     bad, errors = spec.command(forms, Filled(state, cluster, {"key": Entry(text="Team!")}))
     assert bad is None and errors == {"key": "a key is lower case letters, digits, - and _"}
     typed = {"key": Entry(text="team"), "value": Entry(text="ml")}
     good, errors = spec.command(forms, Filled(state, cluster, typed))
     assert errors == {} and good == label.Label(C1, "team", "ml")
+    # a button may open it: the registry answers its id (where forms cannot open, in words)
+    answer = await core.dispatcher.click("U0ALICE", "open_form_label", "label", None)
+    assert answer.reply is not None and "Type /cluster label" in text(answer.reply)

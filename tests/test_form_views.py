@@ -15,9 +15,9 @@ import pytest
 
 from bot.sandbox.slack.blockkit import view_problems
 from bot.slack.modal_views import entries_of, modal, state_of, state_values, unreadable_form
-from handlers.forms.choices import Estimate
+from handlers.capabilities import REGISTRY
+from handlers.forms.choices import Estimate, Forms
 from handlers.forms.flow import FormFlow
-from handlers.forms.kinds import FORMS
 from handlers.forms.model import Ask, BadState, Choice, Entry, Form, FormField, FormState
 from handlers.forms.views import (
     delete_form,
@@ -26,10 +26,16 @@ from handlers.forms.views import (
     script_form,
     setting_form,
 )
+from handlers.policy import Policy
 from handlers.replies import Strong
+from tests.conftest import ManualClock
 from tests.support.golden import assert_golden
+from tests.test_services_unit import POLICY, make_bot
 
 GOLDEN = Path(__file__).parent / "golden" / "forms"
+
+
+FORMS = REGISTRY.forms  # every capability's forms, by kind
 
 
 def loading(state: FormState, note: str) -> Form:
@@ -160,23 +166,25 @@ def test_a_modal_reads_back_as_the_forms_state_and_entries() -> None:
             "max:a4": {"form_max": {"value": 7}},  # not text: read as absent
         }
     }
-    assert state_of(view) == state("resize")
+    assert state_of(view, FORMS) == state("resize")
     entries = entries_of(state_values(view))
     assert entries["cluster"] == Entry(choice=TRAIN01) and entries["pool"].choice == "a4"
     assert entries["min"] == Entry(text="3", scope="a4") and entries["max"] == Entry(scope="a4")
     forged = json.dumps({"kind": "launch", "channel": "C0X"})  # no form of ours
     for metadata in ("[]", "not json", json.dumps({"kind": "resize"}), forged):
         with pytest.raises(BadState):
-            state_of({"private_metadata": metadata})
+            state_of({"private_metadata": metadata}, FORMS)
 
 
 def test_every_form_opens_under_its_own_title() -> None:
     """While its cluster is read, a form has its own title (the schedule's read "Add a
     prolog script" when its kind had no title of its own)."""
+    core = make_bot(ManualClock(), Policy.model_validate(POLICY)).services
+    flow = FormFlow(Forms(core.directory, core.approvals.prices), core.dispatcher, None)
     for kind, spec in FORMS.items():
-        opening = FormFlow.first(FormState(kind, "C0X", "train01", which="epilog"))
+        opening = flow.first(FormState(kind, "C0X", "train01", which="epilog"))
         assert opening.title == spec.title_of(opening.state) and opening.submit is None
-    schedule = FormFlow.first(FormState("schedule", "C0X", "train01"))
+    schedule = flow.first(FormState("schedule", "C0X", "train01"))
     assert schedule.title == "Off-hours schedule"
 
 

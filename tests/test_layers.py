@@ -389,13 +389,13 @@ def test_what_a_person_can_do_is_declared_once() -> None:
 
 
 def test_every_kind_of_form_goes_through_the_same_flow() -> None:
-    """A kind of form is one entry in ``FORMS``: the flow and the platform's modals run any
-    kind without naming one (no ladder of ``if state.kind == ...``)."""
+    """A kind of form is one entry in its capability's ``forms``: the flow and the platform's
+    modals run any kind without naming one (no ladder of ``if state.kind == ...``)."""
+    from handlers.capabilities import REGISTRY
     from handlers.forms.asks import FormKind
-    from handlers.forms.kinds import FORMS
 
     kinds = {v for k, v in vars(FormKind).items() if not k.startswith("_")}
-    assert set(FORMS) == kinds
+    assert set(REGISTRY.forms) == kinds
     for path in ("handlers/forms/flow.py", "bot/slack/modals.py", "bot/slack/listeners.py"):
         source = (ROOT / path).read_text()
         assert "FormKind" not in source and ".kind ==" not in source, path

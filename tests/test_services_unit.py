@@ -13,6 +13,7 @@ import pytest
 from bot.calendar import CronCalendar
 from bot.charts import AggCharts
 from handlers import dispatch
+from handlers.capabilities import REGISTRY
 from handlers.changes.approvals import DRAFT_TIMEOUT
 from handlers.changes.tracking import FOLLOW, POLLS_AT_ONCE, follow_key
 from handlers.costs import money
@@ -33,6 +34,7 @@ from handlers.ports import (
     ScheduleStore,
     no_crash,
 )
+from handlers.registry import Registry
 from handlers.replies import Reply
 from handlers.services import Options, Ports, Services, build
 from handlers.spend.digest import DigestStore, Firings
@@ -118,6 +120,7 @@ def make_bot(
     nodes: NodeUpdater | None = None,
     database: Any = None,
     digest_firings: Firings | None = None,
+    registry: Registry = REGISTRY,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
@@ -161,7 +164,9 @@ def make_bot(
         crash=crash,
         digest_firings=digest_firings,
     )
-    return Bot(build(ports, policy, options), store, records, plane, activity, messenger, clock)
+    return Bot(
+        build(ports, policy, options, registry), store, records, plane, activity, messenger, clock
+    )
 
 
 def _target() -> Target:

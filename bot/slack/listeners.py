@@ -20,7 +20,6 @@ from slack_bolt.async_app import AsyncApp
 from bot.slack.responder import Responder
 from handlers.dispatch import Answer, Dispatcher, Read, read
 from handlers.forms.asks import FormAsk
-from handlers.forms.kinds import FORMS
 from handlers.replies import Reply, Text
 
 if TYPE_CHECKING:
@@ -113,7 +112,7 @@ class SlackEdge:
         words = read(str(body.get("text", "")))  # read once, for the form and the answer
         ask = words.form if body.get("trigger_id") else None
         if ask is not None and self.open_form is not None:
-            self.on_command(FORMS[ask.kind].subcommand, "form")
+            self.on_command(self.dispatcher.registry.forms[ask.kind].subcommand, "form")
             await self.open_form(ack, body, ask)
             return
         answer = await self._answer(body, words, instant=True)

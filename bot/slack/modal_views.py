@@ -13,10 +13,10 @@ submit and close at most 24 characters; an option's text at most 75
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from bot.slack.render import mrkdwn
-from handlers.forms.kinds import FORMS
 from handlers.forms.model import (
     Ask,
     BadState,
@@ -144,15 +144,16 @@ def _element(field: FormField) -> dict[str, Any]:
 # -- reading a submitted or changed view ------------------------------------------------------
 
 
-def state_of(view: dict[str, Any]) -> FormState:
+def state_of(view: dict[str, Any], kinds: Collection[str]) -> FormState:
     """The form's state from the view's ``private_metadata``; ``BadState`` when it is not
-    what our forms write (a view with our callback id is not proof that we wrote it)."""
+    what our forms write (a view with our callback id is not proof that we wrote it);
+    ``kinds``: the kinds of form there are."""
     try:
         data = json.loads(str(view.get("private_metadata") or "") or "{}")
     except ValueError:
         raise BadState("private_metadata is not JSON") from None
     state = FormState.of(data)
-    if state.kind not in FORMS:
+    if state.kind not in kinds:
         raise BadState(f"no form of ours is a {state.kind[:40]!r} form")
     return state
 

@@ -38,15 +38,14 @@ from bot.slack.modal_views import (
     unreadable_form,
 )
 from bot.slack.responder import Responder
-from handlers.actions import ActionId, open_form
+from handlers.actions import open_form
 from handlers.dispatch import Dispatcher
 from handlers.entities import Submission
 from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
 from handlers.forms.choices import Forms
-from handlers.forms.flow import FormFlow, last_field
+from handlers.forms.flow import FormFlow
 from handlers.forms.flow import state_of as state_asked
-from handlers.forms.kinds import FORMS
 from handlers.forms.model import BadState, Entries, FormState
 from handlers.intake import Intake, submission_key
 from handlers.replies import Reply, Text, error_reply, plain
@@ -76,6 +75,7 @@ class Modals:
         self.dispatcher = dispatcher
         self.forms = forms
         self.flow = FormFlow(forms, dispatcher, home_channel)
+        self.kinds = dispatcher.registry.forms  # every capability's forms, by kind
         self.background = background
         self.responder = responder
         self.intake = intake
@@ -91,7 +91,8 @@ class Modals:
     async def open(self, ack: Any, body: dict[str, Any], ask: FormAsk) -> None:
         """Open the form a command asked for (or say why not, in the ack)."""
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
-        refusal = await self.dispatcher.refusal(user, channel, FORMS[ask.kind].subcommand, ask.role)
+        subcommand = self.kinds[ask.kind].subcommand
+        refusal = await self.dispatcher.refusal(user, channel, subcommand, ask.role)
         if refusal is not None and refusal.reply is not None:
             await ack(**self.responder.message(refusal.reply))
             return
@@ -104,15 +105,12 @@ class Modals:
         await ack()
         user = str(body["user"]["id"])
         action = body["actions"][0]
-        try:
-            clicked = open_form(ActionId(str(action.get("action_id"))), str(action.get("value")))
-        except ValueError:  # an id no form of ours has
-            return
+        clicked = open_form(str(action.get("action_id")), str(action.get("value")))
         kind = clicked.kind
         # from a message in a channel (a digest), the request goes there; from the Home tab,
         # to the home channel
         channel = str((body.get("channel") or {}).get("id") or self.home_channel or "")
-        spec = FORMS.get(kind)
+        spec = self.kinds.get(kind)  # None: an id no form of ours has
         if spec is None or not spec.clickable:
             return
         ask = FormAsk(kind, clicked.cluster)
@@ -173,7 +171,7 @@ class Modals:
 
     async def _changed(self, view: dict[str, Any]) -> None:
         try:
-            state = state_of(view)
+            state = state_of(view, self.kinds)
         except BadState as error:
             log.warning("a pick in a form with unreadable metadata ignored: %s", error)
             return
@@ -187,7 +185,7 @@ class Modals:
         view = body["view"]
         user = str(body["user"]["id"])
         try:
-            state = state_of(view)
+            state = state_of(view, self.kinds)
         except BadState as error:
             reference = secrets.token_hex(4)
             log.warning("form from %s refused [ref %s]: %s", user, reference, error)
@@ -252,7 +250,7 @@ class Modals:
         """Make the request; the problems keyed by the block that shows them ({} when made)."""
         entries = entries_of(values)
         errors = await self._problems(user, state, entries)
-        last = last_field(state.kind)
+        last = self.dispatcher.registry.last_field(state.kind)
 
         def shown_at(field: str) -> str:
             # a problem goes to its field's block, or to the form's last field when the form

@@ -22,6 +22,7 @@ from handlers.changes.restore import RESTORE
 from handlers.clicking import click
 from handlers.commanding import Subcommand, one_cluster
 from handlers.forms.asks import delete_form, resize_form
+from handlers.forms.kinds import DeleteForm, ResizeForm
 from handlers.policy import Role
 
 
@@ -61,6 +62,7 @@ CHANGES = Capability(
         ),
     ),
     kinds=(RESIZE, DELETE, RESTORE),
+    forms=(ResizeForm(), DeleteForm()),
     clicks=(
         click(
             (ActionId.APPROVE, ActionId.REJECT),

@@ -13,7 +13,6 @@ from handlers.domain.models import Cluster
 from handlers.errors import UserError
 from handlers.forms.asks import FormAsk
 from handlers.forms.choices import Forms
-from handlers.forms.kinds import FORMS
 from handlers.forms.model import Entries, Entry, Form, FormState
 from handlers.forms.spec import NOTHING, Filled
 from handlers.grammar import CommandError
@@ -29,22 +28,16 @@ def state_of(ask: FormAsk, channel: str) -> FormState:
     return state
 
 
-def last_field(kind: str) -> str:
-    """Where a problem that belongs to no field of the form is shown: its last field."""
-    spec = FORMS.get(kind)
-    return "cluster" if spec is None else spec.last
-
-
 class FormFlow:
     def __init__(self, forms: Forms, dispatcher: Dispatcher, home_channel: str | None) -> None:
         self.forms = forms
         self.dispatcher = dispatcher
         self.home_channel = home_channel  # where a form opened from the Home tab posts
+        self.kinds = dispatcher.registry.forms  # every capability's forms, by kind
 
-    @staticmethod
-    def first(state: FormState) -> Form:
+    def first(self, state: FormState) -> Form:
         """The form as it opens, at once: a cluster named in the command is read after."""
-        spec = FORMS[state.kind]
+        spec = self.kinds[state.kind]
         if state.cluster:
             return spec.loading(state, f"Looking up {state.cluster}…")
         return spec.blank(state)
@@ -60,11 +53,10 @@ class FormFlow:
         except VertexError as error:
             return self._unfound(state, error.user_message)
 
-    @staticmethod
-    def _unfound(state: FormState, why: str) -> Form:
+    def _unfound(self, state: FormState, why: str) -> Form:
         """The form again without the cluster the command named, saying why."""
         state.cluster = None
-        return FORMS[state.kind].unfound(state, why)
+        return self.kinds[state.kind].unfound(state, why)
 
     async def changed(self, state: FormState, entries: Entries) -> Form | None:
         """The form after a live field changed; None when there is nothing to redraw."""
@@ -79,14 +71,14 @@ class FormFlow:
         return self.drawn(state, cluster, entries)
 
     def drawn(self, state: FormState, cluster: Cluster, entries: Entries) -> Form:
-        return FORMS[state.kind].drawn(self.forms, Filled(state, cluster, entries))
+        return self.kinds[state.kind].drawn(self.forms, Filled(state, cluster, entries))
 
     async def submitted(
         self, user: str, state: FormState, entries: Entries, files: Sequence[str] = ()
     ) -> dict[str, str]:
         """Make the request; what is wrong, by field name ({} when the request was made).
         ``files`` are the uploaded files' texts, read by the adapter."""
-        last = last_field(state.kind)
+        last = self.dispatcher.registry.last_field(state.kind)
         try:
             key = entries.get("cluster", NOTHING).choice or state.cluster
             if not key:
@@ -96,7 +88,7 @@ class FormFlow:
             if errors or command is None:
                 return errors
             channel = state.channel or self.home_channel or ""
-            name = FORMS[state.kind].subcommand
+            name = self.kinds[state.kind].subcommand
             answer = await self.dispatcher.submit(user, channel, name, command)
         except CommandError as error:
             return {"cluster": error.reason}
@@ -109,4 +101,4 @@ class FormFlow:
     def _command(
         self, state: FormState, cluster: Cluster, entries: Entries, files: Sequence[str]
     ) -> tuple[Any, dict[str, str]]:
-        return FORMS[state.kind].command(self.forms, Filled(state, cluster, entries, files))
+        return self.kinds[state.kind].command(self.forms, Filled(state, cluster, entries, files))

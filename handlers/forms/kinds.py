@@ -1,5 +1,7 @@
-"""Every kind of form, registered once: ``FormFlow`` and the platform's adapter run any kind
-through ``FORMS`` without knowing which it is (a kind: ``handlers/forms/spec.py``)."""
+"""The forms of resize, delete, a slurm.conf key, a script and a schedule (a kind of form:
+``handlers/forms/spec.py``); each is declared by its capability (``Capability.forms``), and
+``FormFlow`` and the platform's adapter run any kind from the registry without knowing
+which it is."""
 
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from handlers.forms.views import (
     script_form,
     setting_form,
 )
-from handlers.health.form import DRAIN_FORM
 from handlers.slurm.scripts import scripts_of
 
 
@@ -135,16 +136,3 @@ class ScheduleForm(FormKindSpec):
     def command(self, forms: Forms, filled: Filled) -> Checked:
         texts = {name: filled.text(name) for name in self.texts}
         return forms.check_schedule(filled.cluster, {**texts, "pool": filled.choice("pool")})
-
-
-FORMS: dict[str, FormKindSpec] = {
-    spec.kind: spec
-    for spec in (
-        ResizeForm(),
-        DeleteForm(),
-        SettingForm(),
-        ScriptForm(),
-        ScheduleForm(),
-        DRAIN_FORM,
-    )
-}

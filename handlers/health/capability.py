@@ -27,6 +27,7 @@ from handlers.health.alert import (
 )
 from handlers.health.clicks import HealthClicks
 from handlers.health.commands import NODE, NODE_USAGE, NodeCommand, node_form, node_role, parse_node
+from handlers.health.form import DRAIN_FORM
 from handlers.health.kinds import NODE_DRAIN, NODE_RESUME
 from handlers.health.report import HEALTH, HEALTH_USAGE, Health, parse_health
 from handlers.policy import Role
@@ -129,5 +130,6 @@ HEALTH_CAPABILITY = Capability(
         ),
     ),
     kinds=(NODE_RESUME, NODE_DRAIN),
+    forms=(DRAIN_FORM,),
     clicks=CLICKS,
 )

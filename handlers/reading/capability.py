@@ -1,6 +1,5 @@
 """The read side, declared: help, list, show, deleted, ops, idle and audit; Sweep now on a
-report, the audit's Older and CSV, and the fallback of a form button where forms cannot
-open."""
+report, and the audit's Older and CSV."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from handlers.actions import (
     HealthSweepNow,
     SweepNow,
     audit_page,
-    open_form,
 )
 from handlers.capability import Capability, Kernel
 from handlers.clicking import Clicked, click
@@ -34,15 +32,11 @@ from handlers.reading.commands import (
     parse_help,
     run_help,
 )
-from handlers.replies import Reply, notice
+from handlers.replies import Reply
 
 
 def build(kernel: Kernel) -> Reading:
     return Reading(kernel.reports, kernel.commands)
-
-
-async def _typed(text: str) -> Reply:
-    return notice("Form", text)
 
 
 async def _audit(reading: Reading, clicked: Clicked[AuditPage]) -> Reply | None:
@@ -132,14 +126,6 @@ READING = Capability(
             "Sweeping",
             lambda r, c: r.reports.sweep_now(health=True),
             in_place=lambda _a: True,  # the new health takes the place of the one clicked
-        ),
-        click(
-            (ActionId.OPEN_RESIZE_FORM, ActionId.OPEN_DELETE_FORM, ActionId.OPEN_SCHEDULE_FORM),
-            open_form,
-            Role.VIEWER,
-            "Opening a form",
-            # where forms cannot open (the platform opens them on the click), the command does
-            lambda r, c: _typed(f"Type /cluster {c.action.kind} with its words instead."),
         ),
         click(
             (ActionId.AUDIT_PAGE, ActionId.AUDIT_CSV),

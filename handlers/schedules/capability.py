@@ -7,6 +7,7 @@ from handlers.capability import Capability, Kernel
 from handlers.clicking import Click, Clicked, click
 from handlers.commanding import Subcommand
 from handlers.forms.asks import schedule_form
+from handlers.forms.kinds import ScheduleForm
 from handlers.policy import Role
 from handlers.replies import Reply, notice
 from handlers.schedules.clicks import POSTPONE, SKIP, Night, night
@@ -70,5 +71,6 @@ SCHEDULES_CAPABILITY = Capability(
         ),
     ),
     kinds=(SCHEDULE_KIND,),
+    forms=(ScheduleForm(),),
     clicks=CLICKS,
 )

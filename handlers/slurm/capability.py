@@ -8,6 +8,7 @@ from handlers.changes.scripts import SLURM_SCRIPTS
 from handlers.changes.settings import SLURM_SETTINGS
 from handlers.commanding import Subcommand, one_cluster
 from handlers.forms.asks import slurm_form
+from handlers.forms.kinds import ScriptForm, SettingForm
 from handlers.policy import Role
 from handlers.slurm.commands import (
     FAIRSHARE_USAGE,
@@ -30,6 +31,7 @@ SLURM = Capability(
     "slurm",
     build,
     kinds=(SLURM_SETTINGS, SLURM_LAYOUT, SLURM_SCRIPTS),
+    forms=(SettingForm(), ScriptForm()),
     commands=(
         Subcommand(
             "slurm",
