@@ -44,11 +44,12 @@ from bot.store.store import Store
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
 from bot.vertex.slurm import SlurmReader
+from handlers.capability import Options, Ports
 from handlers.costs import PriceBook
 from handlers.domain.names import Target
 from handlers.idle.rules import Status
 from handlers.policy import Policy
-from handlers.services import Options, Ports, build
+from handlers.services import build
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
 from tests.support.memory import PolicyRoles

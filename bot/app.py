@@ -13,7 +13,7 @@ import gc
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
 from aiohttp import web
@@ -32,12 +32,13 @@ from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SWEEP_DEADLINE, SlurmReader
+from handlers.capability import Options, Ports
 from handlers.home import Home
 from handlers.idle.report import SweepReport
 from handlers.intake import Intake
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
-from handlers.services import Options, Ports, build
+from handlers.services import build
 from handlers.spend.report import LEDGER_KEEPS
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,6 @@ EXPIRY_SECONDS = 15.0
 GAUGE_EVERY = 5  # ticks between counts of the operations in flight when none ended
 HOUSEKEEPING = 3600.0  # seconds between sweeps of what is done and old
 OWED_KEPT = 7 * 24 * 3600.0  # an owed item ended this long ago is forgotten
-DIGEST_LOOK = 60.0  # seconds between looks for a digest firing that is due
 
 
 def digest_firings(settings: Settings) -> Callable[[float, float], list[float]] | None:
@@ -146,6 +146,10 @@ class ClusterbotService:
             post_window=settings.slack_timeout + 5.0,
             patience=tick_seconds,
             digest_firings=digest_firings(settings),
+            checks={
+                "releases": settings.release_check_seconds,
+                "schedules": settings.schedule_check_seconds,
+            },
         )
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
@@ -193,12 +197,8 @@ class ClusterbotService:
         self.jobs.add("expiry", self._expire, self.expiry_seconds)
         self.jobs.add("housekeeping", self._housekeeping, HOUSEKEEPING)
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
-        self.jobs.add("releases", self._releases, self.settings.release_check_seconds)
-        # the first run is now: a wake missed while every replica was down happens at start
-        self.jobs.add("schedules", self._schedules, self.settings.schedule_check_seconds)
-        if self.core.digest is not None and self.core.digest.firings is not None:
-            # each firing is owed when due, by any replica that looks, and done by the engine
-            self.jobs.add("digest", self._digest, DIGEST_LOOK)
+        for job in self.core.jobs:  # every capability's periodic work
+            self.jobs.add(job.name, self._while_accepting(job.run), job.seconds)
         self.slack.schedule(self.jobs, self.is_accepting)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
@@ -264,17 +264,16 @@ class ClusterbotService:
         await self.core.engine.renew()
         await self.store.renew_leases(self.owner, self.clock(), self.lease)
 
-    async def _releases(self) -> None:
-        if self.accepting and self.core.releases is not None:
-            await self.core.releases.check_all()
+    def _while_accepting(
+        self, run: Callable[[], Awaitable[object]]
+    ) -> Callable[[], Awaitable[None]]:
+        """A capability's job, run only while this replica takes work (not while draining)."""
 
-    async def _schedules(self) -> None:
-        if self.accepting and self.core.schedules is not None:
-            await self.core.schedules.check_all()
+        async def job() -> None:
+            if self.accepting:
+                await run()
 
-    async def _digest(self) -> None:
-        if self.accepting and self.core.digest is not None:
-            await self.core.digest.owe_due()
+        return job
 
     async def _housekeeping(self) -> None:
         """What is done and old goes: owed items ended a week ago, and ledger runs older than

@@ -5,14 +5,14 @@ order of help."""
 from __future__ import annotations
 
 from handlers.capability import Capability
-from handlers.changes.capability import CHANGES
+from handlers.changes.capability import CHANGES, RELEASES
 from handlers.health.capability import HEALTH_CAPABILITY
 from handlers.idle.capability import IDLE
 from handlers.reading.capability import READING
 from handlers.registry import Registry
 from handlers.schedules.capability import SCHEDULES_CAPABILITY
 from handlers.slurm.capability import SLURM
-from handlers.spend.capability import SPEND
+from handlers.spend.capability import DIGEST, SPEND
 
 CAPABILITIES: tuple[Capability, ...] = (
     READING,
@@ -22,5 +22,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     SPEND,
     SCHEDULES_CAPABILITY,
     HEALTH_CAPABILITY,
+    RELEASES,
+    DIGEST,
 )
 REGISTRY = Registry(CAPABILITIES)

@@ -2,18 +2,24 @@
 
 A capability is a package of the core (reading, changes, slurm, idle, health, schedules,
 spend) that declares, in its ``capability.py``, everything it adds: its subcommands (with
-their usage), its clicks, its kinds of change, its forms, and how its service is built
-from the kernel. One list names the capabilities (``handlers/capabilities.py``); the registry
-(``handlers/registry.py``) folds their declarations and refuses two of one name; the
-dispatcher hands each subcommand and click its own capability's service. Nothing
-central names a capability.
+their usage), its clicks, its kinds of change, its forms, its periodic jobs, and how its
+service is built from the kernel. One list names the capabilities
+(``handlers/capabilities.py``); the registry (``handlers/registry.py``) folds their
+declarations and refuses two of one name; the dispatcher hands each subcommand and click
+its own capability's service. Nothing central names a capability.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from handlers.changes.effects import NODE_WINDOW, SEND_WINDOW
+from handlers.owed.engine import LEASE
+from handlers.owed.posting import POST_WINDOW
+from handlers.ports import CrashPoint, no_crash
+from handlers.reading.clusters import READ_DEADLINE
 
 if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
@@ -21,10 +27,33 @@ if TYPE_CHECKING:
     from handlers.clicking import Click
     from handlers.commanding import Subcommand
     from handlers.costs import PriceBook
+    from handlers.domain.names import Target
     from handlers.forms.spec import FormKindSpec
+    from handlers.messenger import Messenger
+    from handlers.owed.store import OwedStore
     from handlers.policy import Policy
+    from handlers.ports import (
+        ActivityReader,
+        Calendar,
+        Charts,
+        Clock,
+        ControlPlane,
+        IdleRecordStore,
+        LeaseStore,
+        NodeUpdater,
+        OperationStore,
+        People,
+        ReleaseStore,
+        ReportStore,
+        RequestStore,
+        RoleSource,
+        ScheduleStore,
+        SpendStore,
+        SubmissionStore,
+    )
     from handlers.reading.clusters import ClusterDirectory
     from handlers.reading.reports import Reports
+    from handlers.spend.digest import DigestStore, Firings
 
 
 @dataclass(frozen=True)
@@ -44,6 +73,17 @@ class Kernel:
 
 
 @dataclass(frozen=True)
+class Job:
+    """Periodic work of a capability: ``run`` on its service (never while the service is
+    off), every ``every`` seconds unless the options say otherwise for its name
+    (``Options.checks``). The composition root schedules every capability's jobs."""
+
+    name: str
+    run: Callable[[Any], Awaitable[object]]
+    every: float = 30.0
+
+
+@dataclass(frozen=True)
 class Capability:
     name: str
     # its service, handed to its subcommands' and clicks' ``run``; None where it is off
@@ -53,3 +93,50 @@ class Capability:
     clicks: tuple[Click, ...] = ()
     kinds: tuple[ChangeKind[Any], ...] = ()  # the kinds of change it plans
     forms: tuple[FormKindSpec, ...] = ()  # the forms its subcommands open
+    jobs: tuple[Job, ...] = ()  # its periodic work
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Everything the core needs from the world."""
+
+    requests: RequestStore
+    operations: OperationStore
+    leases: LeaseStore
+    reports: ReportStore
+    records: IdleRecordStore
+    control_plane: ControlPlane
+    activity: ActivityReader
+    messenger: Messenger
+    roles: RoleSource
+    people: People  # who is a person on the platform, and how one is named
+    clock: Clock
+    owed: OwedStore  # what the bot owes the world, done by the engine
+    releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
+    submissions: SubmissionStore | None = None  # form submissions; None: no forms
+    spend: SpendStore | None = None  # the spend ledger; None: spend is not recorded
+    schedules: ScheduleStore | None = None  # off-hours schedules; None: none can be set
+    calendar: Calendar | None = None  # when a schedule's times come (with ``schedules``)
+    charts: Charts | None = None  # draws the cost chart; None: the cost report is a table
+    digests: DigestStore | None = None  # the weekly digest's firings; None: no digest
+    nodes: NodeUpdater | None = None  # sets Slurm node states; None: no node changes
+
+
+@dataclass(frozen=True)
+class Options:
+    owner: str  # this replica's name in leases
+    targets: Sequence[Target]
+    alert_channel: str | None  # None: no idle alerts are posted
+    sweep_interval: float
+    concurrency: int = 32  # control-plane calls at once (settings: vertex_concurrency)
+    lease: float = LEASE
+    read_deadline: float = READ_DEADLINE
+    crash: CrashPoint = no_crash
+    release_grace: float = 60.0  # seconds a drained queue stays empty before a release acts
+    poll_stagger: float = 0.0  # seconds over which a batch of operation polls is started
+    send_window: float = SEND_WINDOW  # seconds a change's call may be applied once sent
+    node_window: float = NODE_WINDOW  # the same for a Slurm node update
+    post_window: float = POST_WINDOW  # seconds a chat post may still arrive once sent
+    patience: float = 2.0  # seconds a tick waits for the owed work it started
+    digest_firings: Firings | None = None  # the digest's cron; None: fired only when asked
+    checks: Mapping[str, float] = field(default_factory=dict)  # a job's seconds, by its name

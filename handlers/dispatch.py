@@ -124,7 +124,7 @@ class Dispatcher:
     async def _command(
         self, user: str, channel: str, text: str | Read, *, instant: bool
     ) -> Answer | None:
-        words = read(text) if isinstance(text, str) else text
+        words = read(text, self.registry) if isinstance(text, str) else text
         if words.entry is None or words.error is not None:
             error = words.error or CommandError("unreadable")
             reply = error_reply(error.reason, self.registry.usage(error))

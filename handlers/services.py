@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from handlers.capabilities import REGISTRY
-from handlers.capability import Kernel
+from handlers.capability import Kernel, Options, Ports
 from handlers.changes.approvals import Approvals
-from handlers.changes.effects import NODE_WINDOW, SEND_WINDOW
 from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.preapproved import Cards
@@ -17,7 +17,6 @@ from handlers.changes.release import Releases
 from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
 from handlers.dispatch import Dispatcher
-from handlers.domain.names import Target
 from handlers.health.alerts import HealthAlerts
 from handlers.health.clicks import HealthClicks
 from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
@@ -25,33 +24,13 @@ from handlers.idle.clicks import IdleClicks
 from handlers.idle.observe import ActivityObserver
 from handlers.idle.sweep import Sweeper
 from handlers.intake import Intake
-from handlers.messenger import Messenger
-from handlers.owed.engine import LEASE, Engine, Room
-from handlers.owed.posting import POST_WINDOW, Outbox
-from handlers.owed.store import OwedStore
+from handlers.owed.engine import Engine, Room
+from handlers.owed.posting import Outbox
 from handlers.policy import Policy
 from handlers.ports import (
-    ActivityReader,
-    Calendar,
-    Charts,
-    Clock,
-    ControlPlane,
     CrashPoint,
-    IdleRecordStore,
-    LeaseStore,
-    NodeUpdater,
-    OperationStore,
-    People,
-    ReleaseStore,
-    ReportStore,
-    RequestStore,
-    RoleSource,
-    ScheduleStore,
-    SpendStore,
-    SubmissionStore,
-    no_crash,
 )
-from handlers.reading.clusters import READ_DEADLINE, ClusterDirectory
+from handlers.reading.clusters import ClusterDirectory
 from handlers.reading.reports import Reports
 from handlers.registry import Registry
 from handlers.schedules.asking import NightAsking
@@ -59,53 +38,17 @@ from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
 from handlers.schedules.service import Schedules
 from handlers.schedules.thread import ScheduleThread
-from handlers.spend.digest import Digest, DigestStore, Firings
+from handlers.spend.digest import Digest
 from handlers.spend.report import SpendReport
 
 
 @dataclass(frozen=True)
-class Ports:
-    """Everything the core needs from the world."""
+class BoundJob:
+    """A capability's periodic job, on its service: what the composition root schedules."""
 
-    requests: RequestStore
-    operations: OperationStore
-    leases: LeaseStore
-    reports: ReportStore
-    records: IdleRecordStore
-    control_plane: ControlPlane
-    activity: ActivityReader
-    messenger: Messenger
-    roles: RoleSource
-    people: People  # who is a person on the platform, and how one is named
-    clock: Clock
-    owed: OwedStore  # what the bot owes the world, done by the engine
-    releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
-    submissions: SubmissionStore | None = None  # form submissions; None: no forms
-    spend: SpendStore | None = None  # the spend ledger; None: spend is not recorded
-    schedules: ScheduleStore | None = None  # off-hours schedules; None: none can be set
-    calendar: Calendar | None = None  # when a schedule's times come (with ``schedules``)
-    charts: Charts | None = None  # draws the cost chart; None: the cost report is a table
-    digests: DigestStore | None = None  # the weekly digest's firings; None: no digest
-    nodes: NodeUpdater | None = None  # sets Slurm node states; None: no node changes
-
-
-@dataclass(frozen=True)
-class Options:
-    owner: str  # this replica's name in leases
-    targets: Sequence[Target]
-    alert_channel: str | None  # None: no idle alerts are posted
-    sweep_interval: float
-    concurrency: int = 32  # control-plane calls at once (settings: vertex_concurrency)
-    lease: float = LEASE
-    read_deadline: float = READ_DEADLINE
-    crash: CrashPoint = no_crash
-    release_grace: float = 60.0  # seconds a drained queue stays empty before a release acts
-    poll_stagger: float = 0.0  # seconds over which a batch of operation polls is started
-    send_window: float = SEND_WINDOW  # seconds a change's call may be applied once sent
-    node_window: float = NODE_WINDOW  # the same for a Slurm node update
-    post_window: float = POST_WINDOW  # seconds a chat post may still arrive once sent
-    patience: float = 2.0  # seconds a tick waits for the owed work it started
-    digest_firings: Firings | None = None  # the digest's cron; None: fired only when asked
+    name: str
+    seconds: float
+    run: Callable[[], Awaitable[object]]
 
 
 @dataclass(frozen=True)
@@ -128,6 +71,7 @@ class Services:
     schedules: Schedules | None = None
     spending: SpendReport | None = None
     digest: Digest | None = None
+    jobs: tuple[BoundJob, ...] = ()  # every capability's periodic jobs
 
 
 def build(
@@ -283,6 +227,7 @@ def build(
             channel=options.alert_channel,
             clock=clock,
         )
+    digest = _digest(ports, options, spending, sweeper, engine)
     intake = None
     if ports.submissions is not None:
         intake = Intake(
@@ -293,6 +238,25 @@ def build(
             owner=owner,
             crash=crash,
         )
+    services = _capability_services(
+        registry,
+        Kernel(
+            policy,
+            prices,
+            directory,
+            approvals,
+            reports,
+            registry.commands,
+            {
+                "idle": clicks,
+                "spend": spending,
+                "schedules": schedules,
+                "health": health_clicks,
+                "releases": releases,
+                "digest": digest,
+            },
+        ),
+    )
     return Services(
         engine=engine,
         outbox=outbox,
@@ -310,36 +274,26 @@ def build(
         reports=reports,
         schedules=schedules,
         spending=spending,
-        digest=_digest(ports, options, spending, sweeper, engine),
-        dispatcher=Dispatcher(
-            _capability_services(
-                registry,
-                Kernel(
-                    policy,
-                    prices,
-                    directory,
-                    approvals,
-                    reports,
-                    registry.commands,
-                    {
-                        "idle": clicks,
-                        "spend": spending,
-                        "schedules": schedules,
-                        "health": health_clicks,
-                    },
-                ),
-            ),
-            directory,
-            policy,
-            ports.roles,
-            registry=registry,
-        ),
+        digest=digest,
+        dispatcher=Dispatcher(services, directory, policy, ports.roles, registry=registry),
+        jobs=tuple(_jobs(registry, services, options)),
     )
 
 
 def _capability_services(registry: Registry, kernel: Kernel) -> dict[str, object]:
     """Each capability's service, by its name, built from the kernel."""
     return {c.name: c.build(kernel) for c in registry.capabilities}
+
+
+def _jobs(
+    registry: Registry, services: Mapping[str, object], options: Options
+) -> Iterator[BoundJob]:
+    """Each capability's periodic jobs on its service; none where the service is off."""
+    for capability in registry.capabilities:
+        service = services[capability.name]
+        for job in capability.jobs if service is not None else ():
+            seconds = options.checks.get(job.name, job.every)
+            yield BoundJob(job.name, seconds, functools.partial(job.run, service))
 
 
 def _digest(

@@ -14,6 +14,7 @@ from bot.calendar import CronCalendar
 from bot.charts import AggCharts
 from handlers import dispatch
 from handlers.capabilities import REGISTRY
+from handlers.capability import Options, Ports
 from handlers.changes.approvals import DRAFT_TIMEOUT
 from handlers.changes.tracking import FOLLOW, POLLS_AT_ONCE, follow_key
 from handlers.costs import money
@@ -36,7 +37,7 @@ from handlers.ports import (
 )
 from handlers.registry import Registry
 from handlers.replies import Reply
-from handlers.services import Options, Ports, Services, build
+from handlers.services import Services, build
 from handlers.spend.digest import DigestStore, Firings
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc

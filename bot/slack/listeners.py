@@ -109,7 +109,7 @@ class SlackEdge:
         command's reply: https://api.slack.com/interactivity/slash-commands#responding_to_commands);
         any other is worked out after the ack and sent to the response_url. A command with
         words missing that a form can ask for opens the form instead."""
-        words = read(str(body.get("text", "")))  # read once, for the form and the answer
+        words = read(str(body.get("text", "")), self.dispatcher.registry)  # once: form and answer
         ask = words.form if body.get("trigger_id") else None
         if ask is not None and self.open_form is not None:
             self.on_command(self.dispatcher.registry.forms[ask.kind].subcommand, "form")

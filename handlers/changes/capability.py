@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from handlers.actions import ActionId, Decide, RestoreClicked, Withdraw, needs
-from handlers.capability import Capability, Kernel
+from handlers.capability import Capability, Job, Kernel
 from handlers.changes.approvals import Approvals
 from handlers.changes.commands import (
     DELETE_USAGE,
@@ -17,6 +17,7 @@ from handlers.changes.commands import (
     run_restore,
 )
 from handlers.changes.delete import DELETE
+from handlers.changes.release import Releases
 from handlers.changes.resize import RESIZE
 from handlers.changes.restore import RESTORE
 from handlers.clicking import click
@@ -89,3 +90,12 @@ CHANGES = Capability(
         ),
     ),
 )
+
+
+def build_releases(kernel: Kernel) -> Releases | None:
+    releases: Releases | None = kernel.parts.get("releases")
+    return releases
+
+
+# the pipeline hook's releases: each waits for its queue to drain, then asks for its change
+RELEASES = Capability("releases", build_releases, jobs=(Job("releases", lambda r: r.check_all()),))

@@ -3,7 +3,7 @@ Skip tonight and Postpone 2 h clicks on a night's notice."""
 
 from __future__ import annotations
 
-from handlers.capability import Capability, Kernel
+from handlers.capability import Capability, Job, Kernel
 from handlers.clicking import Click, Clicked, click
 from handlers.commanding import Subcommand
 from handlers.forms.asks import schedule_form
@@ -71,6 +71,8 @@ SCHEDULES_CAPABILITY = Capability(
         ),
     ),
     kinds=(SCHEDULE_KIND,),
+    # the first run is at start: a wake missed while every replica was down happens then
+    jobs=(Job("schedules", lambda s: s.check_all()),),
     forms=(ScheduleForm(),),
     clicks=CLICKS,
 )

@@ -1,0 +1,121 @@
+"""A capability plugs in: declared in one object and listed once, its subcommand, click and
+periodic job are folded by the registry and run on its own service, built from the kernel;
+two declarations of one name are refused when the registry is built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from handlers.actions import needs
+from handlers.capabilities import CAPABILITIES, REGISTRY
+from handlers.capability import Capability, Job, Kernel
+from handlers.changes.capability import CHANGES
+from handlers.clicking import click
+from handlers.commanding import Subcommand, one_cluster
+from handlers.policy import Policy, Role
+from handlers.registry import Registry
+from handlers.replies import Reply, notice
+from tests.conftest import ManualClock
+from tests.support.text_adapter import text
+from tests.test_services_unit import POLICY, make_bot
+
+
+@dataclass(frozen=True)
+class Pools:
+    cluster: str
+
+
+@dataclass(frozen=True)
+class Ping:
+    cluster: str
+
+    @property
+    def action_id(self) -> str:
+        return "pools_ping"
+
+    @property
+    def value(self) -> str:
+        return self.cluster
+
+
+@dataclass
+class PoolsService:
+    """The capability's own service: it counts its job's runs, and reads the kernel's
+    directory for its subcommand."""
+
+    kernel: Kernel
+    runs: list[str] = field(default_factory=list)
+
+    async def pools(self, key: str) -> Reply:
+        cluster = await self.kernel.directory.resolve(key, "pools")
+        return notice("Pools", ", ".join(p.id for p in cluster.node_pools))
+
+    async def tick(self) -> None:
+        self.runs.append("tick")
+
+
+POOLS = Capability(
+    "pools",
+    PoolsService,
+    commands=(
+        Subcommand(
+            "pools",
+            "/cluster pools CLUSTER",
+            "one cluster's node pools",
+            Role.VIEWER,
+            one_cluster("/cluster pools CLUSTER", Pools),
+            lambda s, c, who: s.pools(c.cluster),
+        ),
+    ),
+    clicks=(
+        click(
+            ("pools_ping",),
+            lambda i, v: Ping(needs(v)),
+            Role.VIEWER,
+            "Pinging",
+            lambda s, c: s.pools(c.action.cluster),
+        ),
+    ),
+    jobs=(Job("pools-tick", lambda s: s.tick(), every=5.0),),
+)
+
+
+async def test_a_new_capability_is_its_declaration_and_one_line_in_the_list() -> None:
+    registry = Registry((*CAPABILITIES, POOLS))
+    bot = make_bot(ManualClock(), Policy.model_validate(POLICY), registry=registry)
+    assert "gpu" in text(await bot.ask("U0ALICE", "pools c1"))
+    assert "/cluster pools CLUSTER" in text(await bot.ask("U0ALICE", "help"))
+    said = text(await bot.ask("U0ALICE", "pools"))  # its usage, from its own declaration
+    assert "pools needs CLUSTER" in said and "Usage: /cluster pools CLUSTER" in said
+    assert "did you mean 'pools'" in text(await bot.ask("U0ALICE", "pols c1"))
+    assert "gpu" in text(await bot.click("U0ALICE", "pools_ping", "c1"))
+    [job] = [j for j in bot.services.jobs if j.name == "pools-tick"]
+    assert job.seconds == 5.0
+    await job.run()
+    [service] = [s for s in _services(bot) if isinstance(s, PoolsService)]
+    assert service.runs == ["tick"]
+
+
+def _services(bot: object) -> list[object]:
+    return list(bot.services.dispatcher.services.values())  # type: ignore[attr-defined]
+
+
+def test_the_shipped_periodic_jobs_are_declared_by_their_capabilities() -> None:
+    assert {j.name for c in CAPABILITIES for j in c.jobs} == {"schedules", "releases", "digest"}
+    assert REGISTRY.capabilities == CAPABILITIES
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        (POOLS, "two capabilities of one name"),
+        (Capability("more", PoolsService, commands=POOLS.commands), "two subcommands"),
+        (Capability("more", PoolsService, clicks=POOLS.clicks), "two clicks"),
+        (Capability("more", PoolsService, kinds=CHANGES.kinds), "two kinds of change"),
+    ],
+)
+def test_two_declarations_of_one_name_are_refused(extra: Capability, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        Registry((*CAPABILITIES, POOLS, extra))
