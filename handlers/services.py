@@ -22,7 +22,7 @@ from handlers.health.clicks import HealthClicks
 from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
 from handlers.idle.observe import ActivityObserver
-from handlers.idle.sweep import Sweeper
+from handlers.idle.sweep import Sweeper, SweepStores
 from handlers.intake import Intake
 from handlers.owed.engine import Engine, Room
 from handlers.owed.posting import Outbox
@@ -77,15 +77,83 @@ class Services:
 def build(
     ports: Ports, policy: Policy, options: Options, registry: Registry = REGISTRY
 ) -> Services:
-    clock, owner, crash, lease = ports.clock, options.owner, options.crash, options.lease
     prices = PriceBook.with_overrides(policy.prices)
     directory = ClusterDirectory(ports.control_plane, options.targets, options.read_deadline)
+    core = _core(ports, policy, options, directory, prices)
+    idle = _idle(ports, policy, options, core, prices)
+    spending = _spending(ports, options)
+    releases = _releases(ports, policy, options, core)
+    cards = Cards(core.approvals, options.alert_channel)
+    core.engine.add(cards)
+    schedules = _schedules(ports, directory, core, options.crash, cards)
+    if schedules is not None and policy.schedules:
+        schedules.labels = LabelSchedules(
+            schedules=schedules,
+            records=ports.records,
+            profiles=policy.schedules,
+            channel=options.alert_channel,
+            clock=ports.clock,
+        )
+    digest = _digest(ports, options, spending, idle.sweeper, core.engine)
+    parts = {
+        "idle": idle.clicks,
+        "spend": spending,
+        "schedules": schedules,
+        "health": idle.health_clicks,
+        "releases": releases,
+        "digest": digest,
+    }
+    kernel = Kernel(
+        policy, prices, directory, core.approvals, idle.reports, registry.commands, parts
+    )
+    services = {c.name: c.build(kernel) for c in registry.capabilities}
+    return Services(
+        engine=core.engine,
+        outbox=core.outbox,
+        releases=releases,
+        intake=_intake(ports, options),
+        directory=directory,
+        board=core.board,
+        ledger=core.ledger,
+        executor=core.executor,
+        approvals=core.approvals,
+        tracker=core.tracker,
+        alerts=idle.alerts,
+        clicks=idle.clicks,
+        sweeper=idle.sweeper,
+        reports=idle.reports,
+        schedules=schedules,
+        spending=spending,
+        digest=digest,
+        dispatcher=Dispatcher(services, directory, policy, ports.roles, registry=registry),
+        jobs=tuple(_jobs(registry, services, options)),
+    )
+
+
+@dataclass(frozen=True)
+class _Core:
+    """The durable path and the change flow every capability shares."""
+
+    engine: Engine
+    outbox: Outbox
+    board: AlertBoard
+    health: HealthAlerts
+    ledger: RequestLedger
+    executor: Executor
+    approvals: Approvals
+    tracker: Tracker
+
+
+def _core(
+    ports: Ports, policy: Policy, options: Options, directory: ClusterDirectory, prices: PriceBook
+) -> _Core:
+    clock, owner, crash = ports.clock, options.owner, options.crash
     engine = Engine(
         store=ports.owed,
         clock=clock,
         owner=owner,
         crash=crash,
-        lease=lease,
+        lease=options.lease,
         patience=options.patience,
         post_window=options.post_window,
     )
@@ -149,36 +217,47 @@ def build(
         clock=clock,
     )
     engine.add(tracker, room=Room(POLLS_AT_ONCE, spread=options.poll_stagger))
-    remedies = Remedies(board, approvals, ports.control_plane, prices)
+    return _Core(engine, outbox, board, health, ledger, executor, approvals, tracker)
+
+
+@dataclass(frozen=True)
+class _Idle:
+    """The sweep, the read side on it, and the alerts' clicks."""
+
+    alerts: IdleAlerts
+    clicks: IdleClicks
+    health_clicks: HealthClicks
+    sweeper: Sweeper
+    reports: Reports
+
+
+def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: PriceBook) -> _Idle:
+    clock, directory = ports.clock, core.approvals.directory
+    remedies = Remedies(core.board, core.approvals, ports.control_plane, prices)
     health_clicks = HealthClicks(
-        alerts=health,
+        alerts=core.health,
         directory=directory,
-        approvals=approvals,
+        approvals=core.approvals,
         slurm=ports.activity,
         prices=prices,
         clock=clock,
     )
-    alerts = IdleAlerts(board, remedies, clock)
-    clicks = IdleClicks(board, remedies, clock)
+    alerts = IdleAlerts(core.board, remedies, clock)
+    observer = ActivityObserver(ports.activity, clock, options.concurrency, policy.idle.idle_after)
+    stores = SweepStores(
+        ports.records, ports.operations, ports.reports, ports.leases, ports.spend, ports.schedules
+    )
     sweeper = Sweeper(
         directory=directory,
-        observer=ActivityObserver(
-            ports.activity, clock, options.concurrency, policy.idle.idle_after
-        ),
-        records=ports.records,
-        operations=ports.operations,
-        reports=ports.reports,
-        leases=ports.leases,
-        alerts=alerts,
+        observer=observer,
+        stores=stores,
         rules=policy.idle,
         prices=prices,
         clock=clock,
-        owner=owner,
+        owner=options.owner,
         interval=options.sweep_interval,
-        spend=ports.spend,
-        schedules=ports.schedules,
-        health=health,
-        crash=crash,
+        listeners=(alerts, core.health),
+        crash=options.crash,
     )
     reports = Reports(
         directory=directory,
@@ -191,98 +270,52 @@ def build(
         messenger=ports.messenger,
         people=ports.people,
     )
-    spending = None
-    if ports.spend is not None:
-        spending = SpendReport(
-            store=ports.spend,
-            records=ports.records,
-            requests=ports.requests,
-            clock=clock,
-            interval=options.sweep_interval,
-            messenger=ports.messenger,
-            charts=ports.charts,
-        )
-    releases = None
-    if ports.releases is not None:
-        releases = Releases(
-            store=ports.releases,
-            activity=ports.activity,
-            approvals=approvals,
-            ledger=ledger,
-            messenger=ports.messenger,
-            policy=policy,
-            clock=clock,
-            channel=options.alert_channel,
-            grace=options.release_grace,
-            crash=crash,
-        )
-    cards = Cards(approvals, options.alert_channel)
-    engine.add(cards)
-    schedules = _schedules(ports, directory, approvals, ledger, crash, cards, outbox)
-    if schedules is not None and policy.schedules:
-        schedules.labels = LabelSchedules(
-            schedules=schedules,
-            records=ports.records,
-            profiles=policy.schedules,
-            channel=options.alert_channel,
-            clock=clock,
-        )
-    digest = _digest(ports, options, spending, sweeper, engine)
-    intake = None
-    if ports.submissions is not None:
-        intake = Intake(
-            store=ports.submissions,
-            requests=ports.requests,
-            messenger=ports.messenger,
-            clock=clock,
-            owner=owner,
-            crash=crash,
-        )
-    services = _capability_services(
-        registry,
-        Kernel(
-            policy,
-            prices,
-            directory,
-            approvals,
-            reports,
-            registry.commands,
-            {
-                "idle": clicks,
-                "spend": spending,
-                "schedules": schedules,
-                "health": health_clicks,
-                "releases": releases,
-                "digest": digest,
-            },
-        ),
-    )
-    return Services(
-        engine=engine,
-        outbox=outbox,
-        releases=releases,
-        intake=intake,
-        directory=directory,
-        board=board,
-        ledger=ledger,
-        executor=executor,
-        approvals=approvals,
-        tracker=tracker,
-        alerts=alerts,
-        clicks=clicks,
-        sweeper=sweeper,
-        reports=reports,
-        schedules=schedules,
-        spending=spending,
-        digest=digest,
-        dispatcher=Dispatcher(services, directory, policy, ports.roles, registry=registry),
-        jobs=tuple(_jobs(registry, services, options)),
+    clicks = IdleClicks(core.board, remedies, clock)
+    return _Idle(alerts, clicks, health_clicks, sweeper, reports)
+
+
+def _spending(ports: Ports, options: Options) -> SpendReport | None:
+    if ports.spend is None:
+        return None
+    return SpendReport(
+        store=ports.spend,
+        records=ports.records,
+        requests=ports.requests,
+        clock=ports.clock,
+        interval=options.sweep_interval,
+        messenger=ports.messenger,
+        charts=ports.charts,
     )
 
 
-def _capability_services(registry: Registry, kernel: Kernel) -> dict[str, object]:
-    """Each capability's service, by its name, built from the kernel."""
-    return {c.name: c.build(kernel) for c in registry.capabilities}
+def _releases(ports: Ports, policy: Policy, options: Options, core: _Core) -> Releases | None:
+    if ports.releases is None:
+        return None
+    return Releases(
+        store=ports.releases,
+        activity=ports.activity,
+        approvals=core.approvals,
+        ledger=core.ledger,
+        messenger=ports.messenger,
+        policy=policy,
+        clock=ports.clock,
+        channel=options.alert_channel,
+        grace=options.release_grace,
+        crash=options.crash,
+    )
+
+
+def _intake(ports: Ports, options: Options) -> Intake | None:
+    if ports.submissions is None:
+        return None
+    return Intake(
+        store=ports.submissions,
+        requests=ports.requests,
+        messenger=ports.messenger,
+        clock=ports.clock,
+        owner=options.owner,
+        crash=options.crash,
+    )
 
 
 def _jobs(
@@ -317,17 +350,12 @@ def _digest(
 
 
 def _schedules(
-    ports: Ports,
-    directory: ClusterDirectory,
-    approvals: Approvals,
-    ledger: RequestLedger,
-    crash: CrashPoint,
-    cards: Cards,
-    outbox: Outbox,
+    ports: Ports, directory: ClusterDirectory, core: _Core, crash: CrashPoint, cards: Cards
 ) -> Schedules | None:
     if ports.schedules is None or ports.calendar is None:
         return None
-    thread = ScheduleThread(ports.schedules, outbox)
+    approvals = core.approvals
+    thread = ScheduleThread(ports.schedules, core.outbox)
     nights = Nights(
         store=ports.schedules,
         calendar=ports.calendar,
@@ -339,4 +367,4 @@ def _schedules(
         clock=ports.clock,
         crash=crash,
     )
-    return Schedules(nights=nights, approvals=approvals, ledger=ledger)
+    return Schedules(nights=nights, approvals=approvals, ledger=core.ledger)

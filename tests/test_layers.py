@@ -155,6 +155,24 @@ def test_a_constructor_of_more_than_four_takes_them_by_keyword() -> None:
     assert crowded == []
 
 
+def test_the_core_s_services_and_functions_stay_small() -> None:
+    """A service of the core takes at most 10 things to be built (more is several services
+    in one: split it, or hand it one of its parts), and no function of the core runs past
+    80 lines."""
+    big = []
+    for path in (ROOT / "handlers").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            where = f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+            taken = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if node.name == "__init__" and len(taken) - 1 > 10:
+                big.append(f"{where} takes {len(taken) - 1}")
+            if (node.end_lineno or node.lineno) - node.lineno + 1 > 80:
+                big.append(f"{where} is {(node.end_lineno or 0) - node.lineno + 1} lines")
+    assert big == []
+
+
 def test_no_class_name_is_defined_twice() -> None:
     """One name, one thing: a reader (and an import) never has to ask which one is meant."""
     where: dict[str, list[str]] = {}

@@ -15,7 +15,9 @@ import asyncio
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from handlers.domain.names import target_of
 from handlers.entities import ApprovalRequest, Origin, RequestState
@@ -23,6 +25,7 @@ from handlers.health.alert import gone_card, health_card
 from handlers.health.episodes import Episode
 from handlers.health.kinds import DRAIN, RESUME
 from handlers.idle.alerts import AlertBoard
+from handlers.idle.report import paced
 from handlers.idle.rules import IdleRecord
 from handlers.messenger import MessageId, Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
@@ -31,6 +34,9 @@ from handlers.owed.posting import Outbox, refused
 from handlers.owed.wire import decode, encode
 from handlers.policy import HealthPolicy
 from handlers.ports import Clock
+
+if TYPE_CHECKING:
+    from handlers.idle.observe import Seen
 from handlers.replies import Code, Line, Reply, Strong, UserRef
 
 log = logging.getLogger(__name__)
@@ -94,6 +100,14 @@ class HealthAlerts:
         if episode is not None and episode.alert_channel:
             return episode.alert_channel
         return self.policy.channel_for(record.cluster.rsplit("/", 1)[-1]) or self.channel
+
+    async def swept(self, seen: Sequence[Seen]) -> int:
+        """Each swept cluster's health alert, told as its episode says (posted by the engine:
+        none is counted here)."""
+        async for item in paced(seen):
+            assert item.record is not None
+            await self.tell(item.record)
+        return 0
 
     async def tell(self, record: IdleRecord) -> None:
         """Owe the drawing of the record's episode, when it is owed, and do it now."""

@@ -16,9 +16,9 @@ owed as a reply in the alert's thread, and the alert is drawn again with its rem
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handlers.changes.approvals import Approvals
 from handlers.changes.delete import DELETE, plan_delete
@@ -28,6 +28,7 @@ from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.errors import UserError
 from handlers.idle.alert import IdleEntry, alert_card, closed_alert, reminder
+from handlers.idle.report import paced
 from handlers.idle.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
@@ -35,6 +36,9 @@ from handlers.owed.model import Done, GiveUp, Outcome
 from handlers.owed.posting import post_once, refused
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Reply, Strong, UserRef
+
+if TYPE_CHECKING:
+    from handlers.idle.observe import Seen
 
 log = logging.getLogger(__name__)
 CAS_TRIES = 5
@@ -256,6 +260,19 @@ class IdleAlerts:
         self.board = board
         self.remedies = remedies
         self.clock = clock
+
+    async def swept(self, seen: Sequence[Seen]) -> int:
+        """Each swept cluster's alert, posted, redrawn or reminded as its verdict says."""
+        posted = 0
+        async for item in paced(seen):
+            assert item.entry and item.verdict and item.record
+            posted += await self.announce(item.entry, item.verdict, item.record)
+        return posted
+
+    async def gone(self, record: IdleRecord) -> None:
+        await self.board.edit(
+            record, "deleted", (Strong("Deleted"), ": the cluster no longer exists.")
+        )
 
     async def announce(self, entry: IdleEntry, verdict: Verdict, record: IdleRecord) -> int:
         """Post a due alert, close one that no longer applies, run a due auto-action; returns

@@ -6,7 +6,9 @@ off-hours schedules read Slurm's demand the same way (``slurm_demand``)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from handlers.costs import PriceBook
 from handlers.domain.errors import SlurmUnreadableError
@@ -94,6 +96,19 @@ class Seen:
     entry: IdleEntry | None = field(default=None)
     spent: list[SpendRun] = field(default_factory=list)  # runs this observation closed
     health_change: Change = Change.NONE  # what this sweep changed in its health episode
+
+
+class SweepListener(Protocol):
+    """What a sweep hands its observations to, once every cluster is assessed and saved
+    (idle alerts, health alerts): the Sweeper names none of them."""
+
+    async def swept(self, seen: Sequence[Seen]) -> int:
+        """Act on this sweep's clusters; the messages posted."""
+        ...
+
+    async def gone(self, record: IdleRecord) -> None:
+        """A cluster that no longer exists: its messages say so."""
+        ...
 
 
 class ActivityObserver:

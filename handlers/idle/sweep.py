@@ -14,16 +14,15 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from handlers.costs import PriceBook
 from handlers.domain.names import target_of
 from handlers.health import episodes
-from handlers.health.alerts import HealthAlerts, drawn_as
+from handlers.health.alerts import drawn_as
 from handlers.health.episodes import Episode
 from handlers.idle.alert import IdleEntry
-from handlers.idle.alerts import IdleAlerts
-from handlers.idle.observe import ActivityObserver, Seen, Swept
+from handlers.idle.observe import ActivityObserver, Seen, SweepListener, Swept
 from handlers.idle.reach import REACH, Reach
 from handlers.idle.report import SweepReport, paced
 from handlers.idle.rules import (
@@ -45,7 +44,6 @@ from handlers.ports import (
     no_crash,
 )
 from handlers.reading.clusters import ClusterDirectory
-from handlers.replies import Strong
 from handlers.schedules.model import ScheduleState
 from handlers.spend.runs import advance, closing, still_open
 
@@ -53,44 +51,51 @@ log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
 
 
+@dataclass(frozen=True)
+class SweepStores:
+    """What a sweep reads and keeps: the idle records, the operations the bot follows, the
+    reports, the lease that lets one replica sweep at a time, and, where kept, the spend
+    ledger and the schedules."""
+
+    records: IdleRecordStore
+    operations: OperationStore
+    reports: ReportStore
+    leases: LeaseStore
+    spend: SpendStore | None = None
+    schedules: ScheduleStore | None = None
+
+
 class Sweeper:
+    lease = 600.0  # seconds the sweep's lease holds; renewed by finishing
+
     def __init__(
         self,
         *,
         directory: ClusterDirectory,
         observer: ActivityObserver,
-        records: IdleRecordStore,
-        operations: OperationStore,
-        reports: ReportStore,
-        leases: LeaseStore,
-        alerts: IdleAlerts | None,
+        stores: SweepStores,
         rules: IdleRules,
         prices: PriceBook,
         clock: Clock,
         owner: str,
         interval: float,
-        lease: float = 600.0,
-        spend: SpendStore | None = None,
-        schedules: ScheduleStore | None = None,
-        health: HealthAlerts | None = None,
+        listeners: Sequence[SweepListener] = (),
         crash: CrashPoint = no_crash,
     ) -> None:
         self.directory = directory
         self.observer = observer
-        self.records = records
-        self.operations = operations
-        self.reports = reports
-        self.leases = leases
-        self.alerts = alerts
+        self.records = stores.records
+        self.operations = stores.operations
+        self.reports = stores.reports
+        self.leases = stores.leases
         self.rules = rules
         self.prices = prices
         self.clock = clock
         self.owner = owner
         self.interval = interval
-        self.lease = lease
-        self.spend = spend
-        self.schedules = schedules
-        self.health = health
+        self.spend = stores.spend
+        self.schedules = stores.schedules
+        self.listeners = tuple(listeners)  # what each sweep's clusters are handed to
         self.crash = crash
         self.lock = asyncio.Lock()
 
@@ -155,14 +160,8 @@ class Sweeper:
         ]
         await self._assess_all(seen)
         posted = 0
-        if alerts and self.alerts is not None:
-            async for item in paced(seen):
-                assert item.entry and item.verdict and item.record
-                posted += await self.alerts.announce(item.entry, item.verdict, item.record)
-        if alerts and self.health is not None:
-            async for item in paced(seen):
-                assert item.record is not None
-                await self.health.tell(item.record)
+        for listener in self.listeners if alerts else ():
+            posted += await listener.swept(seen)
         entries = [item.entry for item in seen if item.entry is not None]
         failures += [
             f"{e.cluster_id}: activity unknown ({e.reason}); not alerted"
@@ -294,11 +293,8 @@ class Sweeper:
             target = target_of(record.cluster)
             if record.cluster in present or target not in listed_targets:
                 continue  # still there, or its target could not be listed this time
-            if self.alerts is not None:
-                gone = (Strong("Deleted"), ": the cluster no longer exists.")
-                await self.alerts.board.edit(record, "deleted", gone)
-            if self.health is not None:
-                await self.health.gone(record)
+            for listener in self.listeners:
+                await listener.gone(record)
             if self.spend is not None and record.spending:  # its last runs end where it went
                 labels = dict(record.labels)
                 ended = still_open(
