@@ -22,10 +22,10 @@ from bot.calendar import CronCalendar
 from bot.charts import AggCharts
 from bot.jobs import PeriodicJobs, crash_hook, cron_firings, digest_trigger
 from bot.metrics import BotMetrics
+from bot.platform import chat_platform
 from bot.redact import Redactor
 from bot.routes import Readiness, Routes
 from bot.settings import Settings
-from bot.slack.adapter import SlackAdapter
 from bot.store import IdleRecords, Store
 from bot.sweep_process import SweepProcess, SweepSummary, shareable
 from bot.vertex.auth import token_source
@@ -105,7 +105,7 @@ class ClusterbotService:
             request_timeout=settings.vertex_request_timeout,
             observer=self.metrics.call,
         )
-        self.slack = SlackAdapter(settings, policy, self.redactor)
+        self.chat = chat_platform(settings, policy, self.redactor)
         self.records = IdleRecords(self.store)
         slurm = SlurmReader(vertex=self.vertex, pinned=settings.slurm_api_version, book=self.store)
         ports = Ports(
@@ -117,9 +117,9 @@ class ClusterbotService:
             control_plane=self.vertex,
             activity=slurm,
             nodes=slurm,
-            messenger=self.slack.messenger,
-            roles=self.slack.roles,
-            people=self.slack.people,
+            messenger=self.chat.messenger,
+            roles=self.chat.roles,
+            people=self.chat.people,
             clock=clock,
             owed=self.store,
             releases=self.store,
@@ -134,7 +134,7 @@ class ClusterbotService:
         options = Options(
             owner=self.owner,
             targets=settings.targets,
-            alert_channel=self.slack.alert_channel,
+            alert_channel=self.chat.alert_channel,
             sweep_interval=settings.sweep_interval,
             concurrency=settings.vertex_concurrency,
             lease=lease,
@@ -155,7 +155,7 @@ class ClusterbotService:
         self.http: aiohttp.ClientSession | None = None
         self._lag_watch: asyncio.Task[None] | None = None
         home = Home(self.core.reports, self.store, policy, spend=self.core.spending)
-        self.slack.attach(self.core, home, self.metrics.command, working_after=working_after)
+        self.chat.attach(self.core, home, self.metrics.command, working_after=working_after)
         self.jobs = PeriodicJobs()
         self.sweeps: SweepProcess | None = None
         if settings.sweep_process and shareable(settings.database_url):
@@ -176,7 +176,7 @@ class ClusterbotService:
         replies), opened in the running loop: a connection is reused, not opened per call."""
         if self.http is None or self.http.closed:
             self.http = aiohttp.ClientSession()
-            self.slack.use(self.http)
+            self.chat.use(self.http)
 
     async def start(self) -> None:
         self.open_http()
@@ -199,7 +199,7 @@ class ClusterbotService:
         self.jobs.add("idle-sweep", self._scheduled_sweep, self.settings.sweep_interval)
         for job in self.core.jobs:  # every capability's periodic work
             self.jobs.add(job.name, self._while_accepting(job.run), job.seconds)
-        self.slack.schedule(self.jobs, self.is_accepting)
+        self.chat.schedule(self.jobs, self.is_accepting)
         self.jobs.start()
         self._lag_watch = asyncio.get_running_loop().create_task(self._watch_lag())
         # Everything built so far lives as long as the process: keep it out of the cycle
@@ -218,7 +218,7 @@ class ClusterbotService:
             self._lag_watch.cancel()
         await self.jobs.stop(self.settings.drain_seconds)
         # people's work in flight first: it may still owe (a card) to the engine
-        cancelled = await self.slack.drain(self.settings.drain_seconds)
+        cancelled = await self.chat.drain(self.settings.drain_seconds)
         if cancelled:
             log.info("handed back %d unfinished tasks to be recovered", cancelled)
         handed = await self.core.engine.stop(self.settings.drain_seconds)
@@ -230,7 +230,7 @@ class ClusterbotService:
 
     async def close_connections(self) -> None:
         """Close the HTTP sessions and the database pool (also after a failed start)."""
-        await self.slack.close()
+        await self.chat.close()
         if self.http is not None:
             await self.http.close()
         await self.vertex.aclose()
@@ -377,7 +377,7 @@ class ClusterbotService:
             targets=self.reach_problem,
         )
         Routes(readiness, self.metrics.handler()).install(app)
-        self.slack.install(app, path, accepting, self.metrics.ack_seconds.observe)
+        self.chat.install(app, path, accepting, self.metrics.ack_seconds.observe)
         settings = self.settings
         if settings.oidc_audience and self.core.releases is not None:
             from bot.release_api import ReleaseApi

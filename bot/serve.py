@@ -70,22 +70,10 @@ async def serve(settings: Settings, policy: Policy) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    socket_mode = None
-    if settings.slack_app_token is not None:
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-        assert service.slack.bolt is not None  # serve requires SLACK_BOT_TOKEN
-        socket_mode = AsyncSocketModeHandler(
-            service.slack.bolt, settings.slack_app_token.get_secret_value()
-        )
-        await socket_mode.connect_async()  # type: ignore[no-untyped-call]
-        log.info("connected to Slack in Socket Mode; health on %s:%d", settings.host, settings.port)
-    else:
-        log.info("listening for Slack on %s:%d at /slack/events", settings.host, settings.port)
+    await service.chat.connect(settings.host, settings.port)  # Socket Mode, where it has one
     await stop.wait()
     log.info("shutting down: no new work, finishing what is in flight")
-    if socket_mode is not None:
-        await socket_mode.close_async()  # type: ignore[no-untyped-call]
+    await service.chat.disconnect()
     await service.stop()  # /slack/events answers 503 meanwhile
     assert listener is not None  # set when the start succeeded
     listener.close()

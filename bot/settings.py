@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     vertex_api_url: str | None = None
     vertex_static_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
+    # the chat platform the bot serves (bot/platform.py's PLATFORMS): Slack is the one shipped
+    chat_platform: Literal["slack"] = "slack"
     policy_file: Path | None = None
     alert_channel: str | None = None
     # unset: each cluster's data parser is found (newest first) and kept in the database

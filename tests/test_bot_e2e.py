@@ -397,7 +397,7 @@ async def test_forged_stale_and_unsigned_requests_are_refused(stack: Stack) -> N
     # refused before any listener: nothing was counted, asked or answered
     commands = stack.service.metrics.commands.collect()
     assert [sample for metric in commands for sample in metric.samples] == []
-    assert not stack.service.slack.background.tasks
+    assert not stack.service.chat.background.tasks
     assert await stack.messages() == []
     assert await stack.requests("PATCH") == []
 
@@ -617,7 +617,7 @@ async def test_slack_rate_limits_delay_progress_and_lose_nothing(stack: Stack) -
     _, limits = await stack.post("/sandbox/api/config", {})
     assert limits["force_ratelimit"] == {"chat.postMessage": 0, "chat.update": 0}  # all served
     # each 429 paused its whole method in the bot's budget, not only the call that got it
-    messenger = stack.service.slack.messenger
+    messenger = stack.service.chat.messenger
     assert isinstance(messenger, SlackMessenger)
     assert set(messenger.pacer.budget.paused_until) == {"chat.postMessage", "chat.update"}
 

@@ -250,7 +250,7 @@ async def test_a_signed_body_of_the_wrong_shape_is_refused_with_a_reference(
 
 
 async def _settled(stack: Stack) -> bool:
-    return not stack.service.slack.background.tasks
+    return not stack.service.chat.background.tasks
 
 
 @pytest.mark.parametrize(

@@ -30,8 +30,8 @@ async def home_of(stack: Stack, user: str) -> dict[str, Any] | None:
 
 
 def home_tab(stack: Stack) -> HomeTab:
-    assert stack.service.slack.home_tab is not None  # built with the core
-    return stack.service.slack.home_tab
+    assert stack.service.chat.home_tab is not None  # built with the core
+    return stack.service.chat.home_tab
 
 
 async def pending(stack: Stack, count: int) -> None:

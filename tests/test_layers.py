@@ -419,13 +419,17 @@ def test_every_kind_of_form_goes_through_the_same_flow() -> None:
         assert "FormKind" not in source and ".kind ==" not in source, path
 
 
-def test_the_composition_root_reaches_slack_only_through_its_adapter() -> None:
-    """The platform seam: ``bot/app.py`` builds the core and hands it to one Slack adapter;
-    the service's routes and the pipeline hook are given what they call, not the service.
-    A second platform's adapter would replace the one import."""
+def test_the_composition_root_holds_a_chat_platform_not_slack() -> None:
+    """The platform seam: ``bot/app.py`` builds the core and hands it to the chat platform
+    the settings name (``bot/platform.py``), never importing Slack's package; the service's
+    routes and the pipeline hook are given what they call, not the service. A second
+    platform is its package and one line in ``PLATFORMS``."""
     graph = _module_graph()
-    slack = {m for m in graph["bot.app"] if m.startswith("bot.slack")}
-    assert slack == {"bot.slack.adapter"}
+    from bot.platform import PLATFORMS
+
+    assert not {m for m in graph["bot.app"] | graph["bot.serve"] if m.startswith("bot.slack")}
+    assert "bot.platform" in graph["bot.app"]
+    assert PLATFORMS == {"slack": "bot.slack.adapter:SlackAdapter"}  # the one switch
     for module in ("bot.routes", "bot.release_api", "bot.slack.adapter"):
         assert "bot.app" not in graph[module], module
     assert not {m for m in graph["bot.routes"] | graph["bot.release_api"] if "slack" in m}

@@ -18,8 +18,8 @@ async def test_commands_and_clicks_over_socket_mode(tmp_path: Path) -> None:
     async with demo_stack(tmp_path) as stack:
         stack.workspace.bot_url = None  # nothing over HTTP: only the socket
         stack.workspace.app_token = APP_TOKEN
-        assert stack.service.slack.bolt is not None
-        handler = AsyncSocketModeHandler(stack.service.slack.bolt, APP_TOKEN)
+        assert stack.service.chat.bolt is not None
+        handler = AsyncSocketModeHandler(stack.service.chat.bolt, APP_TOKEN)
         await handler.connect_async()  # type: ignore[no-untyped-call]
         try:
             for _ in range(100):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
 from bot.jobs import PeriodicJobs
+from bot.platform import ChatPlatform, CommandObserver
 from bot.redact import Redactor
 from bot.settings import Settings
 from bot.slack.budget import Budget, Pacer
@@ -35,7 +36,7 @@ from handlers.policy import Policy
 if TYPE_CHECKING:
     from handlers.services import Services
 
-CommandObserver = Callable[[str, str], None]
+log = logging.getLogger(__name__)
 
 
 class SlackAdapter:
@@ -59,6 +60,7 @@ class SlackAdapter:
         self.background = Background()  # listeners' work after their ack
         self.bolt: AsyncApp | None = None
         self.home_tab: HomeTab | None = None
+        self.socket_mode: Any = None  # Bolt's Socket Mode handler, while connected
 
     @property
     def alert_channel(self) -> str | None:
@@ -166,9 +168,32 @@ class SlackAdapter:
 
         jobs.add("home-tabs", refresh, REFRESH_SECONDS)
 
+    async def connect(self, host: str, port: int) -> None:
+        """In Socket Mode (an app-level token), open the WebSocket Slack sends events over;
+        over HTTP, the request URL (``install``) is all there is."""
+        token = self.settings.slack_app_token
+        if token is None:
+            log.info("listening for Slack on %s:%d at /slack/events", host, port)
+            return
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        assert self.bolt is not None  # serve requires SLACK_BOT_TOKEN
+        self.socket_mode = AsyncSocketModeHandler(self.bolt, token.get_secret_value())
+        await self.socket_mode.connect_async()
+        log.info("connected to Slack in Socket Mode; health on %s:%d", host, port)
+
+    async def disconnect(self) -> None:
+        if self.socket_mode is not None:
+            await self.socket_mode.close_async()
+            self.socket_mode = None
+
     async def drain(self, limit: float) -> int:
         """Let the listeners' work finish for ``limit`` seconds; how many were cancelled."""
         return await self.background.drain(limit)
 
     async def close(self) -> None:
         await self.responder.close()
+
+
+def _shaped(adapter: SlackAdapter) -> ChatPlatform:
+    return adapter  # the type checker holds Slack's adapter to the platform's shape

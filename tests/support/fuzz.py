@@ -115,7 +115,7 @@ class Harness:
 
     async def settled(self) -> None:
         """Lasting state: every task the commands started has finished."""
-        tasks = self.stack.service.slack.background.tasks
+        tasks = self.stack.service.chat.background.tasks
         while tasks:
             await asyncio.wait(set(tasks))
 

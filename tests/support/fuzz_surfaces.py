@@ -198,7 +198,7 @@ class Surfaces:
             return reply.status, await reply.text()
 
     async def settled(self) -> None:
-        tasks = self.stack.service.slack.background.tasks
+        tasks = self.stack.service.chat.background.tasks
         while tasks:
             await asyncio.wait(set(tasks))
 
