@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8080
 
-.PHONY: demo test lint bench simulator screenshots image-check clean
+.PHONY: demo test lint bench simulator screenshots manifests image-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ bench: $(STAMP)
 # Tests never write into the tree; this refreshes the README's screenshots on purpose.
 screenshots: $(STAMP)
 	CLUSTERBOT_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_demo_page.py
+
+# The Slack manifests' usage hint, made again from the subcommands every capability declares.
+manifests: $(STAMP)
+	$(BIN)/python -m bot.manifest docs/deploy/slack
 
 # Build the Dockerfile's image and run it (buildah and podman, no Docker daemon needed; root).
 image-check:

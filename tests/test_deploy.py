@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from bot.cli import build_parser
+from bot.manifest import usage_hint
 from bot.sandbox.slack.workspace import INSTALLED_SCOPES
 from bot.settings import Settings, env_name
 from bot.slack.listeners import COMMAND
@@ -150,6 +151,7 @@ def test_manifest_matches_what_the_code_registers(name: str) -> None:
     manifest = yaml.safe_load((ROOT / "docs/deploy/slack" / name).read_text())
     [command] = manifest["features"]["slash_commands"]
     assert command["command"] == COMMAND
+    assert command["usage_hint"] == usage_hint()  # made from the registry: make manifests
     hint_words = set(re.findall(r"[a-z]+", command["usage_hint"]))
     assert set(REGISTRY.by_name) <= hint_words
     assert set(manifest["oauth_config"]["scopes"]["bot"]) == {
