@@ -24,12 +24,17 @@ from handlers.reading.clusters import READ_DEADLINE
 if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
     from handlers.changes.kind import ChangeKind
+    from handlers.changes.ledger import RequestLedger
+    from handlers.changes.preapproved import Cards
     from handlers.clicking import Click
     from handlers.commanding import Subcommand
     from handlers.costs import PriceBook
     from handlers.domain.names import Target
     from handlers.forms.spec import FormKindSpec
+    from handlers.idle.sweep import Sweeper
     from handlers.messenger import Messenger
+    from handlers.owed.engine import Engine
+    from handlers.owed.posting import Outbox
     from handlers.owed.store import OwedStore
     from handlers.policy import Policy
     from handlers.ports import (
@@ -58,15 +63,23 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Kernel:
-    """What every capability's service is built from: the policy, the prices, the cluster
-    directory, the approval flow every change goes through, the read side, every declared
-    subcommand (for help), and ``parts``: pieces the composition root still builds for a
-    capability, by the capability's name."""
+    """What every capability's service is built from: the ports and options, the policy,
+    the prices, the cluster directory; the durable path (the engine, its outbox, the cards
+    every request gets) and the change flow (approvals, the ledger); the sweep and the read
+    side; every declared subcommand (for help); and ``parts``: the alerts' clicks, which the
+    sweep's listeners share, by the capability's name."""
 
+    ports: Ports
+    options: Options
     policy: Policy
     prices: PriceBook
     directory: ClusterDirectory
+    engine: Engine
+    outbox: Outbox
+    cards: Cards
     approvals: Approvals
+    ledger: RequestLedger
+    sweeper: Sweeper
     reports: Reports
     commands: tuple[Subcommand[Any], ...] = ()
     parts: Mapping[str, Any] = field(default_factory=dict)

@@ -27,17 +27,10 @@ from handlers.intake import Intake
 from handlers.owed.engine import Engine, Room
 from handlers.owed.posting import Outbox
 from handlers.policy import Policy
-from handlers.ports import (
-    CrashPoint,
-)
 from handlers.reading.clusters import ClusterDirectory
 from handlers.reading.reports import Reports
 from handlers.registry import Registry
-from handlers.schedules.asking import NightAsking
-from handlers.schedules.labels import LabelSchedules
-from handlers.schedules.nights import Nights
 from handlers.schedules.service import Schedules
-from handlers.schedules.thread import ScheduleThread
 from handlers.spend.digest import Digest
 from handlers.spend.report import SpendReport
 
@@ -81,36 +74,29 @@ def build(
     directory = ClusterDirectory(ports.control_plane, options.targets, options.read_deadline)
     core = _core(ports, policy, options, directory, prices)
     idle = _idle(ports, policy, options, core, prices)
-    spending = _spending(ports, options)
-    releases = _releases(ports, policy, options, core)
-    cards = Cards(core.approvals, options.alert_channel)
+    cards = Cards(core.approvals, options.alert_channel)  # every request's card, owed
     core.engine.add(cards)
-    schedules = _schedules(ports, directory, core, options.crash, cards)
-    if schedules is not None and policy.schedules:
-        schedules.labels = LabelSchedules(
-            schedules=schedules,
-            records=ports.records,
-            profiles=policy.schedules,
-            channel=options.alert_channel,
-            clock=ports.clock,
-        )
-    digest = _digest(ports, options, spending, idle.sweeper, core.engine)
-    parts = {
-        "idle": idle.clicks,
-        "spend": spending,
-        "schedules": schedules,
-        "health": idle.health_clicks,
-        "releases": releases,
-        "digest": digest,
-    }
     kernel = Kernel(
-        policy, prices, directory, core.approvals, idle.reports, registry.commands, parts
+        ports=ports,
+        options=options,
+        policy=policy,
+        prices=prices,
+        directory=directory,
+        engine=core.engine,
+        outbox=core.outbox,
+        cards=cards,
+        approvals=core.approvals,
+        ledger=core.ledger,
+        sweeper=idle.sweeper,
+        reports=idle.reports,
+        commands=registry.commands,
+        parts={"idle": idle.clicks, "health": idle.health_clicks},
     )
     services = {c.name: c.build(kernel) for c in registry.capabilities}
     return Services(
         engine=core.engine,
         outbox=core.outbox,
-        releases=releases,
+        releases=services.get("releases"),
         intake=_intake(ports, options),
         directory=directory,
         board=core.board,
@@ -122,9 +108,9 @@ def build(
         clicks=idle.clicks,
         sweeper=idle.sweeper,
         reports=idle.reports,
-        schedules=schedules,
-        spending=spending,
-        digest=digest,
+        schedules=services.get("schedules"),
+        spending=services.get("spend"),
+        digest=services.get("digest"),
         dispatcher=Dispatcher(services, directory, policy, ports.roles, registry=registry),
         jobs=tuple(_jobs(registry, services, options)),
     )
@@ -274,37 +260,6 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
     return _Idle(alerts, clicks, health_clicks, sweeper, reports)
 
 
-def _spending(ports: Ports, options: Options) -> SpendReport | None:
-    if ports.spend is None:
-        return None
-    return SpendReport(
-        store=ports.spend,
-        records=ports.records,
-        requests=ports.requests,
-        clock=ports.clock,
-        interval=options.sweep_interval,
-        messenger=ports.messenger,
-        charts=ports.charts,
-    )
-
-
-def _releases(ports: Ports, policy: Policy, options: Options, core: _Core) -> Releases | None:
-    if ports.releases is None:
-        return None
-    return Releases(
-        store=ports.releases,
-        activity=ports.activity,
-        approvals=core.approvals,
-        ledger=core.ledger,
-        messenger=ports.messenger,
-        policy=policy,
-        clock=ports.clock,
-        channel=options.alert_channel,
-        grace=options.release_grace,
-        crash=options.crash,
-    )
-
-
 def _intake(ports: Ports, options: Options) -> Intake | None:
     if ports.submissions is None:
         return None
@@ -327,44 +282,3 @@ def _jobs(
         for job in capability.jobs if service is not None else ():
             seconds = options.checks.get(job.name, job.every)
             yield BoundJob(job.name, seconds, functools.partial(job.run, service))
-
-
-def _digest(
-    ports: Ports, options: Options, spending: SpendReport | None, sweeper: Sweeper, engine: Engine
-) -> Digest | None:
-    if spending is None or ports.digests is None or options.alert_channel is None:
-        return None
-    digest = Digest(
-        spend=spending,
-        store=ports.digests,
-        sweeps=sweeper,
-        schedules=ports.schedules,
-        messenger=ports.messenger,
-        channel=options.alert_channel,
-        engine=engine,
-        clock=ports.clock,
-        firings=options.digest_firings,
-    )
-    engine.add(digest)
-    return digest
-
-
-def _schedules(
-    ports: Ports, directory: ClusterDirectory, core: _Core, crash: CrashPoint, cards: Cards
-) -> Schedules | None:
-    if ports.schedules is None or ports.calendar is None:
-        return None
-    approvals = core.approvals
-    thread = ScheduleThread(ports.schedules, core.outbox)
-    nights = Nights(
-        store=ports.schedules,
-        calendar=ports.calendar,
-        directory=directory,
-        activity=ports.activity,
-        approvals=approvals,
-        asking=NightAsking(approvals, cards, ports.roles, thread),
-        thread=thread,
-        clock=ports.clock,
-        crash=crash,
-    )
-    return Schedules(nights=nights, approvals=approvals, ledger=core.ledger)

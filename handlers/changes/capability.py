@@ -93,8 +93,22 @@ CHANGES = Capability(
 
 
 def build_releases(kernel: Kernel) -> Releases | None:
-    releases: Releases | None = kernel.parts.get("releases")
-    return releases
+    """The pipeline hook's releases, where the store keeps them."""
+    ports, options = kernel.ports, kernel.options
+    if ports.releases is None:
+        return None
+    return Releases(
+        store=ports.releases,
+        activity=ports.activity,
+        approvals=kernel.approvals,
+        ledger=kernel.ledger,
+        messenger=ports.messenger,
+        policy=kernel.policy,
+        clock=ports.clock,
+        channel=options.alert_channel,
+        grace=options.release_grace,
+        crash=options.crash,
+    )
 
 
 # the pipeline hook's releases: each waits for its queue to drain, then asks for its change

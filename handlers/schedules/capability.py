@@ -10,6 +10,7 @@ from handlers.forms.asks import schedule_form
 from handlers.forms.kinds import ScheduleForm
 from handlers.policy import Role
 from handlers.replies import Reply, notice
+from handlers.schedules.asking import NightAsking
 from handlers.schedules.clicks import POSTPONE, SKIP, Night, night
 from handlers.schedules.commands import (
     SCHEDULE,
@@ -22,11 +23,39 @@ from handlers.schedules.commands import (
     run_schedules,
 )
 from handlers.schedules.kind import SCHEDULE as SCHEDULE_KIND
+from handlers.schedules.labels import LabelSchedules
+from handlers.schedules.nights import Nights
 from handlers.schedules.service import Schedules
+from handlers.schedules.thread import ScheduleThread
 
 
 def build(kernel: Kernel) -> Schedules | None:
-    schedules: Schedules | None = kernel.parts.get("schedules")
+    """The schedules, where the store keeps them and a calendar tells their times; with the
+    policy's profiles, the schedules labels ask for."""
+    ports, approvals = kernel.ports, kernel.approvals
+    if ports.schedules is None or ports.calendar is None:
+        return None
+    thread = ScheduleThread(ports.schedules, kernel.outbox)
+    nights = Nights(
+        store=ports.schedules,
+        calendar=ports.calendar,
+        directory=kernel.directory,
+        activity=ports.activity,
+        approvals=approvals,
+        asking=NightAsking(approvals, kernel.cards, ports.roles, thread),
+        thread=thread,
+        clock=ports.clock,
+        crash=kernel.options.crash,
+    )
+    schedules = Schedules(nights=nights, approvals=approvals, ledger=kernel.ledger)
+    if kernel.policy.schedules:
+        schedules.labels = LabelSchedules(
+            schedules=schedules,
+            records=ports.records,
+            profiles=kernel.policy.schedules,
+            channel=kernel.options.alert_channel,
+            clock=ports.clock,
+        )
     return schedules
 
 

@@ -13,8 +13,19 @@ from handlers.spend.report import COST, COST_USAGE, Cost, SpendReport, parse_cos
 
 
 def build(kernel: Kernel) -> SpendReport | None:
-    spend: SpendReport | None = kernel.parts.get("spend")
-    return spend
+    """The cost report, where the store keeps a spend ledger."""
+    ports = kernel.ports
+    if ports.spend is None:
+        return None
+    return SpendReport(
+        store=ports.spend,
+        records=ports.records,
+        requests=ports.requests,
+        clock=ports.clock,
+        interval=kernel.options.sweep_interval,
+        messenger=ports.messenger,
+        charts=ports.charts,
+    )
 
 
 async def run_cost(spend: SpendReport | None, command: Cost, caller: Caller) -> Reply:
@@ -44,11 +55,30 @@ DIGEST_LOOK = 60.0  # seconds between looks for a digest firing that is due
 
 
 def build_digest(kernel: Kernel) -> Digest | None:
-    digest: Digest | None = kernel.parts.get("digest")
-    return digest if digest is not None and digest.firings is not None else None
+    """The weekly digest, where there is a ledger, a store for its firings and a channel."""
+    ports, options, spending = kernel.ports, kernel.options, build(kernel)
+    if spending is None or ports.digests is None or options.alert_channel is None:
+        return None
+    digest = Digest(
+        spend=spending,
+        store=ports.digests,
+        sweeps=kernel.sweeper,
+        schedules=ports.schedules,
+        messenger=ports.messenger,
+        channel=options.alert_channel,
+        engine=kernel.engine,
+        clock=ports.clock,
+        firings=options.digest_firings,
+    )
+    kernel.engine.add(digest)
+    return digest
 
 
-# each firing is owed when due, by any replica that looks, and done by the engine
-DIGEST = Capability(
-    "digest", build_digest, jobs=(Job("digest", lambda d: d.owe_due(), DIGEST_LOOK),)
-)
+async def _owe_due(digest: Digest) -> None:
+    """Each firing of the digest's cron, owed when due (by any replica that looks) and done
+    by the engine; none without a cron (it is fired only when asked)."""
+    if digest.firings is not None:
+        await digest.owe_due()
+
+
+DIGEST = Capability("digest", build_digest, jobs=(Job("digest", _owe_due, DIGEST_LOOK),))
