@@ -24,13 +24,14 @@ from handlers.reading.clusters import READ_DEADLINE
 if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
     from handlers.changes.kind import ChangeKind
-    from handlers.changes.ledger import RequestLedger
+    from handlers.changes.ledger import RequestEnded, RequestLedger
     from handlers.changes.preapproved import Cards
     from handlers.clicking import Click
     from handlers.commanding import Subcommand
     from handlers.costs import PriceBook
     from handlers.domain.names import Target
     from handlers.forms.spec import FormKindSpec
+    from handlers.idle.observe import SweepListener
     from handlers.idle.sweep import Sweeper
     from handlers.messenger import Messenger
     from handlers.owed.engine import Engine
@@ -107,6 +108,10 @@ class Capability:
     kinds: tuple[ChangeKind[Any], ...] = ()  # the kinds of change it plans
     forms: tuple[FormKindSpec, ...] = ()  # the forms its subcommands open
     jobs: tuple[Job, ...] = ()  # its periodic work
+    # what the sweep hands each sweep's clusters to, made from its service (None: nothing)
+    listener: Callable[[Any], SweepListener | None] | None = None
+    # what it does when a request ends (its alert says how), made from its service
+    on_ended: Callable[[Any], RequestEnded | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from handlers.capabilities import REGISTRY
 from handlers.capability import Kernel, Options, Ports
@@ -54,7 +55,7 @@ class Services:
     executor: Executor
     approvals: Approvals
     tracker: Tracker
-    alerts: IdleAlerts
+    alerts: IdleAlerts | None  # the idle alerts the sweep hands its clusters to
     clicks: IdleClicks
     sweeper: Sweeper
     reports: Reports
@@ -93,6 +94,9 @@ def build(
         parts={"idle": idle.clicks, "health": idle.health_clicks},
     )
     services = {c.name: c.build(kernel) for c in registry.capabilities}
+    listeners = _declared(registry, services, "listener")
+    idle.sweeper.listeners = tuple(listeners.values())  # the sweep names none of them
+    core.ledger.on_ended.extend(_declared(registry, services, "on_ended").values())
     return Services(
         engine=core.engine,
         outbox=core.outbox,
@@ -104,7 +108,7 @@ def build(
         executor=core.executor,
         approvals=core.approvals,
         tracker=core.tracker,
-        alerts=idle.alerts,
+        alerts=listeners.get("idle"),
         clicks=idle.clicks,
         sweeper=idle.sweeper,
         reports=idle.reports,
@@ -170,7 +174,6 @@ def _core(
         clock=clock,
         people=ports.people,
         engine=engine,
-        on_ended=[board.remedy_ended, health.request_ended],
     )
     executor = Executor(
         store=ports.requests,
@@ -210,7 +213,6 @@ def _core(
 class _Idle:
     """The sweep, the read side on it, and the alerts' clicks."""
 
-    alerts: IdleAlerts
     clicks: IdleClicks
     health_clicks: HealthClicks
     sweeper: Sweeper
@@ -228,7 +230,6 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
         prices=prices,
         clock=clock,
     )
-    alerts = IdleAlerts(core.board, remedies, clock)
     observer = ActivityObserver(ports.activity, clock, options.concurrency, policy.idle.idle_after)
     stores = SweepStores(
         ports.records, ports.operations, ports.reports, ports.leases, ports.spend, ports.schedules
@@ -242,8 +243,7 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
         clock=clock,
         owner=options.owner,
         interval=options.sweep_interval,
-        listeners=(alerts, core.health),
-        crash=options.crash,
+        crash=options.crash,  # its listeners: what the capabilities declare (``build``)
     )
     reports = Reports(
         directory=directory,
@@ -257,7 +257,7 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
         people=ports.people,
     )
     clicks = IdleClicks(core.board, remedies, clock)
-    return _Idle(alerts, clicks, health_clicks, sweeper, reports)
+    return _Idle(clicks, health_clicks, sweeper, reports)
 
 
 def _intake(ports: Ports, options: Options) -> Intake | None:
@@ -271,6 +271,18 @@ def _intake(ports: Ports, options: Options) -> Intake | None:
         owner=options.owner,
         crash=options.crash,
     )
+
+
+def _declared(registry: Registry, services: Mapping[str, object], what: str) -> dict[str, Any]:
+    """What each capability that declares ``what`` (its listener, its ``on_ended``) makes of
+    its service, by the capability's name."""
+    made = {}
+    for capability in registry.capabilities:
+        maker = getattr(capability, what)
+        thing = maker(services[capability.name]) if maker is not None else None
+        if thing is not None:
+            made[capability.name] = thing
+    return made
 
 
 def _jobs(

@@ -116,6 +116,8 @@ def build(kernel: Kernel) -> HealthDesk:
 HEALTH_CAPABILITY = Capability(
     "health",
     build,
+    listener=lambda d: None if d.health is None else d.health.alerts,
+    on_ended=lambda d: None if d.health is None else d.health.alerts.request_ended,
     commands=(
         Subcommand("health", HEALTH_USAGE, HEALTH, Role.VIEWER, parse_health, run_health),
         Subcommand(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from handlers.actions import ActionId, Keep, Remedy, Unsnooze, needs, snooze
 from handlers.capability import Capability, Kernel
 from handlers.clicking import click
+from handlers.idle.alerts import IdleAlerts
 from handlers.idle.clicks import IdleClicks
 from handlers.policy import Role
 from handlers.reading.reports import NO_IDLE
@@ -24,6 +25,8 @@ async def _no_idle() -> Reply:
 IDLE = Capability(
     "idle",
     build,
+    listener=lambda c: None if c is None else IdleAlerts(c.board, c.remedies, c.clock),
+    on_ended=lambda c: None if c is None else c.board.remedy_ended,
     clicks=(
         click(
             (ActionId.SCALE_TO_ZERO, ActionId.DELETE),
