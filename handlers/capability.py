@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from handlers.costs import PriceBook
     from handlers.domain.names import Target
     from handlers.forms.spec import FormKindSpec
+    from handlers.health.alerts import HealthAlerts
+    from handlers.idle.alerts import AlertBoard
     from handlers.idle.observe import SweepListener
     from handlers.idle.sweep import Sweeper
     from handlers.messenger import Messenger
@@ -67,8 +69,7 @@ class Kernel:
     """What every capability's service is built from: the ports and options, the policy,
     the prices, the cluster directory; the durable path (the engine, its outbox, the cards
     every request gets) and the change flow (approvals, the ledger); the sweep and the read
-    side; every declared subcommand (for help); and ``parts``: the alerts' clicks, which the
-    sweep's listeners share, by the capability's name."""
+    side; the alert boards of the idle record; and every declared subcommand (for help)."""
 
     ports: Ports
     options: Options
@@ -82,8 +83,10 @@ class Kernel:
     ledger: RequestLedger
     sweeper: Sweeper
     reports: Reports
+    # the alert boards the idle record carries (its idle alert and its health episode)
+    board: AlertBoard
+    health: HealthAlerts
     commands: tuple[Subcommand[Any], ...] = ()
-    parts: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

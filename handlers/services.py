@@ -19,8 +19,7 @@ from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
 from handlers.dispatch import Dispatcher
 from handlers.health.alerts import HealthAlerts
-from handlers.health.clicks import HealthClicks
-from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
+from handlers.idle.alerts import AlertBoard, IdleAlerts
 from handlers.idle.clicks import IdleClicks
 from handlers.idle.observe import ActivityObserver
 from handlers.idle.sweep import Sweeper, SweepStores
@@ -90,8 +89,9 @@ def build(
         ledger=core.ledger,
         sweeper=idle.sweeper,
         reports=idle.reports,
+        board=core.board,
+        health=core.health,
         commands=registry.commands,
-        parts={"idle": idle.clicks, "health": idle.health_clicks},
     )
     services = {c.name: c.build(kernel) for c in registry.capabilities}
     listeners = _declared(registry, services, "listener")
@@ -109,7 +109,7 @@ def build(
         approvals=core.approvals,
         tracker=core.tracker,
         alerts=listeners.get("idle"),
-        clicks=idle.clicks,
+        clicks=services["idle"],
         sweeper=idle.sweeper,
         reports=idle.reports,
         schedules=services.get("schedules"),
@@ -211,25 +211,14 @@ def _core(
 
 @dataclass(frozen=True)
 class _Idle:
-    """The sweep, the read side on it, and the alerts' clicks."""
+    """The sweep, and the read side on it."""
 
-    clicks: IdleClicks
-    health_clicks: HealthClicks
     sweeper: Sweeper
     reports: Reports
 
 
 def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: PriceBook) -> _Idle:
     clock, directory = ports.clock, core.approvals.directory
-    remedies = Remedies(core.board, core.approvals, ports.control_plane, prices)
-    health_clicks = HealthClicks(
-        alerts=core.health,
-        directory=directory,
-        approvals=core.approvals,
-        slurm=ports.activity,
-        prices=prices,
-        clock=clock,
-    )
     observer = ActivityObserver(ports.activity, clock, options.concurrency, policy.idle.idle_after)
     stores = SweepStores(
         ports.records, ports.operations, ports.reports, ports.leases, ports.spend, ports.schedules
@@ -256,8 +245,7 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
         messenger=ports.messenger,
         people=ports.people,
     )
-    clicks = IdleClicks(core.board, remedies, clock)
-    return _Idle(clicks, health_clicks, sweeper, reports)
+    return _Idle(sweeper, reports)
 
 
 def _intake(ports: Ports, options: Options) -> Intake | None:

@@ -110,7 +110,15 @@ async def run_health(services: HealthDesk, command: Health, caller: Caller) -> R
 
 
 def build(kernel: Kernel) -> HealthDesk:
-    return HealthDesk(kernel.reports, kernel.approvals, kernel.parts.get("health"))
+    clicks = HealthClicks(
+        alerts=kernel.health,
+        directory=kernel.directory,
+        approvals=kernel.approvals,
+        slurm=kernel.ports.activity,
+        prices=kernel.prices,
+        clock=kernel.ports.clock,
+    )
+    return HealthDesk(kernel.reports, kernel.approvals, clicks)
 
 
 HEALTH_CAPABILITY = Capability(

@@ -6,16 +6,18 @@ from __future__ import annotations
 from handlers.actions import ActionId, Keep, Remedy, Unsnooze, needs, snooze
 from handlers.capability import Capability, Kernel
 from handlers.clicking import click
-from handlers.idle.alerts import IdleAlerts
+from handlers.idle.alerts import IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
 from handlers.policy import Role
 from handlers.reading.reports import NO_IDLE
 from handlers.replies import Reply, notice
 
 
-def build(kernel: Kernel) -> IdleClicks | None:
-    clicks: IdleClicks | None = kernel.parts.get("idle")
-    return clicks
+def build(kernel: Kernel) -> IdleClicks:
+    """The idle alerts' clicks: their remedies go through the approvals."""
+    plane = kernel.ports.control_plane
+    remedies = Remedies(kernel.board, kernel.approvals, plane, kernel.prices)
+    return IdleClicks(kernel.board, remedies, kernel.ports.clock)
 
 
 async def _no_idle() -> Reply:
