@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8080
 
-.PHONY: demo test lint bench simulator screenshots manifests image-check clean
+.PHONY: demo test quick lint bench simulator screenshots manifests image-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/python -m pytest -q -n auto
+
+# Fast feedback while working: lint, types and the pure and in-memory tests (tests/quick.py).
+quick: lint
+	$(BIN)/python -m pytest -q -n auto --quick
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -19,6 +19,7 @@ from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, c
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
+from tests import quick
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -172,3 +173,11 @@ async def stack() -> AsyncIterator[Any]:
 
     async with slack_stack() as running:
         yield running
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    quick.add_option(parser)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    quick.deselect(config, items)
