@@ -43,6 +43,9 @@ def status_of(url: str) -> int | None:
         return None
 
 
+START_LIMIT = 90.0  # seconds a replica may take to be ready
+
+
 def wait_until(check: Callable[[], Any], limit: float = 30.0, what: str = "lasting state") -> Any:
     end = time.monotonic() + limit
     while True:
@@ -158,6 +161,9 @@ class Replica:
                     or status_of(f"{self.url}/readyz") == 200
                 )
             ),
+            # a process's start (imports, migrations, recovery) on a 2-core machine running two
+            # suites at once: a restart after a crash point took over 30 s
+            limit=START_LIMIT,
             what=f"{self.name} to be ready",
         )
         assert may_exit or self.process.poll() is None, self.log.read_text()[-3000:]
