@@ -39,7 +39,7 @@ from bot.charts import AggCharts
 from bot.sandbox.controlplane import Durations
 from bot.sandbox.controlplane.server import create_app
 from bot.sandbox.controlplane.state import SimulatorState
-from bot.store import IdleRecords
+from bot.store import IdleRecords, StoreKeeper
 from bot.store.store import Store
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
@@ -295,6 +295,7 @@ async def _week(
         leases=store,
         reports=store,
         records=IdleRecords(store),
+        keeper=StoreKeeper(store),
         control_plane=vertex,
         activity=slurm,
         nodes=slurm,

@@ -26,7 +26,7 @@ from bot.platform import chat_platform
 from bot.redact import Redactor
 from bot.routes import Readiness, Routes
 from bot.settings import Settings
-from bot.store import IdleRecords, Store
+from bot.store import IdleRecords, Store, StoreKeeper
 from bot.sweep_process import SweepProcess, SweepSummary, shareable
 from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
@@ -114,6 +114,7 @@ class ClusterbotService:
             leases=self.store,
             reports=self.store,
             records=self.records,
+            keeper=StoreKeeper(self.store),
             control_plane=self.vertex,
             activity=slurm,
             nodes=slurm,

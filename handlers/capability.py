@@ -2,8 +2,9 @@
 
 A capability is a package of the core (reading, changes, slurm, idle, health, schedules,
 spend) that declares, in its ``capability.py``, everything it adds: its subcommands (with
-their usage), its clicks, its kinds of change, its forms, its periodic jobs, and how its
-service is built from the kernel. One list names the capabilities
+their usage), its clicks, its kinds of change, its forms, its periodic jobs, the record it
+keeps of each cluster, what it does with a sweep's clusters and with a request's end, and
+how its service is built from the kernel. One list names the capabilities
 (``handlers/capabilities.py``); the registry (``handlers/registry.py``) folds their
 declarations and refuses two of one name; the dispatcher hands each subcommand and click
 its own capability's service. Nothing central names a capability.
@@ -31,10 +32,10 @@ if TYPE_CHECKING:
     from handlers.costs import PriceBook
     from handlers.domain.names import Target
     from handlers.forms.spec import FormKindSpec
-    from handlers.health.alerts import HealthAlerts
     from handlers.idle.alerts import AlertBoard
     from handlers.idle.observe import SweepListener
     from handlers.idle.sweep import Sweeper
+    from handlers.keeping import Keeper, RecordKind
     from handlers.messenger import Messenger
     from handlers.owed.engine import Engine
     from handlers.owed.posting import Outbox
@@ -69,7 +70,7 @@ class Kernel:
     """What every capability's service is built from: the ports and options, the policy,
     the prices, the cluster directory; the durable path (the engine, its outbox, the cards
     every request gets) and the change flow (approvals, the ledger); the sweep and the read
-    side; the alert boards of the idle record; and every declared subcommand (for help)."""
+    side; the idle alerts' board (the sweep's own); and every declared subcommand (for help)."""
 
     ports: Ports
     options: Options
@@ -83,9 +84,7 @@ class Kernel:
     ledger: RequestLedger
     sweeper: Sweeper
     reports: Reports
-    # the alert boards the idle record carries (its idle alert and its health episode)
-    board: AlertBoard
-    health: HealthAlerts
+    board: AlertBoard  # the idle alerts, on the sweep's idle records
     commands: tuple[Subcommand[Any], ...] = ()
 
 
@@ -111,6 +110,8 @@ class Capability:
     kinds: tuple[ChangeKind[Any], ...] = ()  # the kinds of change it plans
     forms: tuple[FormKindSpec, ...] = ()  # the forms its subcommands open
     jobs: tuple[Job, ...] = ()  # its periodic work
+    # the record it keeps of each cluster (``Kernel.ports.keeper.of(kind)`` reads it)
+    records: tuple[RecordKind[Any], ...] = ()
     # what the sweep hands each sweep's clusters to, made from its service (None: nothing)
     listener: Callable[[Any], SweepListener | None] | None = None
     # what it does when a request ends (its alert says how), made from its service
@@ -126,6 +127,7 @@ class Ports:
     leases: LeaseStore
     reports: ReportStore
     records: IdleRecordStore
+    keeper: Keeper  # every other capability's record of each cluster
     control_plane: ControlPlane
     activity: ActivityReader
     messenger: Messenger

@@ -8,7 +8,7 @@ else comes in through these ports, built once in the composition root (``bot/app
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any, Protocol, TypeVar, Unpack
+from typing import Any, Protocol, TypeAlias, TypeVar, Unpack
 
 from handlers.domain.facts import ClusterFacts
 from handlers.domain.models import Cluster
@@ -28,6 +28,7 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.idle.rules import IdleRecord
+from handlers.keeping import Kept
 from handlers.owed.model import Owed
 from handlers.policy import Role
 from handlers.schedules.model import Phase, Schedule, ScheduleChanges, ScheduleState
@@ -373,10 +374,5 @@ class ReportStore(Protocol):
     async def latest_report(self, *, kind: str = "latest") -> tuple[float, str] | None: ...
 
 
-class IdleRecordStore(Protocol):
-    async def get(self, cluster: str) -> tuple[IdleRecord, int]: ...
-    async def all(self) -> list[IdleRecord]: ...
-    async def put(self, record: IdleRecord, version: int, now: float) -> bool: ...
-    async def get_many(self, clusters: Sequence[str]) -> dict[str, tuple[IdleRecord, int]]: ...
-    async def put_many(self, items: Sequence[tuple[IdleRecord, int]], now: float) -> set[str]: ...
-    async def delete(self, cluster: str) -> None: ...
+# the idle sweep's records of the clusters, by compare-and-set (``handlers/keeping.py``)
+IdleRecordStore: TypeAlias = Kept[IdleRecord]

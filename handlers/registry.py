@@ -19,6 +19,7 @@ from handlers.commanding import Subcommand
 from handlers.errors import UserError
 from handlers.forms.spec import FormKindSpec
 from handlers.grammar import CommandError, echo
+from handlers.keeping import RecordKind
 from handlers.policy import Role
 from handlers.replies import Reply, notice
 
@@ -33,6 +34,7 @@ class Registry:
         self.clicks: dict[str, Click] = {}
         self.kinds: dict[str, ChangeKind[Any]] = {}
         self.forms: dict[str, FormKindSpec] = {}
+        self.records: dict[str, RecordKind[Any]] = {}
         names = [c.name for c in self.capabilities]
         if len(names) != len(set(names)):
             raise ValueError(f"two capabilities of one name among {', '.join(names)}")
@@ -46,6 +48,10 @@ class Registry:
                 if kind.name in self.kinds:
                     raise ValueError(f"two kinds of change are called {kind.name}")
                 self.kinds[kind.name] = kind
+            for record in capability.records:
+                if record.owner in self.records:
+                    raise ValueError(f"two records are kept by the name {record.owner}")
+                self.records[record.owner] = record
             for spec in capability.forms:
                 if spec.kind in self.forms:
                     raise ValueError(f"two forms are of the kind {spec.kind}")

@@ -18,7 +18,6 @@ from handlers.changes.release import Releases
 from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
 from handlers.dispatch import Dispatcher
-from handlers.health.alerts import HealthAlerts
 from handlers.idle.alerts import AlertBoard, IdleAlerts
 from handlers.idle.clicks import IdleClicks
 from handlers.idle.observe import ActivityObserver
@@ -90,7 +89,6 @@ def build(
         sweeper=idle.sweeper,
         reports=idle.reports,
         board=core.board,
-        health=core.health,
         commands=registry.commands,
     )
     services = {c.name: c.build(kernel) for c in registry.capabilities}
@@ -127,7 +125,6 @@ class _Core:
     engine: Engine
     outbox: Outbox
     board: AlertBoard
-    health: HealthAlerts
     ledger: RequestLedger
     executor: Executor
     approvals: Approvals
@@ -158,15 +155,6 @@ def _core(
         rules=policy.idle,
         clock=clock,
         engine=engine,
-    )
-    health = HealthAlerts(
-        board=board,
-        messenger=ports.messenger,
-        channel=options.alert_channel,
-        policy=policy.health,
-        clock=clock,
-        engine=engine,
-        outbox=outbox,
     )
     ledger = RequestLedger(
         store=ports.requests,
@@ -206,7 +194,7 @@ def _core(
         clock=clock,
     )
     engine.add(tracker, room=Room(POLLS_AT_ONCE, spread=options.poll_stagger))
-    return _Core(engine, outbox, board, health, ledger, executor, approvals, tracker)
+    return _Core(engine, outbox, board, ledger, executor, approvals, tracker)
 
 
 @dataclass(frozen=True)
@@ -221,7 +209,7 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
     clock, directory = ports.clock, core.approvals.directory
     observer = ActivityObserver(ports.activity, clock, options.concurrency, policy.idle.idle_after)
     stores = SweepStores(
-        ports.records, ports.operations, ports.reports, ports.leases, ports.spend, ports.schedules
+        ports.records, ports.operations, ports.reports, ports.leases, ports.schedules
     )
     sweeper = Sweeper(
         directory=directory,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from handlers.health.episodes import HEALTH_RECORD
 from handlers.owed.engine import LEASE
 from handlers.owed.posting import POST_WINDOW
 from handlers.policy import Policy
@@ -95,7 +96,7 @@ async def test_a_health_alert_cut_off_after_its_post_is_not_posted_twice(
     await second.services.engine.run_due()
     await health_sweep(second)
     assert len(alerts(first)) == 1
-    record, _ = await second.records.get(C1)
+    record, _ = await second.keeper.of(HEALTH_RECORD).get(C1)
     assert record.episode is not None and record.episode.alert_message == alerts(first)[0][0]
 
 
@@ -120,7 +121,7 @@ async def test_a_post_that_cannot_be_looked_for_yet_is_not_posted_again(
     await second.services.engine.run_due()
     await health_sweep(second)
     assert len(alerts(first)) == expected
-    record, _ = await second.records.get(C1)
+    record, _ = await second.keeper.of(HEALTH_RECORD).get(C1)
     assert record.episode is not None and record.episode.alert_message is not None
 
 

@@ -238,7 +238,7 @@ async def test_snooze_then_alert_again(tmp_path: Path) -> None:
         record, version = await records.get(CPU01)
         from dataclasses import replace
 
-        assert await records.put(replace(record, snoozed_until=0.0), version, 0.0)
+        assert await records.put(CPU01, replace(record, snoozed_until=0.0), version, 0.0)
         messages = await stack.wait(lambda ms: is_reminded(ms, alert))
         [said] = thread_of(messages, alert)
         assert "*Still idle*: cpu01 has run nothing since" in said and "spent idle so far" in said

@@ -28,7 +28,6 @@ from handlers.forms.model import Entry
 from handlers.grammar import CommandError
 from handlers.policy import Policy
 from handlers.schedules.commands import AskSchedule, ChangeSchedule
-from handlers.schedules.labels import LOOK_EVERY
 from handlers.schedules.model import Phase, Schedule, ScheduleState
 from handlers.schedules.nights import LOOKS, NOTICE_LEAD, RETRY
 from handlers.schedules.times import Weekly, parse_weekly
@@ -430,13 +429,14 @@ async def test_a_clusters_label_asks_for_the_policys_schedule(
     bot = make_bot(clock, Policy.model_validate(policy), schedules=store)
     bot.activity.queues[C1] = (2, 0)  # type: ignore[attr-defined]
     bot.plane.clusters[C1].labels = {"clusterbot-schedule": "nights"}
-    await bot.services.sweeper.sweep(force=True)  # the records learn the labels
+    await bot.services.sweeper.sweep(force=True)  # each sweep looks at the labels it lists
     await check(bot)
     [(_, card)] = [(ts, r) for ts, r in bot.cards() if "Schedule request" in r.summary]
     shown = text(card)
     assert "label clusterbot-schedule=nights asks to put on an off-hours schedule" in shown
     assert "Off Mon-Fri 19:00, on Mon-Fri 07:30 (UTC): gpu to zero nodes" in shown
-    clock.advance(LOOK_EVERY)
+    clock.advance(300)
+    await bot.services.sweeper.sweep(force=True)
     await check(bot)
     assert len([r for _, r in bot.cards() if "Schedule request" in r.summary]) == 1  # once
     request = await bot.only_request()
@@ -445,8 +445,8 @@ async def test_a_clusters_label_asks_for_the_policys_schedule(
     [schedule] = await store.schedules()
     assert schedule.state == ScheduleState.ACTIVE and schedule.label == "nights"
     bot.plane.clusters[C1].labels = {}
+    clock.advance(300)
     await bot.services.sweeper.sweep(force=True)
-    clock.advance(LOOK_EVERY)
     await check(bot)
     ended = await store.get_schedule(schedule.id)
     assert ended is not None and ended.state == ScheduleState.ENDED

@@ -39,6 +39,7 @@ from handlers.registry import Registry
 from handlers.replies import Reply
 from handlers.services import Services, build
 from handlers.spend.digest import DigestStore, Firings
+from handlers.spend.runs import SPEND_RECORD
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
@@ -46,6 +47,7 @@ from tests.support.memory import (
     FakeActivity,
     FakeControlPlane,
     MemoryIdleRecords,
+    MemoryKeeper,
     MemoryStore,
     PolicyRoles,
 )
@@ -72,6 +74,7 @@ class Bot:
     services: Services
     store: MemoryStore
     records: MemoryIdleRecords
+    keeper: MemoryKeeper  # every other capability's records
     plane: FakeControlPlane
     activity: Any  # a FakeActivity, unless make_bot was given another reader
     messenger: FakeMessenger
@@ -129,12 +132,14 @@ def make_bot(
     of the in-memory one, for every port it keeps."""
     if same_world_as is None:
         store, records = database or MemoryStore(), MemoryIdleRecords()
+        keeper = MemoryKeeper()
         plane, messenger = FakeControlPlane(), messenger or FakeMessenger()
         activity = activity or FakeActivity()
         plane.add(running(cluster_doc(cluster_id="c1", nodes=2), nodes=2))
     else:
         world = same_world_as
         store, records, plane = world.store, world.records, world.plane
+        keeper = world.keeper
         activity, messenger = world.activity, world.messenger
     ports = Ports(
         requests=store,
@@ -142,6 +147,7 @@ def make_bot(
         leases=store,
         reports=store,
         records=records,
+        keeper=keeper,
         control_plane=plane,
         activity=activity,
         messenger=messenger,
@@ -166,7 +172,14 @@ def make_bot(
         digest_firings=digest_firings,
     )
     return Bot(
-        build(ports, policy, options, registry), store, records, plane, activity, messenger, clock
+        build(ports, policy, options, registry),
+        store,
+        records,
+        keeper,
+        plane,
+        activity,
+        messenger,
+        clock,
     )
 
 
@@ -331,8 +344,8 @@ async def test_each_sweep_keeps_the_pools_spend_and_a_change_closes_a_run(bot: B
     assert (run.pool, run.nodes, run.start, run.end) == ("gpu", 2, start, start + 120)
     assert run.cost(0, 1e12) == pytest.approx(2 * price * 120 / 3600)
     assert run.target == TARGET and not run.idle
-    record, _ = await bot.records.get(C1)
-    assert {(r.pool, r.nodes) for r in record.spending} == {("gpu", 4), ("login", 1)}
+    record, _ = await bot.keeper.of(SPEND_RECORD).get(C1)
+    assert {(r.pool, r.nodes) for r in record.runs} == {("gpu", 4), ("login", 1)}
     del bot.plane.clusters[C1]
     bot.clock.advance(60)
     await sweep(bot)  # gone: its last runs end where it was last seen, one interval on
@@ -735,7 +748,7 @@ async def test_a_card_the_bot_may_not_post_keeps_nothing_and_says_why(bot: Bot) 
 async def test_a_sweep_cut_off_between_the_ledger_and_the_records_writes_one_row(
     clock: ManualClock,
 ) -> None:
-    """The ledger is written first: a crash before the idle records are saved leaves the
+    """The ledger is written first: a crash before the spend records are saved leaves the
     record's run open, and the next sweep (a restart) writes the same row again, once, with
     its latest end."""
     policy = Policy.model_validate(POLICY)
@@ -763,8 +776,8 @@ async def test_a_sweep_cut_off_between_the_ledger_and_the_records_writes_one_row
     await sweep(again)
     [row] = again.store.spend.values()  # the same row, not a second one
     assert (row.pool, row.nodes, row.start, row.end) == ("gpu", 2, start, start + 120)
-    record, _ = await again.records.get(C1)
-    assert {(r.pool, r.nodes, r.start) for r in record.spending} == {
+    record, _ = await again.keeper.of(SPEND_RECORD).get(C1)
+    assert {(r.pool, r.nodes, r.start) for r in record.runs} == {
         ("gpu", 4, start + 120),
         ("login", 1, start),
     }

@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
-from bot.store import IdleRecords, OpenRequestExistsError, Store
+from bot.store import IdleRecords, OpenRequestExistsError, Store, StoreKeeper
 from bot.store.migrate import _config, current_revision, differences
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import ResizeDetail
@@ -28,12 +28,13 @@ from handlers.entities import (
     Submission,
     TrackedOperation,
 )
+from handlers.health.episodes import HEALTH_RECORD, Episode, HealthRecord
 from handlers.idle.rules import IdleRecord, Run
 from handlers.owed.model import Owed
-from handlers.spend.runs import OpenRun, SpendRun
+from handlers.spend.runs import SPEND_RECORD, OpenRun, SpendRecord, SpendRun
 from tests.conftest import require
 from tests.fixtures import schema_v2, schema_v3
-from tests.support.memory import MemoryIdleRecords, MemoryStore
+from tests.support.memory import MemoryIdleRecords, MemoryKeeper, MemoryStore
 from tests.support.postgres import postgres_available
 
 POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -118,7 +119,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0011"
+HEAD = "0012"
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:
@@ -267,14 +268,14 @@ async def test_idle_records_compare_and_set(store: Rows) -> None:
     record, version = await records.get("c1")
     assert version == 0 and record == IdleRecord(cluster="c1")
     first = IdleRecord(cluster="c1", idle_since=5.0, history=(Run(1.0, 5.0, True),))
-    results = await asyncio.gather(*(records.put(first, 0, 10.0) for _ in range(5)))
+    results = await asyncio.gather(*(records.put("c1", first, 0, 10.0) for _ in range(5)))
     assert results.count(True) == 1  # one creation wins
     loaded, version = await records.get("c1")
     assert loaded == first and version == 1
-    assert await records.put(IdleRecord(cluster="c1", kept_by="U1"), 1, 11.0)
-    assert not await records.put(IdleRecord(cluster="c1", snoozed_by="U2"), 1, 12.0)  # stale
+    assert await records.put("c1", IdleRecord(cluster="c1", kept_by="U1"), 1, 11.0)
+    assert not await records.put("c1", IdleRecord(cluster="c1", snoozed_by="U2"), 1, 12.0)
     assert (await records.get("c1"))[0].kept_by == "U1"
-    assert [r.cluster for r in await records.all()] == ["c1"]
+    assert [cluster for cluster, _ in await records.all()] == ["c1"]
     await records.delete("c1")
     assert await records.all() == []
 
@@ -287,7 +288,8 @@ async def test_stored_names_stay_what_an_earlier_release_reads(database: Store) 
     request.card_message = "1700000000.000100"
     await database.add_request(request)
     records = IdleRecords(database)
-    await records.put(IdleRecord(cluster="c1", alert_message="1.2", alert_channel="C1"), 0, 1.0)
+    posted = IdleRecord(cluster="c1", alert_message="1.2", alert_channel="C1")
+    await records.put("c1", posted, 0, 1.0)
     async with database.engine.connect() as connection:
         card = await connection.scalar(sa.text("SELECT card_ts FROM approval_requests"))
         document = await connection.scalar(sa.text("SELECT record FROM idle_records"))
@@ -300,14 +302,14 @@ async def test_stored_names_stay_what_an_earlier_release_reads(database: Store) 
 
 async def test_idle_records_saved_in_bulk_lose_only_the_raced_rows(store: Rows) -> None:
     records = idle_records(store)
-    assert await records.put(IdleRecord(cluster="b", kept_by="U1"), 0, 1.0)
+    assert await records.put("b", IdleRecord(cluster="b", kept_by="U1"), 0, 1.0)
     found = await records.get_many(["a", "b", "c"])
     assert {k: v[1] for k, v in found.items()} == {"a": 0, "b": 1, "c": 0}
     # "c" is created by someone else between the read and the bulk write
-    assert await records.put(IdleRecord(cluster="c", snoozed_by="U2"), 0, 2.0)
+    assert await records.put("c", IdleRecord(cluster="c", snoozed_by="U2"), 0, 2.0)
     lost = await records.put_many(
         [
-            (IdleRecord(cluster=name, idle_since=5.0), version)
+            (name, IdleRecord(cluster=name, idle_since=5.0), version)
             for name, (_, version) in found.items()
         ],
         3.0,
@@ -392,6 +394,46 @@ async def test_an_upgrade_mid_change_owes_the_following_of_every_operation_in_fl
     assert await store.migrate() == HEAD  # once
 
 
+async def test_an_upgrade_gives_spend_and_health_the_records_the_idle_record_carried(
+    database: Store,
+) -> None:
+    """A database of the release whose idle record carried the spend runs, the labels and
+    the health episode (revision 0011): the upgrade gives each its own record, and the idle
+    record still reads as before."""
+    store = database
+    run = OpenRun("gpu", 10.0, 4, 70.0, True, 70.0)
+    episode = Episode("c1", opened_at=5.0, seen_at=6.0, problems=("node:a1",), alert_message="9")
+    document = {
+        "cluster": "c1",
+        "idle_since": 3.0,
+        "alert_ts": "1.2",
+        "history": [[1.0, 3.0, True]],
+        "spending": [run.to_list()],
+        "labels": [["team", "vision"]],
+        "episode": episode.to_dict(),
+    }
+    async with store.engine.begin() as connection:
+        await connection.run_sync(lambda sync: command.downgrade(_config(sync), "0011"))
+        await connection.execute(
+            sa.text("INSERT INTO idle_records VALUES ('c1', :r, 4, 1.0)"),
+            {"r": json.dumps(document)},
+        )
+    assert await store.migrate() == HEAD
+    keeper = StoreKeeper(store)
+    assert await keeper.of(SPEND_RECORD).get("c1") == (
+        SpendRecord("c1", (run,), (("team", "vision"),)),
+        1,
+    )
+    assert await keeper.of(HEALTH_RECORD).get("c1") == (HealthRecord("c1", episode), 1)
+    idle, version = await IdleRecords(store).get("c1")
+    assert (idle.idle_since, idle.alert_message, idle.history, version) == (
+        3.0,
+        "1.2",
+        (Run(1.0, 3.0, True),),
+        4,
+    )
+
+
 async def test_a_submission_is_taken_once_and_found_when_left_unfinished(store: Rows) -> None:
     first = Submission("V1:h1", "U0ALICE", "C1", "resize form", 100.0, "one")
     assert await store.receive_submission(first) is True
@@ -449,9 +491,24 @@ async def test_spend_runs_are_kept_once_and_read_by_period(store: Rows) -> None:
     assert [run for part in parts for run in part] == await store.spend_between(0.0, 10_000.0)
 
 
-async def test_an_idle_record_keeps_its_open_runs_of_spend(store: Rows) -> None:
-    records = idle_records(store)
+async def test_each_capability_keeps_its_own_record_of_a_cluster(store: Rows) -> None:
+    """The spend ledger's open runs and health's episode are records of their own, beside
+    the idle record of the same cluster: each written by compare-and-set on its own version,
+    none touching another's."""
+    keeper = MemoryKeeper() if isinstance(store, MemoryStore) else StoreKeeper(store)
+    idle, spend, health = idle_records(store), keeper.of(SPEND_RECORD), keeper.of(HEALTH_RECORD)
     run = OpenRun("gpu", 10.0, 4, 70.0, True, 70.0)
-    record = IdleRecord(cluster="c1", spending=(run,), labels=(("team", "vision"),))
-    assert await records.put(record, 0, 1.0)
-    assert (await records.get("c1"))[0] == record
+    spent = SpendRecord("c1", (run,), (("team", "vision"),))
+    episode = Episode("c1", opened_at=5.0, seen_at=6.0, problems=("node:a1",), owed=True)
+    assert await idle.put("c1", IdleRecord(cluster="c1", idle_since=3.0), 0, 1.0)
+    assert await spend.put("c1", spent, 0, 1.0)
+    assert await health.put("c1", HealthRecord("c1", episode), 0, 1.0)
+    assert (await spend.get("c1")) == (spent, 1)
+    assert (await health.get("c1")) == (HealthRecord("c1", episode), 1)
+    assert await health.put("c1", HealthRecord("c1", None), 1, 2.0)
+    assert not await health.put("c1", HealthRecord("c1", episode), 1, 3.0)  # stale
+    assert (await spend.get("c1"))[1] == 1 and (await idle.get("c1"))[0].idle_since == 3.0
+    assert [cluster for cluster, _ in await spend.all()] == ["c1"]
+    await spend.delete("c1")
+    assert await spend.all() == [] and (await health.get("c1"))[1] == 2
+    assert (await idle.get("c1"))[1] == 1

@@ -94,6 +94,18 @@ idle_records = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
 )
 
+# Every other capability's record of a cluster (the spend ledger's open runs, health's
+# episode), beside its owner's name: each changed by compare-and-set on its version.
+cluster_records = sa.Table(
+    "cluster_records",
+    metadata,
+    sa.Column("owner", sa.String(64), primary_key=True),
+    sa.Column("cluster", sa.String(300), primary_key=True),
+    sa.Column("record", sa.Text, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
 # Work that one replica at a time does (the idle sweep): who holds it, until when, and when
 # it last finished, so replicas take turns instead of each sweeping every interval.
 leases = sa.Table(

@@ -1,8 +1,8 @@
 """Health alerts: one message per episode, in the alert channel or the channel the policy
 names for the cluster, posted once and edited as the episode changes and when it heals.
 
-The sweep advances each cluster's episode and saves it in the cluster's idle record with
-``owed`` set *before* the alert is drawn; then the drawing is owed work
+Each sweep advances each cluster's episode and saves it in health's record of the cluster
+with ``owed`` set *before* the alert is drawn; then the drawing is owed work
 (``health-alert:CLUSTER:OPENED:SEEN``, one per state of the episode), done by the engine on
 whichever replica gets to it, which clears ``owed`` by compare-and-set once it has. A crash
 between the post and its record is settled by looking for the post by its key; a rate limit
@@ -15,23 +15,23 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from handlers.domain.names import target_of
 from handlers.entities import ApprovalRequest, Origin, RequestState
+from handlers.health import episodes
 from handlers.health.alert import gone_card, health_card
-from handlers.health.episodes import Episode
+from handlers.health.episodes import HealthRecord
 from handlers.health.kinds import DRAIN, RESUME
-from handlers.idle.alerts import AlertBoard
-from handlers.idle.report import paced
-from handlers.idle.rules import IdleRecord
+from handlers.keeping import Kept, change, save_all
 from handlers.messenger import MessageId, Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Outcome
 from handlers.owed.posting import Outbox, refused
 from handlers.owed.wire import decode, encode
+from handlers.pacing import paced
 from handlers.policy import HealthPolicy
 from handlers.ports import Clock
 
@@ -45,7 +45,10 @@ log = logging.getLogger(__name__)
 KIND = "health-alert"
 
 
-def _marked(record: IdleRecord, episode: Episode, at: float) -> IdleRecord:
+Episode = episodes.Episode
+
+
+def _marked(record: HealthRecord, episode: Episode, at: float) -> HealthRecord:
     """The record with its episode's post marked as sent at ``at``: the same episode only,
     and only when no drawing marked or posted it first (the record is then unchanged)."""
     now = record.episode
@@ -75,15 +78,17 @@ class HealthAlerts:
     def __init__(
         self,
         *,
-        board: AlertBoard,
+        records: Kept[HealthRecord],
         messenger: Messenger,
         channel: str | None,
         policy: HealthPolicy,
         clock: Clock,
         engine: Engine,
         outbox: Outbox,
+        interval: float,
     ) -> None:
-        self.board = board
+        self.records = records
+        self.interval = interval  # the sweep's: what a sweep saw holds until the next
         self.messenger = messenger
         self.channel = channel
         self.policy = policy
@@ -93,7 +98,7 @@ class HealthAlerts:
         self._drawing: dict[str, asyncio.Lock] = {}  # per cluster
         engine.add(self)
 
-    def channel_of(self, record: IdleRecord) -> str | None:
+    def channel_of(self, record: HealthRecord) -> str | None:
         """Where the cluster's health alert is (or goes): its episode's alert's channel, else
         the one the policy names for the cluster, else the alert channel."""
         episode = record.episode
@@ -101,15 +106,56 @@ class HealthAlerts:
             return episode.alert_channel
         return self.policy.channel_for(record.cluster.rsplit("/", 1)[-1]) or self.channel
 
+    async def update(
+        self, cluster: str, how: Callable[[HealthRecord], HealthRecord]
+    ) -> HealthRecord:
+        """Change a cluster's record by compare-and-set: a sweep and a click never undo
+        each other."""
+        return await change(self.records, cluster, how, self.clock)
+
+    async def observed(self, seen: Sequence[Seen]) -> None:
+        """Each swept cluster's episode advanced by what the sweep saw, all saved in one
+        transaction before any alert is drawn."""
+        items = {item.cluster.name: item for item in seen}
+
+        def advanced(cluster: str, record: HealthRecord) -> HealthRecord:
+            return HealthRecord(cluster, self._episode(record.episode, items[cluster]))
+
+        await save_all(self.records, list(items), advanced, self.clock)
+
+    def _episode(self, before: Episode | None, item: Seen) -> Episode | None:
+        """The cluster's episode after this sweep: its alert is owed when it changed, and a
+        posted alert of an open episode at every sweep, so that its figures (for how long,
+        what it has cost) are current. A snooze carries into a new episode."""
+        health = item.observation.health
+        if health is None:  # not read this sweep: nothing is known to have changed
+            return before
+        episode, item.health_change = episodes.advance(
+            before, item.cluster.name, health, item.observation.at, self.interval
+        )
+        if episode is None:
+            return None
+        if before is not None and episode.opened_at != before.opened_at:
+            episode = replace(episode, snoozed_until=before.snoozed_until)
+        current = (
+            episode.open
+            and episode.alert_message is not None
+            and (before is None or drawn_as(episode) != drawn_as(before))
+        )
+        owed = episode.owed or current or item.health_change != episodes.Change.NONE
+        if not episode.open and not owed:
+            return episode
+        return replace(episode, owed=owed, health=health.to_dict())
+
     async def swept(self, seen: Sequence[Seen]) -> int:
         """Each swept cluster's health alert, told as its episode says (posted by the engine:
         none is counted here)."""
-        async for item in paced(seen):
-            assert item.record is not None
-            await self.tell(item.record)
+        records = await self.records.get_many([item.cluster.name for item in seen])
+        async for record, _ in paced(records.values()):
+            await self.tell(record)
         return 0
 
-    async def tell(self, record: IdleRecord) -> None:
+    async def tell(self, record: HealthRecord) -> None:
         """Owe the drawing of the record's episode, when it is owed, and do it now."""
         episode = record.episode
         if episode is None or not episode.owed:
@@ -130,7 +176,7 @@ class HealthAlerts:
 
     async def _draw(self, attempt: Attempt) -> Outcome:
         subject = attempt.subject
-        record, _ = await self.board.records.get(str(subject["cluster"]))
+        record, _ = await self.records.get(str(subject["cluster"]))
         episode = record.episode
         if "note" in subject:
             return await self._noted(attempt, episode)
@@ -179,7 +225,7 @@ class HealthAlerts:
                 return found
         else:
             at = self.clock()
-            marked = await self.board.update(cluster, lambda r: _marked(r, episode, at))
+            marked = await self.update(cluster, lambda r: _marked(r, episode, at))
             if marked.episode is None or marked.episode.posting != at:
                 # another drawing (another process's) marked it first: its post may be on
                 # its way; this one looks for it later rather than post beside it
@@ -199,7 +245,7 @@ class HealthAlerts:
     ) -> None:
         """Clear ``owed`` on the same episode, unless a later sweep has moved it on."""
 
-        def change(record: IdleRecord) -> IdleRecord:
+        def drawn_now(record: HealthRecord) -> HealthRecord:
             now = record.episode
             if now is None or now.opened_at != drawn.opened_at:
                 return record
@@ -216,20 +262,23 @@ class HealthAlerts:
                 ),
             )
 
-        await self.board.update(cluster, change)
+        await self.update(cluster, drawn_now)
 
-    async def gone(self, record: IdleRecord) -> None:
-        """The cluster was deleted: its open episode's alert says so (its record goes)."""
+    async def gone(self, cluster: str) -> None:
+        """The cluster was deleted: its open episode's alert says so (owed first), and its
+        record goes."""
+        record, _ = await self.records.get(cluster)
         episode = record.episode
         if episode and episode.open and episode.alert_message and episode.alert_channel:
-            card = gone_card(record.cluster.rsplit("/", 1)[-1])
+            card = gone_card(cluster.rsplit("/", 1)[-1])
             await self._edit(episode.alert_channel, episode.alert_message, card)
+        await self.records.delete(cluster)
 
     async def note(self, cluster: str, note: Line) -> None:
         """Draw the alert again with a note (a fix asked from it, and how it went): owed as
         a drawing of the state it was noted on, which is skipped once the alert has moved on
         (a sweep drew it healed meanwhile: the note must not draw it back)."""
-        record, _ = await self.board.records.get(cluster)
+        record, _ = await self.records.get(cluster)
         episode = record.episode
         if episode is None or episode.alert_message is None or episode.alert_channel is None:
             return

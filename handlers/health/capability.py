@@ -25,8 +25,10 @@ from handlers.health.alert import (
     node_action,
     show_node,
 )
+from handlers.health.alerts import HealthAlerts
 from handlers.health.clicks import HealthClicks
 from handlers.health.commands import NODE, NODE_USAGE, NodeCommand, node_form, node_role, parse_node
+from handlers.health.episodes import HEALTH_RECORD
 from handlers.health.form import DRAIN_FORM
 from handlers.health.kinds import NODE_DRAIN, NODE_RESUME
 from handlers.health.report import HEALTH, HEALTH_USAGE, Health, parse_health
@@ -110,8 +112,19 @@ async def run_health(services: HealthDesk, command: Health, caller: Caller) -> R
 
 
 def build(kernel: Kernel) -> HealthDesk:
+    ports, options = kernel.ports, kernel.options
+    alerts = HealthAlerts(
+        records=ports.keeper.of(HEALTH_RECORD),
+        messenger=ports.messenger,
+        channel=options.alert_channel,
+        policy=kernel.policy.health,
+        clock=ports.clock,
+        engine=kernel.engine,
+        outbox=kernel.outbox,
+        interval=options.sweep_interval,
+    )
     clicks = HealthClicks(
-        alerts=kernel.health,
+        alerts=alerts,
         directory=kernel.directory,
         approvals=kernel.approvals,
         slurm=kernel.ports.activity,
@@ -124,6 +137,7 @@ def build(kernel: Kernel) -> HealthDesk:
 HEALTH_CAPABILITY = Capability(
     "health",
     build,
+    records=(HEALTH_RECORD,),
     listener=lambda d: None if d.health is None else d.health.alerts,
     on_ended=lambda d: None if d.health is None else d.health.alerts.request_ended,
     commands=(

@@ -18,9 +18,9 @@ from handlers.health.alert import (
     NodeAction,
 )
 from handlers.health.alerts import HealthAlerts
+from handlers.health.episodes import HealthRecord
 from handlers.health.kinds import plan_drain, plan_resume
 from handlers.health.rules import NodeTrouble, broken_nodes
-from handlers.idle.rules import IdleRecord
 from handlers.ports import ActivityReader, Clock
 from handlers.reading.clusters import ClusterDirectory
 from handlers.replies import Code, Field, Fields, Heading, Note, Reply, Time, UserRef, notice
@@ -49,7 +49,7 @@ class HealthClicks:
     async def node(self, user: str, action: NodeAction) -> Reply:
         """From an alert: ask on a card in the alert's channel, with the alert told."""
         verb = "Drain" if action.drain else "Resume"
-        record, _ = await self.alerts.board.records.get(action.cluster)
+        record, _ = await self.alerts.records.get(action.cluster)
         channel = self.alerts.channel_of(record)
         try:
             request = await self.ask(user, channel or "", action.cluster, action.node, action.drain)
@@ -120,12 +120,12 @@ class HealthClicks:
     async def snooze(self, user: str, action: HealthSnooze) -> Reply:
         until = self.clock() + action.seconds
 
-        def snoozed(record: IdleRecord) -> IdleRecord:
+        def snoozed(record: HealthRecord) -> HealthRecord:
             if record.episode is None:
                 return record
             return replace(record, episode=replace(record.episode, snoozed_until=until))
 
-        record = await self.alerts.board.update(action.cluster, snoozed)
+        record = await self.alerts.update(action.cluster, snoozed)
         if record.episode is None:
             return notice("Snooze", "This cluster has had no health problem to snooze.")
         await self.alerts.note(action.cluster, ("Snoozed by ", UserRef(user), "."))

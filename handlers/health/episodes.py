@@ -16,11 +16,13 @@ episode changes and when it heals, and posted again only after a quiet period.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
 from handlers.health.rules import ClusterHealth
+from handlers.keeping import RecordKind
 
 QUIET = 3600.0  # seconds healed before a problem that returns is a new episode
 MAX_GAP = 3  # sweep intervals between two sweeps that are counted as broken time
@@ -66,6 +68,27 @@ class Episode:
         values = {k: v for k, v in data.items() if k in known}
         values["problems"] = tuple(values.get("problems", ()))
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class HealthRecord:
+    """Health's record of a cluster: its last episode, open or healed (None: never seen
+    broken, or not since its record began)."""
+
+    cluster: str
+    episode: Episode | None = None
+
+
+def _dump(record: HealthRecord) -> Mapping[str, Any]:
+    return {"episode": record.episode.to_dict() if record.episode else None}
+
+
+def _load(cluster: str, document: Mapping[str, Any]) -> HealthRecord:
+    episode = document.get("episode")
+    return HealthRecord(cluster, Episode.from_dict(episode) if isinstance(episode, dict) else None)
+
+
+HEALTH_RECORD = RecordKind("health", HealthRecord, _dump, _load)
 
 
 def problems_of(health: ClusterHealth) -> tuple[str, ...]:

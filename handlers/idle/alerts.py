@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from handlers import keeping
 from handlers.changes.approvals import Approvals
 from handlers.changes.delete import DELETE, plan_delete
 from handlers.changes.plan import ChangePlan
@@ -28,12 +29,12 @@ from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.errors import UserError
 from handlers.idle.alert import IdleEntry, alert_card, closed_alert, reminder
-from handlers.idle.report import paced
 from handlers.idle.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Outcome
 from handlers.owed.posting import post_once, refused
+from handlers.pacing import paced
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Reply, Strong, UserRef
 
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from handlers.idle.observe import Seen
 
 log = logging.getLogger(__name__)
-CAS_TRIES = 5
 ALERT = "idle-alert"
 
 
@@ -77,12 +77,7 @@ class AlertBoard:
     async def update(self, cluster: str, change: Callable[[IdleRecord], IdleRecord]) -> IdleRecord:
         """Change a record by compare-and-set, so that a sweep and a click never undo each
         other."""
-        for _ in range(CAS_TRIES):
-            record, version = await self.records.get(cluster)
-            updated = change(record)
-            if await self.records.put(updated, version, self.clock()):
-                return updated
-        raise RuntimeError(f"could not save the idle record of {cluster}")
+        return await keeping.change(self.records, cluster, change, self.clock)
 
     async def edit(
         self, record: IdleRecord, title: str, text: Line, undo: Button | None = None
@@ -269,7 +264,11 @@ class IdleAlerts:
             posted += await self.announce(item.entry, item.verdict, item.record)
         return posted
 
-    async def gone(self, record: IdleRecord) -> None:
+    async def observed(self, seen: Sequence[Seen]) -> None:
+        """Nothing to keep: the sweep saved the idle records before."""
+
+    async def gone(self, cluster: str) -> None:
+        record, _ = await self.board.records.get(cluster)
         await self.board.edit(
             record, "deleted", (Strong("Deleted"), ": the cluster no longer exists.")
         )

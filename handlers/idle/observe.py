@@ -25,7 +25,6 @@ from handlers.health.rules import (
 )
 from handlers.idle import windows
 from handlers.idle.alert import IdleEntry
-from handlers.idle.report import paced
 from handlers.idle.rules import (
     EXEMPT_LABEL,
     IdleRecord,
@@ -36,9 +35,10 @@ from handlers.idle.rules import (
     node_census,
     queue_demand,
 )
+from handlers.pacing import paced
 from handlers.ports import ActivityReader, Clock
 from handlers.reading.clusters import pools_summary
-from handlers.spend.runs import PoolSeen, SpendRun, pools_seen
+from handlers.spend.runs import PoolSeen, pools_seen
 
 
 @dataclass(frozen=True)
@@ -94,20 +94,25 @@ class Seen:
     verdict: Verdict | None = None
     record: IdleRecord | None = None
     entry: IdleEntry | None = field(default=None)
-    spent: list[SpendRun] = field(default_factory=list)  # runs this observation closed
+    idle: bool = False  # idle for longer than the policy's threshold (its pools' spend)
     health_change: Change = Change.NONE  # what this sweep changed in its health episode
 
 
 class SweepListener(Protocol):
-    """What a sweep hands its observations to, once every cluster is assessed and saved
-    (idle alerts, health alerts): the Sweeper names none of them."""
+    """What a sweep hands its clusters to once the idle records are saved (idle alerts,
+    health, the spend ledger, label schedules): the Sweeper names none of them, and each
+    keeps its own record of a cluster."""
 
-    async def swept(self, seen: Sequence[Seen]) -> int:
-        """Act on this sweep's clusters; the messages posted."""
+    async def observed(self, seen: Sequence[Seen]) -> None:
+        """Keep this sweep's observations in its own records, alerts or not."""
         ...
 
-    async def gone(self, record: IdleRecord) -> None:
-        """A cluster that no longer exists: its messages say so."""
+    async def swept(self, seen: Sequence[Seen]) -> int:
+        """Act on this sweep's clusters when it alerts; the messages posted."""
+        ...
+
+    async def gone(self, cluster: str) -> None:
+        """A cluster that no longer exists: its messages say so, its record goes."""
         ...
 
 

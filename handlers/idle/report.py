@@ -1,18 +1,15 @@
 """A sweep's report, as the read side shows it and the store keeps it: when it ran, what it
-found of each cluster, what it could not read; and ``paced``, which hands the event loop back
-while thousands of entries are walked.
+found of each cluster, what it could not read.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
-from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from handlers.idle.alert import IdleEntry
+from handlers.pacing import paced
 
 
 @dataclass
@@ -66,17 +63,4 @@ class SweepReport:
         )
 
 
-TURN = 0.002  # seconds of work on clusters between two turns of the event loop
-CHUNK = 25  # report entries written at once (well under TURN)
-T = TypeVar("T")
-
-
-async def paced(items: Iterable[T]) -> AsyncIterator[T]:
-    """``items`` one by one, giving the event loop back once ``TURN`` of work was done: a loop
-    over thousands of clusters never holds up an ack by more than that."""
-    since = time.perf_counter()
-    for item in items:
-        yield item
-        if time.perf_counter() - since >= TURN:
-            await asyncio.sleep(0)
-            since = time.perf_counter()
+CHUNK = 25  # report entries written at once (well under the pacing's turn)

@@ -3,14 +3,15 @@ file, what it remembers of a cluster between sweeps, and what it decides."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from handlers.health.episodes import Episode
 from handlers.idle.history import Recommendation, Run
-from handlers.spend.runs import OpenRun
+from handlers.keeping import RecordKind
 
 
 class AutoAction(StrEnum):
@@ -72,9 +73,34 @@ class IdleRecord:
     remedy: str | None = None  # the request a click on the alert started, while it is open
     alert: dict[str, object] | None = None  # what the alert showed, to draw it again
     alert_open: bool = False  # the alert shows its remedies (not closed by a click or an end)
-    spending: tuple[OpenRun, ...] = ()  # each pool's run of spend since it last changed
-    labels: tuple[tuple[str, str], ...] = ()  # the cluster's labels when last seen
-    episode: Episode | None = None  # its health: the last episode, open or healed
+
+
+_RECORD_FIELDS = {f.name for f in fields(IdleRecord)}
+
+# The document keeps the keys it was first written with, which replicas of an earlier release
+# read during a rolling upgrade: the record's name for a key, and the key stored.
+_STORED_AS = {"alert_message": "alert_ts"}
+
+
+def _dump(record: IdleRecord) -> Mapping[str, Any]:
+    document = {_STORED_AS.get(name, name): getattr(record, name) for name in _RECORD_FIELDS}
+    document["history"] = [[r.start, r.end, r.busy] for r in record.history]
+    return document
+
+
+def _load(cluster: str, document: Mapping[str, Any]) -> IdleRecord:
+    values = dict(document)
+    for name, stored in _STORED_AS.items():
+        if stored in values:
+            values[name] = values.pop(stored)
+    values["history"] = tuple(Run(*run) for run in values.get("history", []))
+    values["cluster"] = cluster
+    # A record written by another version may carry fields this one does not know (the
+    # spend runs and the health episode it kept before they had records of their own).
+    return IdleRecord(**{k: v for k, v in values.items() if k in _RECORD_FIELDS})
+
+
+IDLE_RECORD = RecordKind("idle", IdleRecord, _dump, _load)
 
 
 @dataclass(frozen=True)

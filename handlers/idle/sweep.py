@@ -19,12 +19,10 @@ from dataclasses import dataclass, replace
 from handlers.costs import PriceBook
 from handlers.domain.names import target_of
 from handlers.health import episodes
-from handlers.health.alerts import drawn_as
-from handlers.health.episodes import Episode
 from handlers.idle.alert import IdleEntry
 from handlers.idle.observe import ActivityObserver, Seen, SweepListener, Swept
 from handlers.idle.reach import REACH, Reach
-from handlers.idle.report import SweepReport, paced
+from handlers.idle.report import SweepReport
 from handlers.idle.rules import (
     IdleRecord,
     IdleRules,
@@ -32,6 +30,8 @@ from handlers.idle.rules import (
     Verdict,
     assess,
 )
+from handlers.keeping import save_all
+from handlers.pacing import paced
 from handlers.ports import (
     Clock,
     CrashPoint,
@@ -40,12 +40,10 @@ from handlers.ports import (
     OperationStore,
     ReportStore,
     ScheduleStore,
-    SpendStore,
     no_crash,
 )
 from handlers.reading.clusters import ClusterDirectory
 from handlers.schedules.model import ScheduleState
-from handlers.spend.runs import advance, closing, still_open
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
@@ -54,14 +52,13 @@ SWEEP_LEASE = "idle-sweep"
 @dataclass(frozen=True)
 class SweepStores:
     """What a sweep reads and keeps: the idle records, the operations the bot follows, the
-    reports, the lease that lets one replica sweep at a time, and, where kept, the spend
-    ledger and the schedules."""
+    reports, the lease that lets one replica sweep at a time, and, where kept, the schedules
+    (a cluster asleep by its schedule is not idle)."""
 
     records: IdleRecordStore
     operations: OperationStore
     reports: ReportStore
     leases: LeaseStore
-    spend: SpendStore | None = None
     schedules: ScheduleStore | None = None
 
 
@@ -93,7 +90,6 @@ class Sweeper:
         self.clock = clock
         self.owner = owner
         self.interval = interval
-        self.spend = stores.spend
         self.schedules = stores.schedules
         self.listeners = tuple(listeners)  # what each sweep's clusters are handed to
         self.crash = crash
@@ -159,6 +155,8 @@ class Sweeper:
             for c, o in zip(clusters, observations, strict=True)
         ]
         await self._assess_all(seen)
+        for listener in self.listeners:  # each keeps its own record, alerts or not
+            await listener.observed(seen)
         posted = 0
         for listener in self.listeners if alerts else ():
             posted += await listener.swept(seen)
@@ -198,78 +196,27 @@ class Sweeper:
         meanwhile (a click) is assessed again on its own. The event loop is given back every
         ``TURN`` of work, so a sweep of thousands never holds up an ack."""
         names = [item.cluster.name for item in seen]
-        records = await self.records.get_many(names)
-        async for item, name in paced(zip(seen, names, strict=True)):
-            item.record, item.verdict = self._assess(records[name][0], item)
-        # the ledger first: a crash before the records are saved writes the same runs again
-        # at the next sweep, each the same row with its latest end
-        await self._record_spend(seen)
-        self.crash("after-spend")
-        lost = await self.records.put_many(
-            [(item.record, records[name][1]) for item, name in zip(seen, names, strict=True)],  # type: ignore[misc]
-            self.clock(),
-        )
-        async for item, name in paced(zip(seen, names, strict=True)):
-            if name in lost:
-                await self._assess_again(item)
+        items = dict(zip(names, seen, strict=True))
+
+        def assessed(name: str, record: IdleRecord) -> IdleRecord:
+            item = items[name]
+            item.record, item.verdict = self._assess(record, item)
+            return item.record
+
+        await save_all(self.records, names, assessed, self.clock)
+        async for item in paced(seen):
             item.entry = self._entry(item)
 
-    async def _assess_again(self, item: Seen) -> None:
-        name = item.cluster.name
-        for _ in range(5):
-            record, version = await self.records.get(name)
-            item.record, item.verdict = self._assess(record, item)
-            await self._record_spend([item])
-            if await self.records.put(item.record, version, self.clock()):
-                return
-        raise RuntimeError(f"could not save the idle record of {name}")
-
     def _assess(self, record: IdleRecord, item: Seen) -> tuple[IdleRecord, Verdict]:
-        """The policy's verdict, and the pools' runs of spend carried on in the record (the
-        runs the observation closed kept in ``item.spent``)."""
+        """The policy's verdict, and whether the cluster is idle past the threshold (its
+        pools' spend is counted idle)."""
         seen = item.observation
         after, verdict = assess(record, seen, self.rules)
         since = after.idle_since
-        idle = verdict.status not in (Status.BUSY, Status.UNKNOWN) and (
+        item.idle = verdict.status not in (Status.BUSY, Status.UNKNOWN) and (
             since is not None and seen.at - since >= self.rules.idle_after
         )
-        cluster = item.cluster
-        runs, ended = advance(
-            record.spending, seen.at, cluster.pools, idle=idle, interval=self.interval
-        )
-        item.spent = closing(cluster.name, cluster.target, dict(cluster.labels), ended)
-        episode = self._episode(record.episode, item)
-        return replace(after, spending=runs, labels=cluster.labels, episode=episode), verdict
-
-    def _episode(self, before: Episode | None, item: Seen) -> Episode | None:
-        """The cluster's health episode after this sweep: its alert is owed when it changed,
-        and a posted alert of an open episode at every sweep, so that its figures (for how
-        long, what it has cost) are current; saved before the alert is drawn. A snooze
-        carries into a new episode."""
-        health = item.observation.health
-        if health is None:  # not read this sweep: nothing is known to have changed
-            return before
-        episode, item.health_change = episodes.advance(
-            before, item.cluster.name, health, item.observation.at, self.interval
-        )
-        if episode is None:
-            return None
-        if before is not None and episode.opened_at != before.opened_at:
-            episode = replace(episode, snoozed_until=before.snoozed_until)
-        current = (
-            episode.open
-            and episode.alert_message is not None
-            and (before is None or drawn_as(episode) != drawn_as(before))
-        )
-        owed = episode.owed or current or item.health_change != episodes.Change.NONE
-        if not episode.open and not owed:
-            return episode
-        return replace(episode, owed=owed, health=health.to_dict())
-
-    async def _record_spend(self, seen: Sequence[Seen]) -> None:
-        runs = [run for item in seen for run in item.spent]
-        if self.spend is not None and runs:
-            await self.spend.record_spend(runs)
+        return after, verdict
 
     def _entry(self, item: Seen) -> IdleEntry:
         cluster = item.cluster
@@ -289,19 +236,12 @@ class Sweeper:
         )
 
     async def _forget_deleted(self, present: set[str], listed_targets: set[str]) -> None:
-        for record in await self.records.all():
-            target = target_of(record.cluster)
-            if record.cluster in present or target not in listed_targets:
+        for cluster, _record in await self.records.all():
+            if cluster in present or target_of(cluster) not in listed_targets:
                 continue  # still there, or its target could not be listed this time
             for listener in self.listeners:
-                await listener.gone(record)
-            if self.spend is not None and record.spending:  # its last runs end where it went
-                labels = dict(record.labels)
-                ended = still_open(
-                    record.cluster, target, labels, record.spending, self.clock(), self.interval
-                )
-                await self.spend.record_spend(ended)
-            await self.records.delete(record.cluster)
+                await listener.gone(cluster)
+            await self.records.delete(cluster)
 
 
 def _episodes(seen: Sequence[Seen]) -> dict[str, int]:

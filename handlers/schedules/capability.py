@@ -51,7 +51,6 @@ def build(kernel: Kernel) -> Schedules | None:
     if kernel.policy.schedules:
         schedules.labels = LabelSchedules(
             schedules=schedules,
-            records=ports.records,
             profiles=kernel.policy.schedules,
             channel=kernel.options.alert_channel,
             clock=ports.clock,
@@ -80,6 +79,7 @@ CLICKS: tuple[Click, ...] = (
 SCHEDULES_CAPABILITY = Capability(
     "schedules",
     build,
+    listener=lambda schedules: None if schedules is None else schedules.labels,
     commands=(
         Subcommand(
             "schedule",

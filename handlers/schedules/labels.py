@@ -5,25 +5,29 @@ schedule. Taking the label off, or naming another schedule, ends the one it gave
 asleep by it is woken first). A proposal that was rejected is not asked again while the
 label stays the same.
 
-The labels are read from the idle sweep's records, which keep each cluster's labels as the
-sweep last listed them, so looking costs no call to the control plane.
+The labels are those each sweep lists, handed to this look as the sweep's clusters (it is a
+sweep listener): looking costs no call to the control plane, and acts only on labels just
+read, never on what another replica's sweep may have changed since.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from handlers.errors import UserError
 from handlers.policy import ScheduleProfile
-from handlers.ports import Clock, IdleRecordStore
+from handlers.ports import Clock
 from handlers.schedules.model import ScheduleState
 from handlers.schedules.service import STANDING, Schedules
+
+if TYPE_CHECKING:
+    from handlers.idle.observe import Seen
 
 log = logging.getLogger(__name__)
 LABEL = "clusterbot-schedule"
 BY_LABEL = f"label {LABEL}"  # who asks, and ends, a schedule a label gave
-LOOK_EVERY = 300.0  # seconds between looks at the labels (the sweep refreshes them)
 
 
 class LabelSchedules:
@@ -31,36 +35,43 @@ class LabelSchedules:
         self,
         *,
         schedules: Schedules,
-        records: IdleRecordStore,
         profiles: Mapping[str, ScheduleProfile],
         channel: str | None,
         clock: Clock,
     ) -> None:
         self.schedules = schedules
-        self.records = records
         self.profiles = profiles
         self.channel = channel
         self.clock = clock
-        self._looked: float | None = None
 
-    async def look(self) -> None:
+    async def observed(self, seen: Sequence[Seen]) -> None:
+        """Offer each labelled cluster of this sweep its schedule, and end one whose label
+        went; a failure is logged and the next sweep looks again."""
+        try:
+            await self.look({item.cluster.name: item.cluster.labels for item in seen})
+        except Exception:
+            log.exception("looking at the clusters' schedule labels failed; the next sweep looks")
+
+    async def swept(self, seen: Sequence[Seen]) -> int:
+        return 0  # its cards are owed by the approvals, not counted as alerts
+
+    async def gone(self, cluster: str) -> None:
+        """Nothing kept of a cluster: a deleted cluster's schedule ends with its next night."""
+
+    async def look(self, labels: Mapping[str, tuple[tuple[str, str], ...]]) -> None:
         """Offer a labelled cluster its schedule, and end one whose label went."""
-        now = self.clock()
         if not self.profiles or self.channel is None:
             return
-        if self._looked is not None and now - self._looked < LOOK_EVERY:
-            return
-        self._looked = now
         rows = await self.schedules.store.schedules()
-        for record in await self.records.all():
-            value = dict(record.labels).get(LABEL)
-            given = [s for s in rows if s.cluster == record.cluster and s.label is not None]
+        for cluster, pairs in labels.items():
+            value = dict(pairs).get(LABEL)
+            given = [s for s in rows if s.cluster == cluster and s.label is not None]
             for schedule in given:
                 if schedule.state in STANDING and schedule.label != value:
                     await self.schedules.stop(schedule.id, ScheduleState.ENDED, actor=BY_LABEL)
             offered = any(s.label == value for s in given)
             if value is not None and value in self.profiles and not offered:
-                await self._offer(record.cluster, value)
+                await self._offer(cluster, value)
 
     async def _offer(self, cluster: str, name: str) -> None:
         off, on, zone = self.profiles[name].times()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.ledger import RequestLedger
@@ -22,6 +22,9 @@ from handlers.schedules.kind import ScheduleDetail
 from handlers.schedules.model import Phase, Schedule, ScheduleState
 from handlers.schedules.nights import POSTPONE, Nights
 from handlers.schedules.times import Weekly, local
+
+if TYPE_CHECKING:
+    from handlers.idle.observe import SweepListener
 
 log = logging.getLogger(__name__)
 UPCOMING = 5  # off/on pairs the card shows
@@ -38,10 +41,6 @@ NOT_APPROVED = {
 }
 
 
-class LabelLooker(Protocol):
-    async def look(self) -> None: ...
-
-
 class Schedules:
     def __init__(self, *, nights: Nights, approvals: Approvals, ledger: RequestLedger) -> None:
         self.nights = nights
@@ -50,9 +49,9 @@ class Schedules:
         self.approvals = approvals
         self.ledger = ledger
         self.clock = nights.clock
-        self.labels: LabelLooker | None = (
-            None  # schedules by cluster label, when the policy has any
-        )
+        # schedules by cluster label, when the policy has any: what the sweep hands its
+        # clusters to
+        self.labels: SweepListener | None = None
 
     # -- asking --------------------------------------------------------------------------------
 
@@ -169,10 +168,8 @@ class Schedules:
     # -- in force ------------------------------------------------------------------------------
 
     async def check_all(self) -> None:
-        """Offer labelled clusters their schedules, settle the proposals whose cards were
-        decided, then fire the nights due."""
-        if self.labels is not None:
-            await self.labels.look()
+        """Settle the proposals whose cards were decided, then fire the nights due (the
+        labels are looked at by each sweep)."""
         for schedule in await self.store.schedules([ScheduleState.PROPOSED]):
             if schedule.state == ScheduleState.PROPOSED:
                 try:

@@ -9,7 +9,9 @@ from handlers.grammar import CommandError
 from handlers.policy import Role
 from handlers.replies import Reply
 from handlers.spend.digest import Digest
+from handlers.spend.keeper import SpendKeeper
 from handlers.spend.report import COST, COST_USAGE, Cost, SpendReport, parse_cost
+from handlers.spend.runs import SPEND_RECORD
 
 
 def build(kernel: Kernel) -> SpendReport | None:
@@ -17,9 +19,16 @@ def build(kernel: Kernel) -> SpendReport | None:
     ports = kernel.ports
     if ports.spend is None:
         return None
+    keeper = SpendKeeper(
+        records=ports.keeper.of(SPEND_RECORD),
+        store=ports.spend,
+        clock=ports.clock,
+        interval=kernel.options.sweep_interval,
+        crash=kernel.options.crash,
+    )
     return SpendReport(
         store=ports.spend,
-        records=ports.records,
+        keeper=keeper,
         requests=ports.requests,
         clock=ports.clock,
         interval=kernel.options.sweep_interval,
@@ -37,6 +46,8 @@ async def run_cost(spend: SpendReport | None, command: Cost, caller: Caller) -> 
 SPEND = Capability(
     "spend",
     build,
+    records=(SPEND_RECORD,),
+    listener=lambda report: None if report is None else report.keeper,
     commands=(
         Subcommand(
             "cost",

@@ -277,7 +277,7 @@ class Digest:
         return {s.cluster for s in standing if s.state == ScheduleState.ACTIVE}
 
     async def _clusters(self) -> list[str]:
-        return [record.cluster for record in await self.spend.records.all()]
+        return [cluster for cluster, _ in await self.spend.keeper.records.all()]
 
 
 def _day(moment: float) -> str:

@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from handlers.costs import money
-from handlers.domain.names import target_of
 from handlers.entities import RequestState
 from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_back
 from handlers.messenger import Messenger, MessengerError
-from handlers.ports import Charts, Clock, IdleRecordStore, RequestStore, SpendStore
+from handlers.ports import Charts, Clock, RequestStore, SpendStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
 from handlers.spend.chart import Chart, chart_of
-from handlers.spend.runs import HOUR, SpendRun, still_open
+from handlers.spend.keeper import SpendKeeper
+from handlers.spend.runs import HOUR, SpendRun
 from handlers.spend.savings import Saving, savings
 from handlers.spend.totals import (
     GroupDays,
@@ -90,7 +90,7 @@ class SpendReport:
         self,
         *,
         store: SpendStore,
-        records: IdleRecordStore,
+        keeper: SpendKeeper,
         requests: RequestStore,
         clock: Clock,
         interval: float,
@@ -98,7 +98,7 @@ class SpendReport:
         charts: Charts | None = None,
     ) -> None:
         self.store = store
-        self.records = records
+        self.keeper = keeper  # the runs still open, in the spend ledger's records
         self.requests = requests  # succeeded changes: what remedies and schedules saved
         self.messenger = messenger
         self.charts = charts  # None: the report is a table only
@@ -106,15 +106,8 @@ class SpendReport:
         self.interval = interval  # the sweep's: how long an observation holds
 
     async def runs(self, since: float, until: float) -> list[SpendRun]:
-        """The ledger's runs, and the runs still open in the idle records, up to now."""
-        runs = await self.store.spend_between(since, until)
-        for record in await self.records.all():
-            labels = dict(record.labels)
-            target = target_of(record.cluster)
-            runs += still_open(
-                record.cluster, target, labels, record.spending, until, self.interval
-            )
-        return runs
+        """The ledger's runs, and the runs still open, up to now."""
+        return await self.store.spend_between(since, until) + await self.keeper.open_runs(until)
 
     async def saved(self, runs: list[SpendRun]) -> list[Saving]:
         """What remedies and schedules saved, each cluster's labels taken from its runs."""
@@ -134,14 +127,7 @@ class SpendReport:
         """Every run of [since, until) into ``sink``, a part of the ledger at a time."""
         async for part in self.store.spend_parts(since, until):
             await asyncio.to_thread(sink.add, part)
-        opened: list[SpendRun] = []
-        for record in await self.records.all():
-            labels = dict(record.labels)
-            target = target_of(record.cluster)
-            opened += still_open(
-                record.cluster, target, labels, record.spending, until, self.interval
-            )
-        sink.add(opened)
+        sink.add(await self.keeper.open_runs(until))
 
     async def month(self, until: float) -> tuple[str, Spend, dict[str, float]]:
         """This calendar month (UTC) up to ``until``: its name, what it cost, and what was

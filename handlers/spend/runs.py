@@ -2,22 +2,24 @@
 
 Every sweep observes each cluster's pools: the nodes that exist (``clusterStatus.nodesStatus``,
 the nodes a bill counts) and the list price of one node-hour. An observation's pool holds
-until the next one; while nothing changes, the pool's run stays open in the cluster's idle
-record, and only a change (a count, a price, idle or not) closes it into the ledger: a sweep
-of thousands of unchanged clusters writes no row. A gap longer than ``MAX_GAP`` sweeps (the
-bot was down, the target could not be listed) is not counted: the run ends one interval after
-the last observation, and the next observation starts a new one.
+until the next one; while nothing changes, the pool's run stays open in the spend ledger's
+record of the cluster, and only a change (a count, a price, idle or not) closes it into the
+ledger: a sweep of thousands of unchanged clusters writes no row. A gap longer than
+``MAX_GAP`` sweeps (the bot was down, the target could not be listed) is not counted: the run
+ends one interval after the last observation, and the next observation starts a new one.
 
 These are estimates at list prices, from what the bot observed, not a bill.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from handlers.costs import PriceBook
 from handlers.domain.facts import ClusterFacts
+from handlers.keeping import RecordKind
 
 HOUR = 3600.0
 MAX_GAP = 3  # sweep intervals an observation may be apart and still be one run
@@ -43,7 +45,7 @@ def pools_seen(cluster: ClusterFacts, prices: PriceBook) -> tuple[PoolSeen, ...]
 
 @dataclass(frozen=True)
 class OpenRun:
-    """A pool's run while it lasts, kept in the cluster's idle record."""
+    """A pool's run while it lasts, kept in the cluster's spend record."""
 
     pool: str
     start: float
@@ -74,6 +76,29 @@ class OpenRun:
             bool(idle),
             float(seen),  # type: ignore[arg-type]
         )
+
+
+@dataclass(frozen=True)
+class SpendRecord:
+    """The spend ledger's record of a cluster: each pool's run since it last changed, and
+    the cluster's labels when last seen (a run is counted under them when it ends)."""
+
+    cluster: str
+    runs: tuple[OpenRun, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+def _dump(record: SpendRecord) -> Mapping[str, Any]:
+    return {"runs": [run.to_list() for run in record.runs], "labels": record.labels}
+
+
+def _load(cluster: str, document: Mapping[str, Any]) -> SpendRecord:
+    runs = tuple(OpenRun.from_list(r) for r in document.get("runs", []))
+    labels = tuple((str(k), str(v)) for k, v in document.get("labels", []))
+    return SpendRecord(cluster, runs, labels)
+
+
+SPEND_RECORD = RecordKind("spend", SpendRecord, _dump, _load)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ import copy
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Unpack
+from typing import Any, Generic, TypeVar, Unpack
 
+from handlers import keeping
 from handlers.domain.errors import NotFoundError, SlurmUnreadableError
 from handlers.domain.models import Cluster
 from handlers.domain.names import ClusterName, Target
@@ -32,11 +33,15 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.idle.rules import IdleRecord
+from handlers.idle.state import IDLE_RECORD
+from handlers.keeping import RecordKind
 from handlers.owed.model import Owed
 from handlers.policy import Policy, Role
 from handlers.ports import SPEND_PART, OpenRequestExistsError
 from handlers.spend.runs import SpendRun
 from tests.support.memory_owed import MemoryOwed
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -323,33 +328,50 @@ class MemoryStore(MemoryOwed):
         return self.reports.get(kind)
 
 
-@dataclass
-class MemoryIdleRecords:
-    """Idle records by compare-and-set, as ``bot.store.IdleRecords``."""
+class MemoryKept(Generic[R]):
+    """One kind of record by compare-and-set, as ``bot.store.records.KeptRecords``."""
 
-    rows: dict[str, tuple[IdleRecord, int]] = field(default_factory=dict)
+    def __init__(self, kind: RecordKind[R]) -> None:
+        self.kind = kind
+        self.rows: dict[str, tuple[R, int]] = {}
 
-    async def get(self, cluster: str) -> tuple[IdleRecord, int]:
-        return self.rows.get(cluster, (IdleRecord(cluster=cluster), 0))
+    async def get(self, cluster: str) -> tuple[R, int]:
+        return self.rows.get(cluster, (self.kind.empty(cluster), 0))
 
-    async def all(self) -> list[IdleRecord]:
-        return [record for record, _ in self.rows.values()]
+    async def all(self) -> list[tuple[str, R]]:
+        return [(cluster, record) for cluster, (record, _) in self.rows.items()]
 
-    async def put(self, record: IdleRecord, version: int, now: float) -> bool:
-        current = self.rows.get(record.cluster, (None, 0))[1]
-        if current != version:
+    async def put(self, cluster: str, record: R, version: int, now: float) -> bool:
+        if self.rows.get(cluster, (None, 0))[1] != version:
             return False
-        self.rows[record.cluster] = (record, version + 1)
+        self.rows[cluster] = (record, version + 1)
         return True
 
-    async def get_many(self, clusters: Sequence[str]) -> dict[str, tuple[IdleRecord, int]]:
+    async def get_many(self, clusters: Sequence[str]) -> dict[str, tuple[R, int]]:
         return {c: await self.get(c) for c in clusters}
 
-    async def put_many(self, items: Sequence[tuple[IdleRecord, int]], now: float) -> set[str]:
-        return {r.cluster for r, v in items if not await self.put(r, v, now)}
+    async def put_many(self, items: Sequence[tuple[str, R, int]], now: float) -> set[str]:
+        return {c for c, r, v in items if not await self.put(c, r, v, now)}
 
     async def delete(self, cluster: str) -> None:
         self.rows.pop(cluster, None)
+
+
+class MemoryIdleRecords(MemoryKept[IdleRecord]):
+    """Idle records by compare-and-set, as ``bot.store.IdleRecords``."""
+
+    def __init__(self) -> None:
+        super().__init__(IDLE_RECORD)
+
+
+class MemoryKeeper:
+    """Every other capability's records, one ``MemoryKept`` per kind (``StoreKeeper``)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, MemoryKept[Any]] = {}
+
+    def of(self, kind: RecordKind[R]) -> keeping.Kept[R]:
+        return self.kept.setdefault(kind.owner, MemoryKept(kind))
 
 
 @dataclass
