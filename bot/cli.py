@@ -108,7 +108,9 @@ def _configuration(
     policy_file = settings.policy_file if settings is not None else _policy_path_from_environment()
     policy = None
     try:
-        policy = load_policy(policy_file)
+        from handlers.capabilities import REGISTRY
+
+        policy = load_policy(policy_file, REGISTRY.sections.values())
     except PolicyError as error:
         problems.append(str(error))
     if settings is not None and policy is not None and not problems:

@@ -67,7 +67,7 @@ class ReleaseApi:
         except TokenRefused as error:
             log.warning("refused a release request: %s", error)
             return _error(401, str(error))
-        if releases.policy.pipeline(caller.email) is None:
+        if releases.caller(caller.email) is None:
             log.warning("refused a release request from %s: not in [pipelines]", caller.email)
             return _error(403, f"{caller.email} is not a caller of the release hook")
         try:

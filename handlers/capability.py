@@ -2,10 +2,10 @@
 
 A capability is a package of the core (reading, changes, slurm, idle, health, schedules,
 spend) that declares, in its ``capability.py``, everything it adds: its subcommands (with
-their usage), its clicks, its kinds of change, its forms, its periodic jobs, the record it
-keeps of each cluster, what it does with a sweep's clusters and with a request's end, and
-how its service is built from the kernel. One list names the capabilities
-(``handlers/capabilities.py``); the registry (``handlers/registry.py``) folds their
+their usage), its clicks, its kinds of change, its forms, its periodic jobs, its tables in
+the policy file, the record it keeps of each cluster, what it does with a sweep's clusters
+and with a request's end, and how its service is built from the kernel. One list names the
+capabilities (``handlers/capabilities.py``); the registry (``handlers/registry.py``) folds their
 declarations and refuses two of one name; the dispatcher hands each subcommand and click
 its own capability's service. Nothing central names a capability.
 """
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from handlers.owed.engine import Engine
     from handlers.owed.posting import Outbox
     from handlers.owed.store import OwedStore
-    from handlers.policy import Policy
+    from handlers.policy import Policy, Section
     from handlers.ports import (
         ActivityReader,
         Calendar,
@@ -110,6 +110,8 @@ class Capability:
     kinds: tuple[ChangeKind[Any], ...] = ()  # the kinds of change it plans
     forms: tuple[FormKindSpec, ...] = ()  # the forms its subcommands open
     jobs: tuple[Job, ...] = ()  # its periodic work
+    # its tables in the policy file (``Kernel.policy.section(SECTION)`` reads one)
+    policy: tuple[Section[Any], ...] = ()
     # the record it keeps of each cluster (``Kernel.ports.keeper.of(kind)`` reads it)
     records: tuple[RecordKind[Any], ...] = ()
     # what the sweep hands each sweep's clusters to, made from its service (None: nothing)

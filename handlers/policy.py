@@ -30,28 +30,36 @@ Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
     [health.channels]                    # a cluster's health alerts: the first pattern its id
     "train-*" = "C0GPUOPS"               # matches; the others go to the alert channel
 
+The tables of the capabilities (``[idle]``, ``[pipelines]``, ``[schedules.NAME]``,
+``[health]``) are declared by the capability that reads them, as a ``Section`` beside its
+other declarations, and read with ``policy.section(SECTION)``: this module names none of
+them. A table no capability declares is refused, as is one its capability cannot read.
+
 Decisions are pure functions of (policy, who, what), so every rule is tested without Slack.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from handlers.grammar import CommandError
-from handlers.idle.rules import IdleRules
-from handlers.schedules.times import Weekly, parse_weekly, parse_zone
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 T = TypeVar("T")
-
-LABEL_VALUE = re.compile(r"^[a-z0-9_-]{1,63}$")  # a Google Cloud label's value
+M = TypeVar("M")
 
 
 class Role(IntEnum):
@@ -82,47 +90,6 @@ class Approval(BaseModel):
         return value
 
 
-ReleaseAction = Literal["scale-to-zero", "delete"]  # what a pipeline's release may do
-
-
-class PipelineCaller(BaseModel):
-    """What one caller of the release hook may ask: ``pre_approved`` actions are taken when
-    the queue drains, ``ask`` actions become an approval card."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    pre_approved: list[ReleaseAction] = Field(default_factory=list)
-    ask: list[ReleaseAction] = Field(default_factory=list)
-
-    def may(self, action: str) -> bool:
-        return action in self.pre_approved or action in self.ask
-
-
-class ScheduleProfile(BaseModel):
-    """An off-hours schedule a cluster takes by its label ``clusterbot-schedule: NAME``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    off: str  # "Mon-Fri 20:00", as /cluster schedule takes it
-    on: str
-    tz: str = "UTC"
-
-    @model_validator(mode="after")
-    def _readable(self) -> ScheduleProfile:
-        try:
-            self.times()
-        except CommandError as error:
-            raise ValueError(error.reason) from None
-        return self
-
-    def times(self) -> tuple[Weekly, Weekly, str]:
-        off = parse_weekly(self.off.split(), "schedule")
-        on = parse_weekly(self.on.split(), "schedule")
-        if off == on:
-            raise CommandError("off and on are the same time", "schedule")
-        return off, on, parse_zone(self.tz, "schedule")
-
-
 def first_match(table: Mapping[str, T], key: str, fold: Callable[[str], str] = str) -> T | None:
     """The entry of ``key`` itself, else of the first pattern with ``*`` it matches (both
     compared through ``fold``), else None."""
@@ -134,45 +101,41 @@ def first_match(table: Mapping[str, T], key: str, fold: Callable[[str], str] = s
     return None
 
 
-class HealthPolicy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(frozen=True)
+class Section(Generic[M]):
+    """A capability's table in the policy file: its name, how it is read (a pydantic
+    ``TypeAdapter``) and what it is when the file has none."""
 
-    # a cluster id, or a pattern with ``*``, -> the channel its health alerts go to
-    channels: dict[str, str] = Field(default_factory=dict)
+    name: str
+    adapter: TypeAdapter[M]
+    default: Callable[[], M]
 
-    def channel_for(self, cluster_id: str) -> str | None:
-        """The channel the policy names for the cluster's health alerts, or None."""
-        return first_match(self.channels, cluster_id)
+    def read(self, document: Any) -> M:
+        return self.default() if document is None else self.adapter.validate_python(document)
 
 
 class Policy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # the capabilities' tables are kept as written, and read by their sections
+    model_config = ConfigDict(extra="allow")
 
     default_role: str = "viewer"
     channels: list[str] = Field(default_factory=list)
     roles: dict[str, list[str]] = Field(default_factory=dict)
     approval: Approval = Field(default_factory=Approval)
     prices: dict[str, float] = Field(default_factory=dict)
-    idle: IdleRules = Field(default_factory=IdleRules)
-    # The only callers of the release hook: a Google identity (a service account's email),
-    # or a pattern with ``*`` such as ``*@ci.iam.gserviceaccount.com`` -> the actions it may
-    # take without an approver (a list), or ``{pre_approved = [...], ask = [...]}``.
-    pipelines: dict[str, PipelineCaller] = Field(default_factory=dict)
-    # Off-hours schedules by cluster label, in the spirit of Cloud Custodian's offhours tag:
-    # a cluster labelled ``clusterbot-schedule: NAME`` is offered the schedule NAME on a card.
-    schedules: dict[str, ScheduleProfile] = Field(default_factory=dict)
-    health: HealthPolicy = Field(default_factory=HealthPolicy)
+    _read: dict[str, Any] = PrivateAttr(default_factory=dict)
 
-    @field_validator("schedules")
-    @classmethod
-    def _label_values(cls, value: dict[str, ScheduleProfile]) -> dict[str, ScheduleProfile]:
-        for name in value:
-            if not LABEL_VALUE.match(name):
-                raise ValueError(
-                    f"schedule {name!r} cannot be a label's value: use up to 63 lowercase "
-                    "letters, digits, - and _"
-                )
-        return value
+    def section(self, section: Section[M]) -> M:
+        """The capability's table, read (and checked) once."""
+        if section.name not in self._read:
+            self._read[section.name] = section.read((self.model_extra or {}).get(section.name))
+        read: M = self._read[section.name]
+        return read
+
+    def problems(self, sections: Iterable[Section[Any]]) -> list[str]:
+        """Every problem of the capabilities' tables: one no capability declares, or one
+        its capability cannot read; none when the policy is whole."""
+        return section_problems(self.model_extra or {}, sections)
 
     @field_validator("roles")
     @classmethod
@@ -181,18 +144,6 @@ class Policy(BaseModel):
             if name not in ("viewer", "operator", "approver", "admin"):
                 raise ValueError(f"unknown role {name!r}: use viewer, operator, approver, admin")
         return value
-
-    @field_validator("pipelines", mode="before")
-    @classmethod
-    def _callers(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value
-        return {k: {"pre_approved": v} if isinstance(v, list) else v for k, v in value.items()}
-
-    def pipeline(self, email: str) -> PipelineCaller | None:
-        """The caller's entry: its own, else the first pattern it matches (an email in any
-        case); None: not a caller."""
-        return first_match(self.pipelines, email, fold=str.lower)
 
     @field_validator("default_role")
     @classmethod
@@ -221,20 +172,48 @@ class PolicyError(Exception):
     pass
 
 
-def load_policy(path: Path | None) -> Policy:
+def _said(error: ValidationError, *within: str) -> list[str]:
+    return [
+        f"{'.'.join((*within, *(str(p) for p in e['loc'])))}: {e['msg']}" for e in error.errors()
+    ]
+
+
+def section_problems(document: Mapping[str, Any], sections: Iterable[Section[Any]]) -> list[str]:
+    """Every problem of the tables beyond the core's in ``document``: a table no section is
+    named after, or one its section cannot read."""
+    named = {section.name: section for section in sections}
+    problems = []
+    for name, value in document.items():
+        if name in Policy.model_fields:
+            continue
+        if name not in named:
+            problems.append(f"{name}: not a table of the policy (misspelt?)")
+            continue
+        try:
+            named[name].read(value)
+        except ValidationError as error:
+            problems += _said(error, name)
+    return problems
+
+
+def load_policy(path: Path | None, sections: Iterable[Section[Any]]) -> Policy:
+    """The policy file read, every problem of it said at once; ``sections``: the tables the
+    capabilities declare."""
     if path is None:
         return Policy()
     try:
         document: dict[str, Any] = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise PolicyError(f"cannot read policy file {path}: {error}") from error
+    problems = section_problems(document, sections)
+    policy = None
     try:
-        return Policy.model_validate(document)
+        policy = Policy.model_validate(document)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
-        )
-        raise PolicyError(f"policy file {path} is invalid: {problems}") from error
+        problems = _said(error) + problems
+    if policy is None or problems:
+        raise PolicyError(f"policy file {path} is invalid: {'; '.join(problems)}")
+    return policy
 
 
 def may_approve(policy: Policy, role: Role, *, destructive: bool = False) -> bool:

@@ -20,7 +20,7 @@ from handlers.errors import UserError
 from handlers.forms.spec import FormKindSpec
 from handlers.grammar import CommandError, echo
 from handlers.keeping import RecordKind
-from handlers.policy import Role
+from handlers.policy import Policy, Role, Section
 from handlers.replies import Reply, notice
 
 ALIASES = {"-h": "help", "--help": "help", "?": "help"}
@@ -35,6 +35,7 @@ class Registry:
         self.kinds: dict[str, ChangeKind[Any]] = {}
         self.forms: dict[str, FormKindSpec] = {}
         self.records: dict[str, RecordKind[Any]] = {}
+        self.sections: dict[str, Section[Any]] = {}  # the policy's tables, by name
         names = [c.name for c in self.capabilities]
         if len(names) != len(set(names)):
             raise ValueError(f"two capabilities of one name among {', '.join(names)}")
@@ -48,6 +49,10 @@ class Registry:
                 if kind.name in self.kinds:
                     raise ValueError(f"two kinds of change are called {kind.name}")
                 self.kinds[kind.name] = kind
+            for section in capability.policy:
+                if section.name in self.sections or section.name in Policy.model_fields:
+                    raise ValueError(f"two tables of the policy are called {section.name}")
+                self.sections[section.name] = section
             for record in capability.records:
                 if record.owner in self.records:
                     raise ValueError(f"two records are kept by the name {record.owner}")

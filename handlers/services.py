@@ -21,6 +21,7 @@ from handlers.dispatch import Dispatcher
 from handlers.idle.alerts import AlertBoard, IdleAlerts
 from handlers.idle.clicks import IdleClicks
 from handlers.idle.observe import ActivityObserver
+from handlers.idle.state import IDLE_RULES
 from handlers.idle.sweep import Sweeper, SweepStores
 from handlers.intake import Intake
 from handlers.owed.engine import Engine, Room
@@ -69,6 +70,9 @@ class Services:
 def build(
     ports: Ports, policy: Policy, options: Options, registry: Registry = REGISTRY
 ) -> Services:
+    problems = policy.problems(registry.sections.values())
+    if problems:
+        raise ValueError(f"the policy is not whole: {'; '.join(problems)}")
     prices = PriceBook.with_overrides(policy.prices)
     directory = ClusterDirectory(ports.control_plane, options.targets, options.read_deadline)
     core = _core(ports, policy, options, directory, prices)
@@ -152,7 +156,7 @@ def _core(
         records=ports.records,
         messenger=ports.messenger if options.alert_channel else None,
         channel=options.alert_channel,
-        rules=policy.idle,
+        rules=policy.section(IDLE_RULES),
         clock=clock,
         engine=engine,
     )
@@ -207,7 +211,8 @@ class _Idle:
 
 def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: PriceBook) -> _Idle:
     clock, directory = ports.clock, core.approvals.directory
-    observer = ActivityObserver(ports.activity, clock, options.concurrency, policy.idle.idle_after)
+    rules = policy.section(IDLE_RULES)
+    observer = ActivityObserver(ports.activity, clock, options.concurrency, rules.idle_after)
     stores = SweepStores(
         ports.records, ports.operations, ports.reports, ports.leases, ports.schedules
     )
@@ -215,7 +220,7 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
         directory=directory,
         observer=observer,
         stores=stores,
-        rules=policy.idle,
+        rules=policy.section(IDLE_RULES),
         prices=prices,
         clock=clock,
         owner=options.owner,

@@ -15,6 +15,7 @@ from handlers.entities import RequestState
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, state_of
 from handlers.forms.model import Entry
+from handlers.health.channels import HEALTH_TABLE
 from handlers.health.episodes import QUIET
 from handlers.policy import Policy
 from tests.conftest import ManualClock
@@ -275,7 +276,7 @@ async def test_the_policy_names_a_clusters_health_channel(clock: ManualClock) ->
     await sweep(bot)
     posted = [(c, r.summary) for c, _, r, _ in bot.messenger.posted]
     assert posted == [("C0GPUOPS", "Health: c1: 1 node drained")]
-    assert policy.health.channel_for("train01") is None  # others: the alert channel
+    assert policy.section(HEALTH_TABLE).channel_for("train01") is None  # others: the alert channel
 
 
 async def test_a_deleted_clusters_alert_says_so(clock: ManualClock) -> None:

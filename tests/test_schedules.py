@@ -454,10 +454,19 @@ async def test_a_clusters_label_asks_for_the_policys_schedule(
 
 
 def test_a_policy_schedule_is_checked_when_the_policy_is_read() -> None:
-    with pytest.raises(ValueError, match="'Mon-Fry' is not a set of days"):
-        Policy.model_validate({"schedules": {"nights": {"off": "Mon-Fry 19:00", "on": "07:00"}}})
-    with pytest.raises(ValueError, match="cannot be a label's value"):
-        Policy.model_validate({"schedules": {"Nights EU": {"off": "19:00", "on": "07:00"}}})
+    """The schedules capability's table is checked with the policy: by the registry's
+    sections, and by the service built on it, which refuses a policy that is not whole."""
+    sections = REGISTRY.sections.values()
+    bad_days = Policy.model_validate(
+        {"schedules": {"nights": {"off": "Mon-Fry 19:00", "on": "07:00"}}}
+    )
+    [problem] = bad_days.problems(sections)
+    assert problem.startswith("schedules.nights: ") and "'Mon-Fry' is not a set of days" in problem
+    bad_name = Policy.model_validate({"schedules": {"Nights EU": {"off": "19:00", "on": "07:00"}}})
+    [problem] = bad_name.problems(sections)
+    assert "cannot be a label's value" in problem
+    with pytest.raises(ValueError, match=r"the policy is not whole: .*cannot be a label's value"):
+        make_bot(ManualClock(), bad_name)
 
 
 async def test_a_week_of_nights_across_the_clocks_change(clock: ManualClock, store: Store) -> None:

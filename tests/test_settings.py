@@ -157,7 +157,24 @@ async def test_check_config_reads_the_policy_file(
     assert await check_config() == 2
     err = capsys.readouterr().err
     assert "unknown role 'superuser'" in err
-    policy.write_text('[roles]\napprover = ["U1"]\n[approval]\nexpiry_minutes = 30\n')
+    # every problem at once: the core's and each capability's table, a misspelt one too
+    policy.write_text(
+        '[roles]\nsuperuser = ["U1"]\n[idel]\nidle_after_minutes = 5\n'
+        "[idle]\nidle_after_minutes = -1\n"
+        '[schedules.Nights]\noff = "19:00"\non = "07:00"\n'
+        '[pipelines]\n"ci@p.iam.gserviceaccount.com" = ["reboot"]\n'
+    )
+    assert await check_config() == 2
+    err = capsys.readouterr().err
+    assert "unknown role 'superuser'" in err
+    assert "idel: not a table of the policy (misspelt?)" in err
+    assert "idle.idle_after_minutes: Input should be greater than 0" in err
+    assert "schedule 'Nights' cannot be a label's value" in err
+    assert "pipelines.ci@p.iam.gserviceaccount.com.pre_approved.0" in err
+    policy.write_text(
+        '[roles]\napprover = ["U1"]\n[approval]\nexpiry_minutes = 30\n'
+        '[idle]\nidle_after_minutes = 30\n[health.channels]\n"train-*" = "C0GPUOPS"\n'
+    )
     assert await check_config() == 0
 
 

@@ -17,6 +17,7 @@ from handlers.changes.commands import (
     run_restore,
 )
 from handlers.changes.delete import DELETE
+from handlers.changes.pipelines import PIPELINES
 from handlers.changes.release import Releases
 from handlers.changes.resize import RESIZE
 from handlers.changes.restore import RESTORE
@@ -112,4 +113,9 @@ def build_releases(kernel: Kernel) -> Releases | None:
 
 
 # the pipeline hook's releases: each waits for its queue to drain, then asks for its change
-RELEASES = Capability("releases", build_releases, jobs=(Job("releases", lambda r: r.check_all()),))
+RELEASES = Capability(
+    "releases",
+    build_releases,
+    policy=(PIPELINES,),
+    jobs=(Job("releases", lambda r: r.check_all()),),
+)

@@ -21,6 +21,7 @@ from typing import Any, get_args
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.delete import plan_delete
 from handlers.changes.ledger import RequestLedger
+from handlers.changes.pipelines import PIPELINES, PipelineCaller, ReleaseAction, caller_of
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import plan_scale_to_zero
 from handlers.domain.errors import SlurmUnreadableError
@@ -29,7 +30,7 @@ from handlers.errors import UserError
 from handlers.grammar import CommandError
 from handlers.idle.observe import slurm_demand
 from handlers.messenger import Messenger, MessengerError
-from handlers.policy import Policy, ReleaseAction
+from handlers.policy import Policy
 from handlers.ports import ActivityReader, Clock, CrashPoint, ReleaseStore, no_crash
 from handlers.replies import Code, Line, Reply, Strong, Text
 from handlers.words import duration
@@ -92,14 +93,18 @@ class Releases:
         self._recent: dict[str, list[float]] = {}  # each caller's recent starts
         self.crash = crash
 
+    def caller(self, email: str) -> PipelineCaller | None:
+        """The release hook's entry for ``email`` in ``[pipelines]``; None: not a caller."""
+        return caller_of(self.policy.section(PIPELINES), email)
+
     def pre_approved(self, caller: str, action: str) -> bool:
-        entry = self.policy.pipeline(caller)
+        entry = self.caller(caller)
         return entry is not None and action in entry.pre_approved
 
     async def start(self, caller: str, cluster_key: str, action: str, wait: float) -> Release:
         """Store the release, then announce it; ``ReleaseError`` or ``CommandError`` when the
         cluster or the action is not one that can be released."""
-        entry = self.policy.pipeline(caller)
+        entry = self.caller(caller)
         if entry is None:  # anyone can mint a Google-signed token: only named callers count
             raise CallerRefused(f"{caller} is not a caller of the release hook")
         if action not in ACTIONS:

@@ -23,6 +23,7 @@ from handlers.domain.names import target_of
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.health import episodes
 from handlers.health.alert import gone_card, health_card
+from handlers.health.channels import HealthPolicy
 from handlers.health.episodes import HealthRecord
 from handlers.health.kinds import DRAIN, RESUME
 from handlers.keeping import Kept, change, save_all
@@ -32,7 +33,6 @@ from handlers.owed.model import Done, GiveUp, Outcome
 from handlers.owed.posting import Outbox, refused
 from handlers.owed.wire import decode, encode
 from handlers.pacing import paced
-from handlers.policy import HealthPolicy
 from handlers.ports import Clock
 
 if TYPE_CHECKING:

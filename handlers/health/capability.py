@@ -26,6 +26,7 @@ from handlers.health.alert import (
     show_node,
 )
 from handlers.health.alerts import HealthAlerts
+from handlers.health.channels import HEALTH_TABLE
 from handlers.health.clicks import HealthClicks
 from handlers.health.commands import NODE, NODE_USAGE, NodeCommand, node_form, node_role, parse_node
 from handlers.health.episodes import HEALTH_RECORD
@@ -117,7 +118,7 @@ def build(kernel: Kernel) -> HealthDesk:
         records=ports.keeper.of(HEALTH_RECORD),
         messenger=ports.messenger,
         channel=options.alert_channel,
-        policy=kernel.policy.health,
+        policy=kernel.policy.section(HEALTH_TABLE),
         clock=ports.clock,
         engine=kernel.engine,
         outbox=kernel.outbox,
@@ -137,6 +138,7 @@ def build(kernel: Kernel) -> HealthDesk:
 HEALTH_CAPABILITY = Capability(
     "health",
     build,
+    policy=(HEALTH_TABLE,),
     records=(HEALTH_RECORD,),
     listener=lambda d: None if d.health is None else d.health.alerts,
     on_ended=lambda d: None if d.health is None else d.health.alerts.request_ended,

@@ -8,6 +8,7 @@ from handlers.capability import Capability, Kernel
 from handlers.clicking import click
 from handlers.idle.alerts import IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
+from handlers.idle.state import IDLE_RECORD, IDLE_RULES
 from handlers.policy import Role
 from handlers.reading.reports import NO_IDLE
 from handlers.replies import Reply, notice
@@ -27,6 +28,8 @@ async def _no_idle() -> Reply:
 IDLE = Capability(
     "idle",
     build,
+    policy=(IDLE_RULES,),
+    records=(IDLE_RECORD,),
     listener=lambda c: None if c is None else IdleAlerts(c.board, c.remedies, c.clock),
     on_ended=lambda c: None if c is None else c.board.remedy_ended,
     clicks=(

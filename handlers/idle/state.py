@@ -8,10 +8,11 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from handlers.idle.history import Recommendation, Run
 from handlers.keeping import RecordKind
+from handlers.policy import Section
 
 
 class AutoAction(StrEnum):
@@ -52,6 +53,9 @@ class Status(StrEnum):
     EXEMPT = "exempt"
     SNOOZED = "snoozed"
     UNKNOWN = "unknown"
+
+
+IDLE_RULES: Section[IdleRules] = Section("idle", TypeAdapter(IdleRules), IdleRules)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from handlers.schedules.commands import (
 from handlers.schedules.kind import SCHEDULE as SCHEDULE_KIND
 from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
+from handlers.schedules.profiles import SCHEDULE_PROFILES
 from handlers.schedules.service import Schedules
 from handlers.schedules.thread import ScheduleThread
 
@@ -48,10 +49,11 @@ def build(kernel: Kernel) -> Schedules | None:
         crash=kernel.options.crash,
     )
     schedules = Schedules(nights=nights, approvals=approvals, ledger=kernel.ledger)
-    if kernel.policy.schedules:
+    profiles = kernel.policy.section(SCHEDULE_PROFILES)
+    if profiles:
         schedules.labels = LabelSchedules(
             schedules=schedules,
-            profiles=kernel.policy.schedules,
+            profiles=profiles,
             channel=kernel.options.alert_channel,
             clock=ports.clock,
         )
@@ -79,6 +81,7 @@ CLICKS: tuple[Click, ...] = (
 SCHEDULES_CAPABILITY = Capability(
     "schedules",
     build,
+    policy=(SCHEDULE_PROFILES,),
     listener=lambda schedules: None if schedules is None else schedules.labels,
     commands=(
         Subcommand(

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from handlers.errors import UserError
-from handlers.policy import ScheduleProfile
 from handlers.ports import Clock
 from handlers.schedules.model import ScheduleState
+from handlers.schedules.profiles import ScheduleProfile
 from handlers.schedules.service import STANDING, Schedules
 
 if TYPE_CHECKING:
