@@ -50,6 +50,7 @@ from handlers.domain.names import Target
 from handlers.idle.rules import Status
 from handlers.policy import Policy
 from handlers.services import build
+from handlers.spend.capability import SPEND
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
 from tests.support.memory import PolicyRoles
@@ -365,8 +366,8 @@ async def _figures(
         for start, end in s.idle_periods()
     )
     until = START.timestamp() + WEEK
-    assert services.spending is not None
-    runs = await services.spending.runs(START.timestamp(), until)
+    assert services.of(SPEND) is not None
+    runs = await services.of(SPEND).runs(START.timestamp(), until)
     kept = sum(r.cost(START.timestamp(), until) or 0.0 for r in runs if r.idle and r.pool == "gpu")
     assert sweeps == WEEK / SWEEP, "the week was not swept through"
     results.add("week", "sweeps (6 clusters each)", sweeps, "sweeps")

@@ -33,12 +33,14 @@ from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SWEEP_DEADLINE, SlurmReader
 from handlers.capability import Options, Ports
+from handlers.changes.capability import RELEASES
 from handlers.home import Home
 from handlers.idle.report import SweepReport
 from handlers.intake import Intake
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
 from handlers.services import build
+from handlers.spend.capability import SPEND
 from handlers.spend.report import LEDGER_KEEPS
 
 log = logging.getLogger(__name__)
@@ -155,7 +157,7 @@ class ClusterbotService:
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
         self._lag_watch: asyncio.Task[None] | None = None
-        home = Home(self.core.reports, self.store, policy, spend=self.core.spending)
+        home = Home(self.core.reports, self.store, policy, spend=self.core.of(SPEND))
         self.chat.attach(self.core, home, self.metrics.command, working_after=working_after)
         self.jobs = PeriodicJobs()
         self.sweeps: SweepProcess | None = None
@@ -380,11 +382,12 @@ class ClusterbotService:
         Routes(readiness, self.metrics.handler()).install(app)
         self.chat.install(app, path, accepting, self.metrics.ack_seconds.observe)
         settings = self.settings
-        if settings.oidc_audience and self.core.releases is not None:
+        releases = self.core.of(RELEASES)
+        if settings.oidc_audience and releases is not None:
             from bot.release_api import ReleaseApi
 
             hook = ReleaseApi(
-                self.core.releases,
+                releases,
                 accepting,
                 self.http_session,
                 audience=settings.oidc_audience,

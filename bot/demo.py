@@ -31,6 +31,7 @@ from handlers.domain.names import Target
 from handlers.idle.alert import IDLE_PAYING
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
+from handlers.spend.capability import DIGEST
 
 DEMO_TOKEN = "xoxb-clusterbot-demo"
 SEED_WAIT = 15.0  # seconds a stop waits for the week of spend to be written
@@ -132,7 +133,7 @@ async def _seed(service: ClusterbotService, stopping: asyncio.Event) -> None:
     try:
         written = await seed_week(service)
         log.info("the demo's ledger holds a week of spend (%d runs)", written)
-        digest = service.core.digest
+        digest = service.core.of(DIGEST)
         if not written or digest is None:
             return
         deadline = time.monotonic() + DIGEST_WAIT

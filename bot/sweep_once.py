@@ -18,6 +18,7 @@ from bot.store import shown
 from handlers.costs import money
 from handlers.domain.errors import CredentialsError
 from handlers.health.rules import ClusterHealth
+from handlers.idle.capability import IDLE
 from handlers.idle.reach import Reach
 from handlers.idle.report import SweepReport
 from handlers.policy import Policy
@@ -89,7 +90,8 @@ async def sweep_once(settings: Settings, policy: Policy, *, as_json_output: bool
             raise SweepFailedError(
                 f"the database {database} cannot be opened: {type(error).__name__}"
             ) from None
-        report = await service.core.sweeper.sweep(alerts=service.core.board.enabled, force=True)
+        alerts = service.core.of(IDLE).board.enabled  # where there is an alert channel
+        report = await service.core.sweeper.sweep(alerts=alerts, force=True)
         if report is None:
             raise SweepFailedError("another sweep is running on this database; try again shortly")
         if Reach(report.finished, report.targets, report.unreadable_targets).blind:

@@ -4,6 +4,8 @@ order of help."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from handlers.capability import Capability
 from handlers.changes.capability import CHANGES, RELEASES
 from handlers.health.capability import HEALTH_CAPABILITY
@@ -14,7 +16,7 @@ from handlers.schedules.capability import SCHEDULES_CAPABILITY
 from handlers.slurm.capability import SLURM
 from handlers.spend.capability import DIGEST, SPEND
 
-CAPABILITIES: tuple[Capability, ...] = (
+CAPABILITIES: tuple[Capability[Any], ...] = (
     READING,
     SLURM,
     CHANGES,

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from handlers.changes.effects import NODE_WINDOW, SEND_WINDOW
 from handlers.owed.engine import LEASE
 from handlers.owed.posting import POST_WINDOW
 from handlers.ports import CrashPoint, no_crash
 from handlers.reading.clusters import READ_DEADLINE
+
+S = TypeVar("S")
 
 if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
     from handlers.costs import PriceBook
     from handlers.domain.names import Target
     from handlers.forms.spec import FormKindSpec
-    from handlers.idle.alerts import AlertBoard
     from handlers.idle.observe import SweepListener
     from handlers.idle.sweep import Sweeper
     from handlers.keeping import Keeper, RecordKind
@@ -70,7 +71,7 @@ class Kernel:
     """What every capability's service is built from: the ports and options, the policy,
     the prices, the cluster directory; the durable path (the engine, its outbox, the cards
     every request gets) and the change flow (approvals, the ledger); the sweep and the read
-    side; the idle alerts' board (the sweep's own); and every declared subcommand (for help)."""
+    side; and every declared subcommand (for help)."""
 
     ports: Ports
     options: Options
@@ -84,7 +85,6 @@ class Kernel:
     ledger: RequestLedger
     sweeper: Sweeper
     reports: Reports
-    board: AlertBoard  # the idle alerts, on the sweep's idle records
     commands: tuple[Subcommand[Any], ...] = ()
 
 
@@ -100,11 +100,11 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Capability:
+class Capability(Generic[S]):
     name: str
     # its service, handed to its subcommands' and clicks' ``run``; None where it is off
-    # (its subcommands then say so)
-    build: Callable[[Kernel], Any]
+    # (its subcommands then say so); ``Services.of(capability)`` gives it, typed
+    build: Callable[[Kernel], S]
     commands: tuple[Subcommand[Any], ...] = ()
     clicks: tuple[Click, ...] = ()
     kinds: tuple[ChangeKind[Any], ...] = ()  # the kinds of change it plans
@@ -115,9 +115,9 @@ class Capability:
     # the record it keeps of each cluster (``Kernel.ports.keeper.of(kind)`` reads it)
     records: tuple[RecordKind[Any], ...] = ()
     # what the sweep hands each sweep's clusters to, made from its service (None: nothing)
-    listener: Callable[[Any], SweepListener | None] | None = None
+    listener: Callable[[S], SweepListener | None] | None = None
     # what it does when a request ends (its alert says how), made from its service
-    on_ended: Callable[[Any], RequestEnded | None] | None = None
+    on_ended: Callable[[S], RequestEnded | None] | None = None
 
 
 @dataclass(frozen=True)

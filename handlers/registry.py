@@ -27,7 +27,7 @@ ALIASES = {"-h": "help", "--help": "help", "?": "help"}
 
 
 class Registry:
-    def __init__(self, capabilities: Sequence[Capability]) -> None:
+    def __init__(self, capabilities: Sequence[Capability[Any]]) -> None:
         self.capabilities = tuple(capabilities)
         self.by_name: dict[str, Subcommand[Any]] = {}
         self.owner: dict[str, str] = {}  # a subcommand's or an action id's capability

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from handlers.capabilities import REGISTRY
-from handlers.capability import Kernel, Options, Ports
+from handlers.capability import Capability, Kernel, Options, Ports
 from handlers.changes.approvals import Approvals
 from handlers.changes.execution import Executor
 from handlers.changes.ledger import RequestLedger
 from handlers.changes.preapproved import Cards
-from handlers.changes.release import Releases
 from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
 from handlers.dispatch import Dispatcher
-from handlers.idle.alerts import AlertBoard, IdleAlerts
-from handlers.idle.clicks import IdleClicks
 from handlers.idle.observe import ActivityObserver
 from handlers.idle.state import IDLE_RULES
 from handlers.idle.sweep import Sweeper, SweepStores
@@ -30,9 +27,8 @@ from handlers.policy import Policy
 from handlers.reading.clusters import ClusterDirectory
 from handlers.reading.reports import Reports
 from handlers.registry import Registry
-from handlers.schedules.service import Schedules
-from handlers.spend.digest import Digest
-from handlers.spend.report import SpendReport
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -49,22 +45,22 @@ class Services:
     engine: Engine
     outbox: Outbox
     directory: ClusterDirectory
-    board: AlertBoard
     ledger: RequestLedger
     executor: Executor
     approvals: Approvals
     tracker: Tracker
-    alerts: IdleAlerts | None  # the idle alerts the sweep hands its clusters to
-    clicks: IdleClicks
     sweeper: Sweeper
     reports: Reports
     dispatcher: Dispatcher
-    releases: Releases | None = None
     intake: Intake | None = None
-    schedules: Schedules | None = None
-    spending: SpendReport | None = None
-    digest: Digest | None = None
     jobs: tuple[BoundJob, ...] = ()  # every capability's periodic jobs
+    # each capability's service, by its name (None where it is off)
+    capabilities: Mapping[str, Any] = field(default_factory=dict)
+
+    def of(self, capability: Capability[S]) -> S:
+        """The capability's service, typed as its ``build`` makes it."""
+        made: S = self.capabilities[capability.name]
+        return made
 
 
 def build(
@@ -92,31 +88,28 @@ def build(
         ledger=core.ledger,
         sweeper=idle.sweeper,
         reports=idle.reports,
-        board=core.board,
         commands=registry.commands,
     )
     services = {c.name: c.build(kernel) for c in registry.capabilities}
-    listeners = _declared(registry, services, "listener")
-    idle.sweeper.listeners = tuple(listeners.values())  # the sweep names none of them
-    core.ledger.on_ended.extend(_declared(registry, services, "on_ended").values())
+    capabilities = [(c, services[c.name]) for c in registry.capabilities]
+    # what the sweep hands its clusters to, and what a request's end is told to: each
+    # capability's own, made from its service; the sweep and the ledger name none of them
+    listeners = [c.listener(made) for c, made in capabilities if c.listener]
+    idle.sweeper.listeners = tuple(listener for listener in listeners if listener is not None)
+    ended = [c.on_ended(made) for c, made in capabilities if c.on_ended]
+    core.ledger.on_ended.extend(hook for hook in ended if hook is not None)
     return Services(
         engine=core.engine,
         outbox=core.outbox,
-        releases=services.get("releases"),
         intake=_intake(ports, options),
         directory=directory,
-        board=core.board,
         ledger=core.ledger,
         executor=core.executor,
         approvals=core.approvals,
         tracker=core.tracker,
-        alerts=listeners.get("idle"),
-        clicks=services["idle"],
         sweeper=idle.sweeper,
         reports=idle.reports,
-        schedules=services.get("schedules"),
-        spending=services.get("spend"),
-        digest=services.get("digest"),
+        capabilities=services,
         dispatcher=Dispatcher(services, directory, policy, ports.roles, registry=registry),
         jobs=tuple(_jobs(registry, services, options)),
     )
@@ -128,7 +121,6 @@ class _Core:
 
     engine: Engine
     outbox: Outbox
-    board: AlertBoard
     ledger: RequestLedger
     executor: Executor
     approvals: Approvals
@@ -152,14 +144,6 @@ def _core(
         engine=engine, messenger=ports.messenger, alert_channel=options.alert_channel, clock=clock
     )
     engine.add(outbox)
-    board = AlertBoard(
-        records=ports.records,
-        messenger=ports.messenger if options.alert_channel else None,
-        channel=options.alert_channel,
-        rules=policy.section(IDLE_RULES),
-        clock=clock,
-        engine=engine,
-    )
     ledger = RequestLedger(
         store=ports.requests,
         messenger=ports.messenger,
@@ -198,7 +182,7 @@ def _core(
         clock=clock,
     )
     engine.add(tracker, room=Room(POLLS_AT_ONCE, spread=options.poll_stagger))
-    return _Core(engine, outbox, board, ledger, executor, approvals, tracker)
+    return _Core(engine, outbox, ledger, executor, approvals, tracker)
 
 
 @dataclass(frozen=True)
@@ -252,18 +236,6 @@ def _intake(ports: Ports, options: Options) -> Intake | None:
         owner=options.owner,
         crash=options.crash,
     )
-
-
-def _declared(registry: Registry, services: Mapping[str, object], what: str) -> dict[str, Any]:
-    """What each capability that declares ``what`` (its listener, its ``on_ended``) makes of
-    its service, by the capability's name."""
-    made = {}
-    for capability in registry.capabilities:
-        maker = getattr(capability, what)
-        thing = maker(services[capability.name]) if maker is not None else None
-        if thing is not None:
-            made[capability.name] = thing
-    return made
 
 
 def _jobs(

@@ -10,6 +10,7 @@ import pytest
 from playwright.async_api import Page, expect
 
 from bot.sandbox.controlplane import Durations
+from handlers.spend.capability import DIGEST
 from tests.conftest import require
 from tests.support.browser import ARTIFACTS, chromium, chromium_available, open_sandbox
 from tests.support.demo_stack import demo_stack
@@ -191,10 +192,10 @@ async def test_the_cost_chart_and_a_schedule_in_the_browser(tmp_path: Path) -> N
 
     async with demo_stack(tmp_path) as stack, chromium() as browser:
         assert await seed_week(stack.service) > 0
-        assert stack.service.core.digest is not None
+        assert stack.service.core.of(DIGEST) is not None
         # owed now and posted by this call or by the engine's own worker, whichever takes
         # it first: the page below waits for the digest itself
-        await stack.service.core.digest.fire(time.time())
+        await stack.service.core.of(DIGEST).fire(time.time())
         page, errors = await open_sandbox(browser, stack.url)
         await page.select_option("#user-picker", "U0CAROL")
         digest = page.locator(

@@ -13,6 +13,7 @@ import pytest
 from bot.jobs import cron_firings, digest_trigger
 from bot.store import Store
 from handlers.policy import Policy
+from handlers.spend.capability import DIGEST
 from handlers.spend.runs import SpendRun
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
@@ -33,8 +34,8 @@ def digest_bot(clock: ManualClock, store: Store, **extra: object) -> Bot:
 
 
 async def fire(bot: Bot, at: float) -> bool:
-    assert bot.services.digest is not None
-    return await bot.services.digest.fire(at)
+    assert bot.services.of(DIGEST) is not None
+    return await bot.services.of(DIGEST).fire(at)
 
 
 def digests(bot: Bot) -> list[str]:

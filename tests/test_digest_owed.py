@@ -14,6 +14,7 @@ from handlers.owed.engine import LEASE
 from handlers.owed.model import OwedState
 from handlers.owed.posting import POST_WINDOW
 from handlers.policy import Policy
+from handlers.spend.capability import DIGEST
 from handlers.spend.runs import SpendRun
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
@@ -38,8 +39,8 @@ async def watched_since(bot: Bot, store: Store, start: float) -> None:
 
 
 async def owe_and_run(bot: Bot) -> int:
-    assert bot.services.digest is not None
-    owed = await bot.services.digest.owe_due()
+    assert bot.services.of(DIGEST) is not None
+    owed = await bot.services.of(DIGEST).owe_due()
     await bot.services.engine.run_due()
     return owed
 
@@ -110,8 +111,8 @@ async def test_a_digest_whose_replica_died_before_its_post_is_posted_by_another(
     clock.now = MONDAY_9
     first = digest_bot(clock, store)
     await watched_since(first, store, MONDAY_9 - 3 * 86400)
-    assert first.services.digest is not None
-    await first.services.digest.owe_due()  # owed, then the replica dies before it runs it
+    assert first.services.of(DIGEST) is not None
+    await first.services.of(DIGEST).owe_due()  # owed, then the replica dies before it runs it
     [item] = await first.store.owed_items()
     await first.store.claim_owed_item(item.key, "me", clock(), LEASE)
     second = digest_bot(clock, store, same_world_as=first, owner="replica-b")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from handlers.changes.capability import RELEASES
 from handlers.policy import Policy
 from handlers.replies import Reply
 from tests.conftest import ManualClock
@@ -50,7 +51,7 @@ async def test_a_check_during_the_announcement_waits_for_its_thread(tmp_path: Pa
     async with open_store("sqlite", tmp_path) as store:
         bot = make_bot(clock, Policy.model_validate(POLICY), releases=store, messenger=messenger)
         bot.activity.queues[C1] = (0, 0)
-        releases = bot.services.releases
+        releases = bot.services.of(RELEASES)
         assert releases is not None
         messenger.gate.clear()
         starting = asyncio.create_task(releases.start(CALLER, C1, "delete", 3600.0))
@@ -76,7 +77,7 @@ async def test_a_release_whose_announcement_failed_goes_on_after_a_minute(
     async with open_store("sqlite", tmp_path) as store:
         bot = make_bot(clock, Policy.model_validate(POLICY), releases=store, messenger=messenger)
         bot.activity.queues[C1] = (0, 0)
-        releases = bot.services.releases
+        releases = bot.services.of(RELEASES)
         assert releases is not None
         release = await releases.start(CALLER, C1, "delete", 3600.0)
         assert release.thread is None  # Slack refused the announcement

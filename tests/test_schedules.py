@@ -27,6 +27,7 @@ from handlers.forms.flow import FormFlow, state_of
 from handlers.forms.model import Entry
 from handlers.grammar import CommandError
 from handlers.policy import Policy
+from handlers.schedules.capability import SCHEDULES_CAPABILITY
 from handlers.schedules.commands import AskSchedule, ChangeSchedule
 from handlers.schedules.model import Phase, Schedule, ScheduleState
 from handlers.schedules.nights import LOOKS, NOTICE_LEAD, RETRY
@@ -167,8 +168,8 @@ async def in_force(bot: Bot, store: Store, words: str = WORDS) -> Schedule:
 
 
 async def check(bot: Bot) -> None:
-    assert bot.services.schedules is not None
-    await bot.services.schedules.check_all()
+    assert bot.services.of(SCHEDULES_CAPABILITY) is not None
+    await bot.services.of(SCHEDULES_CAPABILITY).check_all()
 
 
 async def finish_change(bot: Bot) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from handlers.actions import ActionId, Keep, Remedy, Unsnooze, needs, snooze
 from handlers.capability import Capability, Kernel
 from handlers.clicking import click
-from handlers.idle.alerts import IdleAlerts, Remedies
+from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
 from handlers.idle.state import IDLE_RECORD, IDLE_RULES
 from handlers.policy import Role
@@ -15,10 +15,19 @@ from handlers.replies import Reply, notice
 
 
 def build(kernel: Kernel) -> IdleClicks:
-    """The idle alerts' clicks: their remedies go through the approvals."""
-    plane = kernel.ports.control_plane
-    remedies = Remedies(kernel.board, kernel.approvals, plane, kernel.prices)
-    return IdleClicks(kernel.board, remedies, kernel.ports.clock)
+    """The idle alerts on the sweep's idle records (posted where there is an alert channel)
+    and their clicks, whose remedies go through the approvals."""
+    ports, channel = kernel.ports, kernel.options.alert_channel
+    board = AlertBoard(
+        records=ports.records,
+        messenger=ports.messenger if channel else None,
+        channel=channel,
+        rules=kernel.policy.section(IDLE_RULES),
+        clock=ports.clock,
+        engine=kernel.engine,
+    )
+    remedies = Remedies(board, kernel.approvals, ports.control_plane, kernel.prices)
+    return IdleClicks(board, remedies, ports.clock)
 
 
 async def _no_idle() -> Reply:
