@@ -197,9 +197,7 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
     clock, directory = ports.clock, core.approvals.directory
     rules = policy.section(IDLE_RULES)
     observer = ActivityObserver(ports.activity, clock, options.concurrency, rules.idle_after)
-    stores = SweepStores(
-        ports.records, ports.operations, ports.reports, ports.leases, ports.schedules
-    )
+    stores = SweepStores(ports.records, ports.operations, ports.reports, ports.leases)
     sweeper = Sweeper(
         directory=directory,
         observer=observer,

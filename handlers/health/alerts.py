@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -36,7 +36,7 @@ from handlers.pacing import paced
 from handlers.ports import Clock
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Seen
+    from handlers.idle.observe import Note, Seen
 from handlers.replies import Code, Line, Reply, Strong, UserRef
 
 log = logging.getLogger(__name__)
@@ -112,6 +112,9 @@ class HealthAlerts:
         """Change a cluster's record by compare-and-set: a sweep and a click never undo
         each other."""
         return await change(self.records, cluster, how, self.clock)
+
+    async def notes(self) -> Mapping[str, Note]:
+        return {}  # nothing to say before a sweep judges its clusters
 
     async def observed(self, seen: Sequence[Seen]) -> None:
         """Each swept cluster's episode advanced by what the sweep saw, all saved in one

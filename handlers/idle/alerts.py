@@ -16,7 +16,7 @@ owed as a reply in the alert's thread, and the alert is drawn again with its rem
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Reply, Strong, UserRef
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Seen
+    from handlers.idle.observe import Note, Seen
 
 log = logging.getLogger(__name__)
 ALERT = "idle-alert"
@@ -263,6 +263,9 @@ class IdleAlerts:
             assert item.entry and item.verdict and item.record
             posted += await self.announce(item.entry, item.verdict, item.record)
         return posted
+
+    async def notes(self) -> Mapping[str, Note]:
+        return {}  # nothing to say before a sweep judges its clusters
 
     async def observed(self, seen: Sequence[Seen]) -> None:
         """Nothing to keep: the sweep saved the idle records before."""

@@ -6,7 +6,7 @@ off-hours schedules read Slurm's demand the same way (``slurm_demand``)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -85,6 +85,10 @@ class Swept:
         )
 
 
+# a cluster asleep by a plan (why, so it is not idle), and when a plan takes it to zero anyway
+Note = tuple[str | None, str | None]
+
+
 @dataclass
 class Seen:
     """One cluster's observation and what the policy made of it."""
@@ -102,6 +106,11 @@ class SweepListener(Protocol):
     """What a sweep hands its clusters to once the idle records are saved (idle alerts,
     health, the spend ledger, label schedules): the Sweeper names none of them, and each
     keeps its own record of a cluster."""
+
+    async def notes(self) -> Mapping[str, Note]:
+        """What it says of clusters before the sweep judges them (a schedule: the cluster
+        is asleep by it, or when it goes to zero anyway); most say nothing."""
+        ...
 
     async def observed(self, seen: Sequence[Seen]) -> None:
         """Keep this sweep's observations in its own records, alerts or not."""

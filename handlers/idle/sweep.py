@@ -20,7 +20,7 @@ from handlers.costs import PriceBook
 from handlers.domain.names import target_of
 from handlers.health import episodes
 from handlers.idle.alert import IdleEntry
-from handlers.idle.observe import ActivityObserver, Seen, SweepListener, Swept
+from handlers.idle.observe import ActivityObserver, Note, Seen, SweepListener, Swept
 from handlers.idle.reach import REACH, Reach
 from handlers.idle.report import SweepReport
 from handlers.idle.rules import (
@@ -39,11 +39,9 @@ from handlers.ports import (
     LeaseStore,
     OperationStore,
     ReportStore,
-    ScheduleStore,
     no_crash,
 )
 from handlers.reading.clusters import ClusterDirectory
-from handlers.schedules.model import ScheduleState
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
@@ -52,14 +50,12 @@ SWEEP_LEASE = "idle-sweep"
 @dataclass(frozen=True)
 class SweepStores:
     """What a sweep reads and keeps: the idle records, the operations the bot follows, the
-    reports, the lease that lets one replica sweep at a time, and, where kept, the schedules
-    (a cluster asleep by its schedule is not idle)."""
+    reports, and the lease that lets one replica sweep at a time."""
 
     records: IdleRecordStore
     operations: OperationStore
     reports: ReportStore
     leases: LeaseStore
-    schedules: ScheduleStore | None = None
 
 
 class Sweeper:
@@ -90,7 +86,6 @@ class Sweeper:
         self.clock = clock
         self.owner = owner
         self.interval = interval
-        self.schedules = stores.schedules
         self.listeners = tuple(listeners)  # what each sweep's clusters are handed to
         self.crash = crash
         self.lock = asyncio.Lock()
@@ -147,7 +142,7 @@ class Sweeper:
         busy = {o.cluster for o in operations if not o.done}
         clusters = [c for listing in listings for c in listing.kept]
         observations = await self.observer.observe_all(clusters, busy)
-        notes = await self._schedule_notes()
+        notes = await self._notes()
         seen = [
             Seen(c, replace(o, asleep=notes[c.name][0], scheduled=notes[c.name][1]))
             if c.name in notes
@@ -179,16 +174,14 @@ class Sweeper:
             episodes=_episodes(seen),
         )
 
-    async def _schedule_notes(self) -> dict[str, tuple[str | None, str | None]]:
-        """Each scheduled cluster's note: asleep by its schedule, or when it goes off."""
-        if self.schedules is None:
-            return {}
-        standing = await self.schedules.schedules([ScheduleState.ACTIVE, ScheduleState.PAUSED])
-        notes: dict[str, tuple[str | None, str | None]] = {}
-        for schedule in standing:
-            asleep, coming = schedule.note()
-            before = notes.get(schedule.cluster, (None, None))
-            notes[schedule.cluster] = (before[0] or asleep, before[1] or coming)
+    async def _notes(self) -> dict[str, Note]:
+        """What the listeners say of clusters before they are judged: asleep by a plan, or
+        when a plan takes one to zero anyway (the first that says each wins)."""
+        notes: dict[str, Note] = {}
+        for listener in self.listeners:
+            for cluster, (asleep, coming) in (await listener.notes()).items():
+                before = notes.get(cluster, (None, None))
+                notes[cluster] = (before[0] or asleep, before[1] or coming)
         return notes
 
     async def _assess_all(self, seen: list[Seen]) -> None:

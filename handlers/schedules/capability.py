@@ -27,6 +27,7 @@ from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
 from handlers.schedules.profiles import SCHEDULE_PROFILES
 from handlers.schedules.service import Schedules
+from handlers.schedules.sweeping import ScheduleSweep
 from handlers.schedules.thread import ScheduleThread
 
 
@@ -82,7 +83,7 @@ SCHEDULES_CAPABILITY = Capability(
     "schedules",
     build,
     policy=(SCHEDULE_PROFILES,),
-    listener=lambda schedules: None if schedules is None else schedules.labels,
+    listener=lambda schedules: None if schedules is None else ScheduleSweep(schedules),
     commands=(
         Subcommand(
             "schedule",

@@ -7,7 +7,8 @@ label stays the same.
 
 The labels are those each sweep lists, handed to this look as the sweep's clusters (it is a
 sweep listener): looking costs no call to the control plane, and acts only on labels just
-read, never on what another replica's sweep may have changed since.
+read, never on what another replica's sweep may have changed since
+(``handlers/schedules/sweeping.py``).
 """
 
 from __future__ import annotations
@@ -51,12 +52,6 @@ class LabelSchedules:
             await self.look({item.cluster.name: item.cluster.labels for item in seen})
         except Exception:
             log.exception("looking at the clusters' schedule labels failed; the next sweep looks")
-
-    async def swept(self, seen: Sequence[Seen]) -> int:
-        return 0  # its cards are owed by the approvals, not counted as alerts
-
-    async def gone(self, cluster: str) -> None:
-        """Nothing kept of a cluster: a deleted cluster's schedule ends with its next night."""
 
     async def look(self, labels: Mapping[str, tuple[tuple[str, str], ...]]) -> None:
         """Offer a labelled cluster its schedule, and end one whose label went."""

@@ -8,7 +8,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from handlers.changes.approvals import Approvals, new_request_id
 from handlers.changes.ledger import RequestLedger
@@ -24,7 +25,12 @@ from handlers.schedules.nights import POSTPONE, Nights
 from handlers.schedules.times import Weekly, local
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import SweepListener
+    from handlers.idle.observe import Seen
+
+
+class LabelLook(Protocol):
+    async def observed(self, seen: Sequence[Seen]) -> None: ...
+
 
 log = logging.getLogger(__name__)
 UPCOMING = 5  # off/on pairs the card shows
@@ -49,9 +55,8 @@ class Schedules:
         self.approvals = approvals
         self.ledger = ledger
         self.clock = nights.clock
-        # schedules by cluster label, when the policy has any: what the sweep hands its
-        # clusters to
-        self.labels: SweepListener | None = None
+        # schedules by cluster label, when the policy has any: handed each sweep's clusters
+        self.labels: LabelLook | None = None
 
     # -- asking --------------------------------------------------------------------------------
 

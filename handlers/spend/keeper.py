@@ -5,7 +5,7 @@ each the same row with its latest end)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from handlers.domain.names import target_of
@@ -14,7 +14,7 @@ from handlers.ports import Clock, CrashPoint, SpendStore, no_crash
 from handlers.spend.runs import SpendRecord, SpendRun, advance, closing, still_open
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Seen
+    from handlers.idle.observe import Note, Seen
 
 
 class SpendKeeper:
@@ -34,6 +34,9 @@ class SpendKeeper:
         self.clock = clock
         self.interval = interval  # the sweep's: how long an observation holds
         self.crash = crash
+
+    async def notes(self) -> Mapping[str, Note]:
+        return {}  # nothing to say before a sweep judges its clusters
 
     async def observed(self, seen: Sequence[Seen]) -> None:
         """Each cluster's runs advanced by what the sweep saw: a run whose pool's nodes,
