@@ -75,17 +75,19 @@ async def save_all(
     now: Callable[[], float],
     first: Callable[[Sequence[str]], Awaitable[None]] | None = None,
 ) -> dict[str, R]:
-    """Each cluster's record changed by ``how``, all written in one transaction; a record
-    another writer changed meanwhile is changed again on its own. ``first`` runs before
-    each write with the clusters it writes (a ledger the records' closed runs go to first:
-    a crash between the two writes the same runs again)."""
+    """Each cluster's record changed by ``how``, all written in one transaction (those it
+    changed); a record another writer changed meanwhile is changed again on its own.
+    ``first`` runs before each write with the clusters it writes (a ledger the records'
+    closed runs go to first: a crash between the two writes the same runs again)."""
     records = await kept.get_many(clusters)
     after = {}
     async for name in paced(clusters):  # the loop is given back now and then
         after[name] = how(name, records[name][0])
     if first is not None:
         await first(clusters)
-    lost = await kept.put_many([(n, after[n], records[n][1]) for n in clusters], now())
+    # a record the change left as it was is not written (most clusters' health, every sweep)
+    changed = [n for n in clusters if after[n] != records[n][0]]
+    lost = await kept.put_many([(n, after[n], records[n][1]) for n in changed], now())
     for name in clusters:
         if name not in lost:
             continue
