@@ -64,9 +64,10 @@ PATHS: dict[str, CrashPath] = {
     ),
     # the weekly digest's firing
     "digest": CrashPath(kinds=frozenset({"digest"})),
-    # an idle cluster's alert, from a sweep
+    # an idle cluster's alert, from a sweep (which keeps the spend ledger's records too)
     "idle-alert": CrashPath(
-        kinds=frozenset({"idle-alert"}), modules=frozenset({"handlers/idle/sweep.py"})
+        kinds=frozenset({"idle-alert"}),
+        modules=frozenset({"handlers/idle/sweep.py", "handlers/spend/keeper.py"}),
     ),
 }
 
