@@ -49,8 +49,9 @@ from handlers.costs import PriceBook
 from handlers.domain.names import Target
 from handlers.idle.rules import Status
 from handlers.policy import Policy
+from handlers.schedules.capability import CALENDAR
 from handlers.services import build
-from handlers.spend.capability import SPEND
+from handlers.spend.capability import CHARTS, SPEND, SPEND_LEDGER
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
 from tests.support.memory import PolicyRoles
@@ -305,9 +306,11 @@ async def _week(
         people=TextPeople(),
         clock=clock,
         owed=store,
-        spend=store,
-        calendar=CronCalendar(),
-        charts=AggCharts(),
+        provided={
+            SPEND_LEDGER.name: store,
+            CALENDAR.name: CronCalendar(),
+            CHARTS.name: AggCharts(),
+        },
     )
     options = Options(
         owner="week", targets=[Target.parse(TARGET)], alert_channel=ALERTS, sweep_interval=SWEEP

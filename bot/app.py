@@ -32,6 +32,7 @@ from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SWEEP_DEADLINE, SlurmReader
+from handlers.capabilities import REGISTRY
 from handlers.capability import Options, Ports
 from handlers.changes.capability import RELEASES
 from handlers.home import Home
@@ -39,8 +40,9 @@ from handlers.idle.report import SweepReport
 from handlers.intake import Intake
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
+from handlers.schedules.capability import CALENDAR
 from handlers.services import build
-from handlers.spend.capability import SPEND
+from handlers.spend.capability import CHARTS, SPEND
 from handlers.spend.report import LEDGER_KEEPS
 
 log = logging.getLogger(__name__)
@@ -125,13 +127,11 @@ class ClusterbotService:
             people=self.chat.people,
             clock=clock,
             owed=self.store,
-            releases=self.store,
             submissions=self.store,
-            spend=self.store,
-            schedules=self.store,
-            calendar=CronCalendar(),
-            charts=AggCharts(),
-            digests=self.store,
+            # the capabilities' ports: the store gives each whose Protocol it meets
+            provided=REGISTRY.provided(
+                self.store, **{CALENDAR.name: CronCalendar(), CHARTS.name: AggCharts()}
+            ),
         )
         change_window, node_window = send_windows(settings)
         options = Options(

@@ -23,6 +23,7 @@ from handlers.ports import CrashPoint, no_crash
 from handlers.reading.clusters import READ_DEADLINE
 
 S = TypeVar("S")
+P = TypeVar("P")
 
 if TYPE_CHECKING:
     from handlers.changes.approvals import Approvals
@@ -44,8 +45,6 @@ if TYPE_CHECKING:
     from handlers.policy import Policy, Section
     from handlers.ports import (
         ActivityReader,
-        Calendar,
-        Charts,
         Clock,
         ControlPlane,
         IdleRecordStore,
@@ -53,17 +52,14 @@ if TYPE_CHECKING:
         NodeUpdater,
         OperationStore,
         People,
-        ReleaseStore,
         ReportStore,
         RequestStore,
         RoleSource,
-        ScheduleStore,
-        SpendStore,
         SubmissionStore,
     )
     from handlers.reading.clusters import ClusterDirectory
     from handlers.reading.reports import Reports
-    from handlers.spend.digest import DigestStore, Firings
+    from handlers.spend.digest import Firings
 
 
 @dataclass(frozen=True)
@@ -100,6 +96,18 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Port(Generic[P]):
+    """What a capability needs from the shell beyond the kernel: its store (the spend
+    ledger, the schedules, the release hook's state), a calendar, a chart drawer. Declared
+    by the capabilities that use it, provided by the shell under its name (the shell's store
+    gives every store port whose Protocol it meets); None where it is not: the capability is
+    then off."""
+
+    name: str
+    protocol: Any  # the Protocol it meets (a Protocol is not a concrete class for type[P])
+
+
+@dataclass(frozen=True)
 class Capability(Generic[S]):
     name: str
     # its service, handed to its subcommands' and clicks' ``run``; None where it is off
@@ -110,6 +118,8 @@ class Capability(Generic[S]):
     kinds: tuple[ChangeKind[Any], ...] = ()  # the kinds of change it plans
     forms: tuple[FormKindSpec, ...] = ()  # the forms its subcommands open
     jobs: tuple[Job, ...] = ()  # its periodic work
+    # what it needs from the shell beyond the kernel (``Kernel.ports.port(PORT)`` gives one)
+    ports: tuple[Port[Any], ...] = ()
     # its tables in the policy file (``Kernel.policy.section(SECTION)`` reads one)
     policy: tuple[Section[Any], ...] = ()
     # the record it keeps of each cluster (``Kernel.ports.keeper.of(kind)`` reads it)
@@ -137,14 +147,15 @@ class Ports:
     people: People  # who is a person on the platform, and how one is named
     clock: Clock
     owed: OwedStore  # what the bot owes the world, done by the engine
-    releases: ReleaseStore | None = None  # the pipeline hook's state; None: no hook
     submissions: SubmissionStore | None = None  # form submissions; None: no forms
-    spend: SpendStore | None = None  # the spend ledger; None: spend is not recorded
-    schedules: ScheduleStore | None = None  # off-hours schedules; None: none can be set
-    calendar: Calendar | None = None  # when a schedule's times come (with ``schedules``)
-    charts: Charts | None = None  # draws the cost chart; None: the cost report is a table
-    digests: DigestStore | None = None  # the weekly digest's firings; None: no digest
     nodes: NodeUpdater | None = None  # sets Slurm node states; None: no node changes
+    # what the capabilities' declared ports are provided as, by the port's name
+    provided: Mapping[str, object] = field(default_factory=dict)
+
+    def port(self, port: Port[P]) -> P | None:
+        """The shell's provision of a capability's port; None: not provided (it is off)."""
+        found: P | None = self.provided.get(port.name)  # type: ignore[assignment]
+        return found
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ else comes in through these ports, built once in the composition root (``bot/app
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any, Protocol, TypeAlias, TypeVar, Unpack
+from typing import Any, Protocol, TypeAlias, TypeVar, Unpack, runtime_checkable
 
 from handlers.domain.facts import ClusterFacts
 from handlers.domain.models import Cluster
@@ -190,6 +190,7 @@ class Calendar(Protocol):
         ...
 
 
+@runtime_checkable
 class ScheduleStore(Protocol):
     async def add_schedule(self, schedule: Schedule) -> bool:
         """Keep a new schedule; False when its id is taken (another replica made it)."""
@@ -233,6 +234,7 @@ class ScheduleStore(Protocol):
     ) -> None: ...
 
 
+@runtime_checkable
 class ReleaseStore(Protocol):
     async def add_release(self, release: Release) -> None: ...
     async def open_releases(self) -> list[Release]: ...
@@ -263,6 +265,7 @@ class SubmissionStore(Protocol):
         ...
 
 
+@runtime_checkable
 class SpendStore(Protocol):
     async def record_spend(self, runs: Sequence[SpendRun]) -> None:
         """Add closed runs to the ledger; one already there (the same cluster, pool and

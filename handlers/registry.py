@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from handlers.actions import Action, ActionError, ActionId, open_form
-from handlers.capability import Capability
+from handlers.capability import Capability, Port
 from handlers.changes.kind import ChangeKind
 from handlers.changes.kinds import read_plan
 from handlers.changes.plan import ChangePlan
@@ -36,6 +36,7 @@ class Registry:
         self.forms: dict[str, FormKindSpec] = {}
         self.records: dict[str, RecordKind[Any]] = {}
         self.sections: dict[str, Section[Any]] = {}  # the policy's tables, by name
+        self.ports: dict[str, Port[Any]] = {}  # what the capabilities need from the shell
         names = [c.name for c in self.capabilities]
         if len(names) != len(set(names)):
             raise ValueError(f"two capabilities of one name among {', '.join(names)}")
@@ -49,6 +50,9 @@ class Registry:
                 if kind.name in self.kinds:
                     raise ValueError(f"two kinds of change are called {kind.name}")
                 self.kinds[kind.name] = kind
+            for port in capability.ports:
+                if self.ports.setdefault(port.name, port) != port:
+                    raise ValueError(f"two ports are called {port.name}")
             for section in capability.policy:
                 if section.name in self.sections or section.name in Policy.model_fields:
                     raise ValueError(f"two tables of the policy are called {section.name}")
@@ -102,6 +106,16 @@ class Registry:
         if entry is not None:
             return f"Usage: {entry.usage}"
         return "Usage: /cluster " + " | ".join(self.by_name) + "   (/cluster help for more)"
+
+    def provided(self, store: object, **others: object) -> dict[str, object]:
+        """What the shell provides the declared ports as: those it names in ``others``, and
+        every other whose Protocol its ``store`` meets (a new capability's store port is
+        provided by the store that implements it, with no list to edit)."""
+        provided = {name: given for name, given in others.items() if name in self.ports}
+        for name, port in self.ports.items():
+            if name not in provided and isinstance(store, port.protocol):
+                provided[name] = store
+        return provided
 
     def read_click(self, action_id: str, value: str) -> tuple[Click, Action]:
         """The click and its action; ``ActionError`` for anything this bot never offered."""

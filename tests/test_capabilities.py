@@ -5,18 +5,25 @@ two declarations of one name are refused when the registry is built."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
+from bot.calendar import CronCalendar
+from bot.charts import AggCharts
+from bot.store import Store
 from handlers.actions import needs
 from handlers.capabilities import CAPABILITIES, REGISTRY
-from handlers.capability import Capability, Job, Kernel
+from handlers.capability import Capability, Job, Kernel, Port
 from handlers.changes.capability import CHANGES
 from handlers.clicking import click
 from handlers.commanding import Subcommand, one_cluster
 from handlers.policy import Policy, Role
+from handlers.ports import Calendar
 from handlers.registry import Registry
 from handlers.replies import Reply, notice
+from handlers.schedules.capability import CALENDAR
+from handlers.spend.capability import CHARTS, SPEND_LEDGER
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
 from tests.test_services_unit import POLICY, make_bot
@@ -120,3 +127,22 @@ def test_the_shipped_periodic_jobs_are_declared_by_their_capabilities() -> None:
 def test_two_declarations_of_one_name_are_refused(extra: Capability, why: str) -> None:
     with pytest.raises(ValueError, match=why):
         Registry((*CAPABILITIES, CENSUS, extra))
+
+
+def test_the_store_provides_every_store_port_the_capabilities_declare(tmp_path: Path) -> None:
+    """The shell gives its store for every declared port whose Protocol it meets, and the
+    calendar and the chart drawer by name: each shipped capability has all it needs."""
+    store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}", REGISTRY.read_plan)
+    others = {CALENDAR.name: CronCalendar(), CHARTS.name: AggCharts()}
+    provided = REGISTRY.provided(store, **others)
+    assert set(provided) == set(REGISTRY.ports)
+    assert {name for name, given in provided.items() if given is store} == {
+        name for name in REGISTRY.ports if name not in others
+    }
+    assert REGISTRY.provided(object(), **others) == others  # a store that meets none
+
+
+def test_a_port_of_one_name_is_one_port() -> None:
+    other = Capability("more", CensusService, ports=(Port(SPEND_LEDGER.name, Calendar),))
+    with pytest.raises(ValueError, match="two ports are called spend"):
+        Registry((*CAPABILITIES, other))

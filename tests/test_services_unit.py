@@ -14,8 +14,9 @@ from bot.calendar import CronCalendar
 from bot.charts import AggCharts
 from handlers import dispatch
 from handlers.capabilities import REGISTRY
-from handlers.capability import Options, Ports
+from handlers.capability import Options, Port, Ports
 from handlers.changes.approvals import DRAFT_TIMEOUT
+from handlers.changes.capability import RELEASE_STATE
 from handlers.changes.tracking import FOLLOW, POLLS_AT_ONCE, follow_key
 from handlers.costs import money
 from handlers.domain.names import Target
@@ -37,7 +38,9 @@ from handlers.ports import (
 )
 from handlers.registry import Registry
 from handlers.replies import Reply
+from handlers.schedules.capability import CALENDAR, SCHEDULE_STORE
 from handlers.services import Services, build
+from handlers.spend.capability import CHARTS, DIGEST_FIRINGS, SPEND_LEDGER
 from handlers.spend.digest import DigestStore, Firings
 from handlers.spend.runs import SPEND_RECORD
 from tests.conftest import ManualClock
@@ -67,6 +70,11 @@ def running(doc: dict[str, Any], nodes: int) -> dict[str, Any]:
         + [{"nodePoolId": "login", "nodeState": "RUNNING"}],
     }
     return doc
+
+
+def provided(ports: dict[Port[Any], object]) -> dict[str, object]:
+    """The capabilities' ports by name, those given (not None)."""
+    return {port.name: given for port, given in ports.items() if given is not None}
 
 
 @dataclass
@@ -155,13 +163,17 @@ def make_bot(
         people=TextPeople(),
         clock=clock,
         owed=store,
-        spend=store,
-        releases=releases,
-        schedules=schedules,
-        calendar=CronCalendar() if schedules is not None else None,
-        charts=AggCharts(),
-        digests=digests,
         nodes=nodes,
+        provided=provided(
+            {
+                SPEND_LEDGER: store,
+                RELEASE_STATE: releases,
+                SCHEDULE_STORE: schedules,
+                CALENDAR: CronCalendar() if schedules is not None else None,
+                CHARTS: AggCharts(),
+                DIGEST_FIRINGS: digests,
+            }
+        ),
     )
     options = Options(
         owner=owner or ("me" if same_world_as is None else "restarted"),

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from handlers.actions import ActionId, Decide, RestoreClicked, Withdraw, needs
-from handlers.capability import Capability, Job, Kernel
+from handlers.capability import Capability, Job, Kernel, Port
 from handlers.changes.approvals import Approvals
 from handlers.changes.commands import (
     DELETE_USAGE,
@@ -26,6 +26,7 @@ from handlers.commanding import Subcommand, one_cluster
 from handlers.forms.asks import delete_form, resize_form
 from handlers.forms.kinds import DeleteForm, ResizeForm
 from handlers.policy import Role
+from handlers.ports import ReleaseStore
 
 
 def build(kernel: Kernel) -> Approvals:
@@ -93,13 +94,17 @@ CHANGES = Capability(
 )
 
 
+RELEASE_STATE: Port[ReleaseStore] = Port("releases", ReleaseStore)  # the pipeline hook's
+
+
 def build_releases(kernel: Kernel) -> Releases | None:
     """The pipeline hook's releases, where the store keeps them."""
     ports, options = kernel.ports, kernel.options
-    if ports.releases is None:
+    store = ports.port(RELEASE_STATE)
+    if store is None:
         return None
     return Releases(
-        store=ports.releases,
+        store=store,
         activity=ports.activity,
         approvals=kernel.approvals,
         ledger=kernel.ledger,
@@ -116,6 +121,7 @@ def build_releases(kernel: Kernel) -> Releases | None:
 RELEASES = Capability(
     "releases",
     build_releases,
+    ports=(RELEASE_STATE,),
     policy=(PIPELINES,),
     jobs=(Job("releases", lambda r: r.check_all()),),
 )

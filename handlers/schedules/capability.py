@@ -3,12 +3,13 @@ Skip tonight and Postpone 2 h clicks on a night's notice."""
 
 from __future__ import annotations
 
-from handlers.capability import Capability, Job, Kernel
+from handlers.capability import Capability, Job, Kernel, Port
 from handlers.clicking import Click, Clicked, click
 from handlers.commanding import Subcommand
 from handlers.forms.asks import schedule_form
 from handlers.forms.kinds import ScheduleForm
 from handlers.policy import Role
+from handlers.ports import Calendar, ScheduleStore
 from handlers.replies import Reply, notice
 from handlers.schedules.asking import NightAsking
 from handlers.schedules.clicks import POSTPONE, SKIP, Night, night
@@ -30,17 +31,22 @@ from handlers.schedules.service import Schedules
 from handlers.schedules.sweeping import ScheduleSweep
 from handlers.schedules.thread import ScheduleThread
 
+# the schedules' store, and the calendar that says when their times come
+SCHEDULE_STORE: Port[ScheduleStore] = Port("schedules", ScheduleStore)
+CALENDAR: Port[Calendar] = Port("calendar", Calendar)
+
 
 def build(kernel: Kernel) -> Schedules | None:
     """The schedules, where the store keeps them and a calendar tells their times; with the
     policy's profiles, the schedules labels ask for."""
     ports, approvals = kernel.ports, kernel.approvals
-    if ports.schedules is None or ports.calendar is None:
+    store, calendar = ports.port(SCHEDULE_STORE), ports.port(CALENDAR)
+    if store is None or calendar is None:
         return None
-    thread = ScheduleThread(ports.schedules, kernel.outbox)
+    thread = ScheduleThread(store, kernel.outbox)
     nights = Nights(
-        store=ports.schedules,
-        calendar=ports.calendar,
+        store=store,
+        calendar=calendar,
         directory=kernel.directory,
         activity=ports.activity,
         approvals=approvals,
@@ -82,6 +88,7 @@ CLICKS: tuple[Click, ...] = (
 SCHEDULES_CAPABILITY = Capability(
     "schedules",
     build,
+    ports=(SCHEDULE_STORE, CALENDAR),
     policy=(SCHEDULE_PROFILES,),
     listener=lambda schedules: None if schedules is None else ScheduleSweep(schedules),
     commands=(

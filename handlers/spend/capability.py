@@ -3,37 +3,44 @@ weekly digest, owed when its cron fires."""
 
 from __future__ import annotations
 
-from handlers.capability import Capability, Job, Kernel
+from handlers.capability import Capability, Job, Kernel, Port
 from handlers.commanding import Caller, Subcommand
 from handlers.grammar import CommandError
 from handlers.policy import Role
+from handlers.ports import Charts, SpendStore
 from handlers.replies import Reply
-from handlers.spend.digest import Digest
+from handlers.schedules.capability import SCHEDULE_STORE
+from handlers.spend.digest import Digest, DigestStore
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.report import COST, COST_USAGE, Cost, SpendReport, parse_cost
 from handlers.spend.runs import SPEND_RECORD
+
+SPEND_LEDGER: Port[SpendStore] = Port("spend", SpendStore)
+CHARTS: Port[Charts] = Port("charts", Charts)  # None: the cost report is a table
+DIGEST_FIRINGS: Port[DigestStore] = Port("digests", DigestStore)
 
 
 def build(kernel: Kernel) -> SpendReport | None:
     """The cost report, where the store keeps a spend ledger."""
     ports = kernel.ports
-    if ports.spend is None:
+    ledger = ports.port(SPEND_LEDGER)
+    if ledger is None:
         return None
     keeper = SpendKeeper(
         records=ports.keeper.of(SPEND_RECORD),
-        store=ports.spend,
+        store=ledger,
         clock=ports.clock,
         interval=kernel.options.sweep_interval,
         crash=kernel.options.crash,
     )
     return SpendReport(
-        store=ports.spend,
+        store=ledger,
         keeper=keeper,
         requests=ports.requests,
         clock=ports.clock,
         interval=kernel.options.sweep_interval,
         messenger=ports.messenger,
-        charts=ports.charts,
+        charts=ports.port(CHARTS),
     )
 
 
@@ -46,6 +53,7 @@ async def run_cost(spend: SpendReport | None, command: Cost, caller: Caller) -> 
 SPEND = Capability(
     "spend",
     build,
+    ports=(SPEND_LEDGER, CHARTS),
     records=(SPEND_RECORD,),
     listener=lambda report: None if report is None else report.keeper,
     commands=(
@@ -68,13 +76,14 @@ DIGEST_LOOK = 60.0  # seconds between looks for a digest firing that is due
 def build_digest(kernel: Kernel) -> Digest | None:
     """The weekly digest, where there is a ledger, a store for its firings and a channel."""
     ports, options, spending = kernel.ports, kernel.options, build(kernel)
-    if spending is None or ports.digests is None or options.alert_channel is None:
+    firings = ports.port(DIGEST_FIRINGS)
+    if spending is None or firings is None or options.alert_channel is None:
         return None
     digest = Digest(
         spend=spending,
-        store=ports.digests,
+        store=firings,
         sweeps=kernel.sweeper,
-        schedules=ports.schedules,
+        schedules=ports.port(SCHEDULE_STORE),
         messenger=ports.messenger,
         channel=options.alert_channel,
         engine=kernel.engine,
@@ -92,4 +101,9 @@ async def _owe_due(digest: Digest) -> None:
         await digest.owe_due()
 
 
-DIGEST = Capability("digest", build_digest, jobs=(Job("digest", _owe_due, DIGEST_LOOK),))
+DIGEST = Capability(
+    "digest",
+    build_digest,
+    ports=(SPEND_LEDGER, DIGEST_FIRINGS, SCHEDULE_STORE),
+    jobs=(Job("digest", _owe_due, DIGEST_LOOK),),
+)

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from handlers.actions import OpenForm, Remedy
 from handlers.costs import money
@@ -46,6 +46,7 @@ COMPARABLE = 1.0  # dollars: a week that cost less is not compared in percent
 COVERED = 6 * 3600.0  # a ledger begun this soon after the week before began still covers it
 
 
+@runtime_checkable
 class DigestStore(Protocol):
     async def first_spend(self) -> float | None:
         """When the spend ledger begins (its oldest run's start), or None when it is empty."""
