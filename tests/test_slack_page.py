@@ -128,6 +128,55 @@ async def test_live_updates_without_reload(page: Page, stack: SlackStack) -> Non
     await expect(page.locator("#channel-list li.unread")).to_have_text("#general")
 
 
+COUNT_DRAWS = """() => {
+    window.drawn = [];
+    const draw = renderMessage;
+    renderMessage = (message, options) => {
+        window.drawn.push(message.ts);
+        return draw(message, options);
+    };
+}"""
+
+
+async def test_an_event_draws_only_what_it_changed(page: Page, stack: SlackStack) -> None:
+    """A channel of 70 messages: a new message, an edit and a thread reply each draw one
+    message (the reply its parent, for its count), every other node stays the one it was,
+    and the view stays at the bottom."""
+    client = AsyncWebClient(token=TOKEN, base_url=stack.api_url)
+    posted = [
+        await client.chat_postMessage(channel="C0MLINFRA", text=f"line {n}\n" + "words " * 40)
+        for n in range(70)
+    ]
+    await expect(page.locator("#messages article.message")).to_have_count(70)
+    await page.evaluate("""() => {
+        for (const node of document.querySelectorAll('#messages article.message')) {
+            node.dataset.kept = 'yes';
+        }
+    }""")
+    await page.evaluate(COUNT_DRAWS)
+
+    newest = await client.chat_postMessage(channel="C0MLINFRA", text="the newest")
+    await expect(page.locator(f'.message[data-ts="{newest["ts"]}"]')).to_be_visible()
+    assert await page.evaluate("window.drawn") == [newest["ts"]]
+
+    fifth = posted[5]["ts"]
+    await client.chat_update(channel="C0MLINFRA", ts=fifth, text="line 5, edited")
+    await expect(page.locator(f'.message[data-ts="{fifth}"]')).to_contain_text("line 5, edited")
+    await client.chat_postMessage(channel="C0MLINFRA", text="a reply", thread_ts=posted[9]["ts"])
+    parent = page.locator(f'.message[data-ts="{posted[9]["ts"]}"]')
+    await expect(parent.locator("button.replies")).to_contain_text("1 reply")
+    assert await page.evaluate("window.drawn") == [newest["ts"], fifth, posted[9]["ts"]]
+
+    kept = await page.evaluate("""() => [...document.querySelectorAll('#messages article.message')]
+        .filter((node) => node.dataset.kept === 'yes').length""")
+    assert kept == 70 - 2  # all but the edited message and the reply's parent, drawn anew
+    at_bottom = await page.evaluate("""() => {
+        const list = document.getElementById('messages');
+        return list.scrollHeight - list.scrollTop - list.clientHeight < 2;
+    }""")
+    assert at_bottom
+
+
 async def test_composer_refuses_plain_text(page: Page) -> None:
     await run(page, "hello there")
     await expect(page.locator("#toast")).to_contain_text("start with /cluster")

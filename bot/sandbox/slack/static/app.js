@@ -186,7 +186,7 @@ function authorOf(message) {
   return { name: user ? user.name : message.user, bot: false };
 }
 
-function renderMessage(message, { inThread = false } = {}) {
+function renderMessage(message, { inThread = false, replies = null } = {}) {
   const author = authorOf(message);
   const node = el("article", "message");
   node.dataset.ts = message.ts;
@@ -223,7 +223,7 @@ function renderMessage(message, { inThread = false } = {}) {
   }
   if (message.ephemeral_to) content.appendChild(el("div", "ephemeral-note", "Only visible to you"));
   if (!inThread) {
-    const replies = state.messages.filter((m) => m.thread_ts === message.ts && m.ts !== message.ts);
+    replies = replies || state.messages.filter((m) => m.thread_ts === message.ts && m.ts !== message.ts);
     if (replies.length) {
       const link = el("button", "replies", `${replies.length} ${replies.length === 1 ? "reply" : "replies"} · last at ${timeOf(replies[replies.length - 1].ts)}`);
       link.type = "button";
@@ -235,15 +235,46 @@ function renderMessage(message, { inThread = false } = {}) {
   return node;
 }
 
+function topLevel(message) {
+  return !message.thread_ts || message.thread_ts === message.ts;
+}
+
+function nearBottom(list) {
+  return list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+}
+
+// The whole channel, drawn once it is loaded; each event after draws only what it changed.
 function render() {
   const list = $("messages");
-  const stick = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  const stick = nearBottom(list);
   list.replaceChildren();
-  const top = state.messages.filter((m) => !m.thread_ts || m.thread_ts === m.ts);
+  const replies = new Map(); // each thread's replies, counted once, not once per message
+  for (const m of state.messages) {
+    if (!topLevel(m)) replies.set(m.thread_ts, [...(replies.get(m.thread_ts) || []), m]);
+  }
+  const top = state.messages.filter(topLevel);
   if (!top.length) list.appendChild(el("div", "empty", "No messages yet. Type <code>/cluster help</code> below."));
-  for (const message of top) list.appendChild(renderMessage(message));
+  for (const message of top) list.appendChild(renderMessage(message, { replies: replies.get(message.ts) || [] }));
   if (stick) list.scrollTop = list.scrollHeight;
   renderThread();
+}
+
+function nodeOf(ts) {
+  return $("messages").querySelector(`article.message[data-ts="${CSS.escape(ts)}"]`);
+}
+
+// One top-level message drawn in its place: edited where it is, or put after the last
+// message older than it (a new one is almost always last).
+function place(message) {
+  const list = $("messages");
+  const node = renderMessage(message);
+  const old = nodeOf(message.ts);
+  if (old) { old.replaceWith(node); return; }
+  const empty = list.querySelector(".empty");
+  if (empty) empty.remove();
+  let after = list.lastElementChild;
+  while (after && parseFloat(after.dataset.ts) > parseFloat(message.ts)) after = after.previousElementSibling;
+  list.insertBefore(node, after ? after.nextElementSibling : list.firstElementChild);
 }
 
 function renderThread() {
@@ -276,6 +307,8 @@ function applyEvent(event) {
     if (event.type === "message") { state.unread.add(event.channel); renderChannels(); }
     return;
   }
+  const list = $("messages");
+  const stick = nearBottom(list);
   const index = state.messages.findIndex((m) => m.ts === message.ts);
   if (event.type === "message_deleted") {
     if (index >= 0) state.messages.splice(index, 1);
@@ -283,9 +316,25 @@ function applyEvent(event) {
     state.messages[index] = message;
   } else {
     state.messages.push(message);
-    state.messages.sort((a, b) => parseFloat(a.ts) - parseFloat(b.ts));
+    const last = state.messages[state.messages.length - 2];
+    if (last && parseFloat(last.ts) > parseFloat(message.ts)) {
+      state.messages.sort((a, b) => parseFloat(a.ts) - parseFloat(b.ts));
+    }
   }
-  render();
+  // only what the event changed is drawn again: the message, or the parent whose replies
+  // it counts; the channel's other messages keep their nodes (and what is selected in them)
+  if (!topLevel(message)) {
+    const parent = state.messages.find((m) => m.ts === message.thread_ts);
+    if (parent) place(parent);
+  } else if (event.type === "message_deleted") {
+    const node = nodeOf(message.ts);
+    if (node) node.remove();
+    if (!state.messages.some(topLevel)) render(); // the channel is empty again: say so
+  } else {
+    place(message);
+  }
+  if (state.thread && (message.ts === state.thread || message.thread_ts === state.thread)) renderThread();
+  if (stick) list.scrollTop = list.scrollHeight;
 }
 
 // -- chrome ------------------------------------------------------------------------------------
