@@ -77,6 +77,9 @@ def provided(ports: dict[Port[Any], object]) -> dict[str, object]:
     return {port.name: given for port, given in ports.items() if given is not None}
 
 
+PATIENCE = 60.0  # seconds a tick of the unit tests' engine waits for the work it started
+
+
 @dataclass
 class Bot:
     services: Services
@@ -182,6 +185,10 @@ def make_bot(
         sweep_interval=sweep_interval,
         crash=crash,
         digest_firings=digest_firings,
+        # a tick waits for the work it started (a chart drawn in a thread, a store's write):
+        # what a test asserts after it is done, on a loaded machine too; the tests of the
+        # patience itself set their own
+        patience=PATIENCE,
     )
     return Bot(
         build(ports, policy, options, registry),
