@@ -42,7 +42,7 @@ from handlers.owed.engine import LEASE
 from handlers.policy import Policy
 from handlers.schedules.capability import CALENDAR
 from handlers.services import build
-from handlers.spend.capability import CHARTS, SPEND
+from handlers.spend.capability import CHARTS
 from handlers.spend.report import LEDGER_KEEPS
 
 log = logging.getLogger(__name__)
@@ -157,7 +157,7 @@ class ClusterbotService:
         self.core = build(ports, policy, options)
         self.http: aiohttp.ClientSession | None = None
         self._lag_watch: asyncio.Task[None] | None = None
-        home = Home(self.core.reports, self.store, policy, spend=self.core.of(SPEND))
+        home = Home(self.core.reports, self.store, policy, self.core.home)
         self.chat.attach(self.core, home, self.metrics.command, working_after=working_after)
         self.jobs = PeriodicJobs()
         self.sweeps: SweepProcess | None = None

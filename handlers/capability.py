@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from handlers.costs import PriceBook
     from handlers.domain.names import Target
     from handlers.forms.spec import FormKindSpec
+    from handlers.home import HomePart
     from handlers.idle.observe import SweepListener
     from handlers.idle.sweep import Sweeper
     from handlers.keeping import Keeper, RecordKind
@@ -128,6 +129,8 @@ class Capability(Generic[S]):
     listener: Callable[[S], SweepListener | None] | None = None
     # what it does when a request ends (its alert says how), made from its service
     on_ended: Callable[[S], RequestEnded | None] | None = None
+    # its part of every Home tab, made from its service (None: none)
+    home: Callable[[S], HomePart | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from handlers.changes.preapproved import Cards
 from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
 from handlers.dispatch import Dispatcher
+from handlers.home import HomePart
 from handlers.idle.observe import ActivityObserver
 from handlers.idle.state import IDLE_RULES
 from handlers.idle.sweep import Sweeper, SweepStores
@@ -56,6 +57,7 @@ class Services:
     jobs: tuple[BoundJob, ...] = ()  # every capability's periodic jobs
     # each capability's service, by its name (None where it is off)
     capabilities: Mapping[str, Any] = field(default_factory=dict)
+    home: tuple[HomePart, ...] = ()  # the capabilities' parts of the Home tab, in order
 
     def of(self, capability: Capability[S]) -> S:
         """The capability's service, typed as its ``build`` makes it."""
@@ -98,6 +100,7 @@ def build(
     idle.sweeper.listeners = tuple(listener for listener in listeners if listener is not None)
     ended = [c.on_ended(made) for c, made in capabilities if c.on_ended]
     core.ledger.on_ended.extend(hook for hook in ended if hook is not None)
+    parts = [c.home(made) for c, made in capabilities if c.home]
     return Services(
         engine=core.engine,
         outbox=core.outbox,
@@ -110,6 +113,7 @@ def build(
         sweeper=idle.sweeper,
         reports=idle.reports,
         capabilities=services,
+        home=tuple(part for part in parts if part is not None),
         dispatcher=Dispatcher(services, directory, policy, ports.roles, registry=registry),
         jobs=tuple(_jobs(registry, services, options)),
     )

@@ -18,10 +18,12 @@ from handlers.capability import Capability, Job, Kernel, Port
 from handlers.changes.capability import CHANGES
 from handlers.clicking import click
 from handlers.commanding import Subcommand, one_cluster
+from handlers.home import Home
+from handlers.idle.report import SweepReport
 from handlers.policy import Policy, Role
 from handlers.ports import Calendar
 from handlers.registry import Registry
-from handlers.replies import Reply, notice
+from handlers.replies import Heading, Reply, notice
 from handlers.schedules.capability import CALENDAR
 from handlers.spend.capability import CHARTS, SPEND_LEDGER
 from tests.conftest import ManualClock
@@ -62,6 +64,9 @@ class CensusService:
     async def tick(self) -> None:
         self.runs.append("tick")
 
+    async def home(self, reply: Reply, latest: SweepReport) -> None:
+        reply.add(Heading(f"Census of {len(latest.entries)} clusters"))
+
 
 CENSUS = Capability(
     "census",
@@ -86,6 +91,7 @@ CENSUS = Capability(
         ),
     ),
     jobs=(Job("census-tick", lambda s: s.tick(), every=5.0),),
+    home=lambda s: s,
 )
 
 
@@ -103,6 +109,11 @@ async def test_a_new_capability_is_its_declaration_and_one_line_in_the_list() ->
     await job.run()
     [service] = [s for s in _services(bot) if isinstance(s, CensusService)]
     assert service.runs == ["tick"]
+    await bot.services.sweeper.sweep(force=True)  # its part of the Home tab, after health's
+    home = Home(bot.services.reports, bot.store, Policy.model_validate(POLICY), bot.services.home)
+    shown = text((await home.snapshot()).shared)
+    assert "Census of 1 clusters" in shown
+    assert shown.index("Health problems") < shown.index("Census of 1 clusters")
 
 
 def _services(bot: object) -> list[object]:

@@ -31,6 +31,7 @@ from handlers.health.clicks import HealthClicks
 from handlers.health.commands import NODE, NODE_USAGE, NodeCommand, node_form, node_role, parse_node
 from handlers.health.episodes import HEALTH_RECORD
 from handlers.health.form import DRAIN_FORM
+from handlers.health.home import HealthHome
 from handlers.health.kinds import NODE_DRAIN, NODE_RESUME
 from handlers.health.report import HEALTH, HEALTH_USAGE, Health, parse_health
 from handlers.policy import Role
@@ -142,6 +143,7 @@ HEALTH_CAPABILITY = Capability(
     records=(HEALTH_RECORD,),
     listener=lambda d: None if d.health is None else d.health.alerts,
     on_ended=lambda d: None if d.health is None else d.health.alerts.request_ended,
+    home=lambda d: HealthHome(),
     commands=(
         Subcommand("health", HEALTH_USAGE, HEALTH, Role.VIEWER, parse_health, run_health),
         Subcommand(

@@ -8,6 +8,7 @@ from handlers.capability import Capability, Kernel
 from handlers.clicking import click
 from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
+from handlers.idle.home import IdleHome
 from handlers.idle.state import IDLE_RECORD, IDLE_RULES
 from handlers.policy import Role
 from handlers.reading.reports import NO_IDLE
@@ -41,6 +42,7 @@ IDLE = Capability(
     records=(IDLE_RECORD,),
     listener=lambda c: None if c is None else IdleAlerts(c.board, c.remedies, c.clock),
     on_ended=lambda c: None if c is None else c.board.remedy_ended,
+    home=lambda c: IdleHome(c.clock),
     clicks=(
         click(
             (ActionId.SCALE_TO_ZERO, ActionId.DELETE),

@@ -11,6 +11,7 @@ from handlers.ports import Charts, SpendStore
 from handlers.replies import Reply
 from handlers.schedules.capability import SCHEDULE_STORE
 from handlers.spend.digest import Digest, DigestStore
+from handlers.spend.home import SpendHome
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.report import COST, COST_USAGE, Cost, SpendReport, parse_cost
 from handlers.spend.runs import SPEND_RECORD
@@ -54,6 +55,7 @@ SPEND = Capability(
     "spend",
     build,
     ports=(SPEND_LEDGER, CHARTS),
+    home=lambda report: None if report is None else SpendHome(report),
     records=(SPEND_RECORD,),
     listener=lambda report: None if report is None else report.keeper,
     commands=(
