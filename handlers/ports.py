@@ -7,7 +7,7 @@ else comes in through these ports, built once in the composition root (``bot/app
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeAlias, TypeVar, Unpack, runtime_checkable
 
 from handlers.domain.facts import ClusterFacts
@@ -31,10 +31,6 @@ from handlers.idle.rules import IdleRecord
 from handlers.keeping import Kept
 from handlers.owed.model import Owed
 from handlers.policy import Role
-from handlers.schedules.model import Phase, Schedule, ScheduleChanges, ScheduleState
-from handlers.schedules.times import Weekly
-from handlers.spend.chart import Chart
-from handlers.spend.runs import SpendRun
 
 Clock = Callable[[], float]
 CrashPoint = Callable[[str], None]
@@ -79,7 +75,6 @@ class TargetKept(Protocol[K_co]):
 
 
 K = TypeVar("K")
-SPEND_PART = 1000  # ledger runs read at once by a report
 
 
 class ControlPlane(Protocol):
@@ -173,67 +168,6 @@ class NodeUpdater(Protocol):
     async def nodes(self, cluster: str) -> list[SlurmNode]: ...
 
 
-class Charts(Protocol):
-    """Draws a chart as a PNG (the service's: matplotlib's Agg backend, ``bot/charts.py``)."""
-
-    async def png(self, chart: Chart) -> bytes: ...
-
-
-class Calendar(Protocol):
-    """When a weekly time next comes in a time zone, DST included (the service's is
-    APScheduler's cron trigger: ``bot/calendar.py``)."""
-
-    def next_time(self, when: Weekly, zone: str, after: float) -> float:
-        """The first moment strictly after ``after`` (epoch seconds) that ``when`` comes in
-        ``zone``: once a local day, so a wall time that comes twice as clocks go back comes
-        once, and one the clocks skip comes when they land past it."""
-        ...
-
-
-@runtime_checkable
-class ScheduleStore(Protocol):
-    async def add_schedule(self, schedule: Schedule) -> bool:
-        """Keep a new schedule; False when its id is taken (another replica made it)."""
-        ...
-
-    async def drop_schedule(self, schedule_id: str) -> None: ...
-    async def get_schedule(self, schedule_id: str) -> Schedule | None: ...
-    async def schedules(self, states: Sequence[ScheduleState] | None = None) -> list[Schedule]:
-        """Schedules in ``states`` (every one when None), and any other still asleep or on
-        its way, oldest first."""
-        ...
-
-    async def move_schedule(
-        self,
-        schedule_id: str,
-        before: Phase,
-        after: Phase,
-        *,
-        if_due: float | None = None,
-        owe: Sequence[Owed] = (),
-        **changes: Unpack[ScheduleChanges],
-    ) -> bool:
-        """``before`` -> ``after`` (while its ``due_at`` is ``if_due``, when given); False
-        when another replica moved it first. ``owe``: recorded with the move, if it wins."""
-        ...
-
-    async def claim_notice(self, schedule_id: str, off_at: float, owe: Sequence[Owed] = ()) -> bool:
-        """Whether this call is the one to post the notice for the "off" at ``off_at``."""
-        ...
-
-    async def set_schedule_state(
-        self,
-        schedule_id: str,
-        before: Sequence[ScheduleState],
-        after: ScheduleState,
-        owe: Sequence[Owed] = (),
-        **changes: Unpack[ScheduleChanges],
-    ) -> bool: ...
-    async def update_schedule(
-        self, schedule_id: str, **changes: Unpack[ScheduleChanges]
-    ) -> None: ...
-
-
 @runtime_checkable
 class ReleaseStore(Protocol):
     async def add_release(self, release: Release) -> None: ...
@@ -262,31 +196,6 @@ class SubmissionStore(Protocol):
 
     async def forget_submissions(self, before: float) -> None:
         """Drop the made submissions received before ``before`` (past replay)."""
-        ...
-
-
-@runtime_checkable
-class SpendStore(Protocol):
-    async def record_spend(self, runs: Sequence[SpendRun]) -> None:
-        """Add closed runs to the ledger; one already there (the same cluster, pool and
-        start) takes the new end."""
-        ...
-
-    async def forget_spend(self, before: float) -> int:
-        """Drop the runs that ended before ``before``; returns how many."""
-        ...
-
-    async def spend_between(
-        self, since: float, until: float, cluster: str | None = None
-    ) -> list[SpendRun]:
-        """The runs that overlap [since, until), of one cluster or of all."""
-        ...
-
-    def spend_parts(
-        self, since: float, until: float, size: int = SPEND_PART
-    ) -> AsyncIterator[list[SpendRun]]:
-        """The same runs, of all clusters, ``size`` at a time: a report over a year of them
-        holds one part at once."""
         ...
 
 

@@ -21,10 +21,10 @@ from handlers.commanding import Subcommand, one_cluster
 from handlers.home import Home
 from handlers.idle.report import SweepReport
 from handlers.policy import Policy, Role
-from handlers.ports import Calendar
 from handlers.registry import Registry
 from handlers.replies import Heading, Reply, notice
 from handlers.schedules.capability import CALENDAR
+from handlers.schedules.ports import Calendar
 from handlers.spend.capability import CHARTS, SPEND_LEDGER
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text

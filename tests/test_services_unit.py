@@ -28,17 +28,11 @@ from handlers.idle.rules import Status
 from handlers.owed.engine import Room
 from handlers.owed.posting import POST_WINDOW
 from handlers.policy import Policy, Role
-from handlers.ports import (
-    ActivityReader,
-    CrashPoint,
-    NodeUpdater,
-    ReleaseStore,
-    ScheduleStore,
-    no_crash,
-)
+from handlers.ports import ActivityReader, CrashPoint, NodeUpdater, ReleaseStore, no_crash
 from handlers.registry import Registry
 from handlers.replies import Reply
 from handlers.schedules.capability import CALENDAR, SCHEDULE_STORE
+from handlers.schedules.ports import ScheduleStore
 from handlers.services import Services, build
 from handlers.spend.capability import CHARTS, DIGEST_FIRINGS, SPEND_LEDGER
 from handlers.spend.digest import DigestStore, Firings

@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
-from handlers.ports import SPEND_PART
+from handlers.spend.ports import SPEND_PART
 from handlers.spend.runs import SpendRun
 
 

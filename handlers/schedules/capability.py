@@ -9,7 +9,6 @@ from handlers.commanding import Subcommand
 from handlers.forms.asks import schedule_form
 from handlers.forms.kinds import ScheduleForm
 from handlers.policy import Role
-from handlers.ports import Calendar, ScheduleStore
 from handlers.replies import Reply, notice
 from handlers.schedules.asking import NightAsking
 from handlers.schedules.clicks import POSTPONE, SKIP, Night, night
@@ -26,6 +25,7 @@ from handlers.schedules.commands import (
 from handlers.schedules.kind import SCHEDULE as SCHEDULE_KIND
 from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
+from handlers.schedules.ports import Calendar, ScheduleStore
 from handlers.schedules.profiles import SCHEDULE_PROFILES
 from handlers.schedules.service import Schedules
 from handlers.schedules.sweeping import ScheduleSweep

@@ -28,17 +28,11 @@ from handlers.domain.errors import NotFoundError, SlurmUnreadableError, VertexEr
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.grammar import CommandError
 from handlers.idle.observe import slurm_demand
-from handlers.ports import (
-    ActivityReader,
-    Calendar,
-    Clock,
-    CrashPoint,
-    ScheduleStore,
-    no_crash,
-)
+from handlers.ports import ActivityReader, Clock, CrashPoint, no_crash
 from handlers.reading.clusters import ClusterDirectory, error_text
 from handlers.schedules.asking import NightAsking
 from handlers.schedules.model import Bounds, Phase, Schedule, ScheduleState
+from handlers.schedules.ports import Calendar, ScheduleStore
 from handlers.schedules.thread import ScheduleThread, notice_of
 from handlers.schedules.times import local
 from handlers.words import duration

@@ -8,10 +8,10 @@ from typing import Unpack
 
 from handlers.owed.model import Owed
 from handlers.owed.posting import Outbox
-from handlers.ports import ScheduleStore
 from handlers.replies import Button, Buttons, Line, Reply, Strong, Text, UserRef
 from handlers.schedules.clicks import Night
 from handlers.schedules.model import Phase, Schedule, ScheduleChanges
+from handlers.schedules.ports import ScheduleStore
 from handlers.schedules.times import local
 
 

@@ -7,12 +7,12 @@ from handlers.capability import Capability, Job, Kernel, Port
 from handlers.commanding import Caller, Subcommand
 from handlers.grammar import CommandError
 from handlers.policy import Role
-from handlers.ports import Charts, SpendStore
 from handlers.replies import Reply
 from handlers.schedules.capability import SCHEDULE_STORE
 from handlers.spend.digest import Digest, DigestStore
 from handlers.spend.home import SpendHome
 from handlers.spend.keeper import SpendKeeper
+from handlers.spend.ports import Charts, SpendStore
 from handlers.spend.report import COST, COST_USAGE, Cost, SpendReport, parse_cost
 from handlers.spend.runs import SPEND_RECORD
 

@@ -28,9 +28,10 @@ from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed, OwedState
 from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
-from handlers.ports import Clock, ScheduleStore
+from handlers.ports import Clock
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.schedules.model import ScheduleState
+from handlers.schedules.ports import ScheduleStore
 from handlers.spend.chart import Chart, daily
 from handlers.spend.report import NOTE, SpendReport
 from handlers.spend.totals import Spend, overall, totals

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from handlers.domain.names import target_of
 from handlers.keeping import Kept, save_all
-from handlers.ports import Clock, CrashPoint, SpendStore, no_crash
+from handlers.ports import Clock, CrashPoint, no_crash
+from handlers.spend.ports import SpendStore
 from handlers.spend.runs import SpendRecord, SpendRun, advance, closing, still_open
 
 if TYPE_CHECKING:

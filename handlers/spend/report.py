@@ -13,10 +13,11 @@ from handlers.costs import money
 from handlers.entities import RequestState
 from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_back
 from handlers.messenger import Messenger, MessengerError
-from handlers.ports import Charts, Clock, RequestStore, SpendStore
+from handlers.ports import Clock, RequestStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
 from handlers.spend.chart import Chart, chart_of
 from handlers.spend.keeper import SpendKeeper
+from handlers.spend.ports import Charts, SpendStore
 from handlers.spend.runs import HOUR, SpendRun
 from handlers.spend.savings import Saving, savings
 from handlers.spend.totals import (

@@ -37,7 +37,8 @@ from handlers.idle.state import IDLE_RECORD
 from handlers.keeping import RecordKind
 from handlers.owed.model import Owed
 from handlers.policy import Policy, Role
-from handlers.ports import SPEND_PART, OpenRequestExistsError
+from handlers.ports import OpenRequestExistsError
+from handlers.spend.ports import SPEND_PART
 from handlers.spend.runs import SpendRun
 from tests.support.memory_owed import MemoryOwed
 

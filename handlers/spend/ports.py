@@ -1,0 +1,43 @@
+"""What the spend capability needs from the world: the ledger's store and a chart drawer
+(``bot/store/spend.py`` and ``bot/charts.py`` implement them)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol, runtime_checkable
+
+from handlers.spend.chart import Chart
+from handlers.spend.runs import SpendRun
+
+SPEND_PART = 1000  # ledger runs read at once by a report
+
+
+class Charts(Protocol):
+    """Draws a chart as a PNG (the service's: matplotlib's Agg backend, ``bot/charts.py``)."""
+
+    async def png(self, chart: Chart) -> bytes: ...
+
+
+@runtime_checkable
+class SpendStore(Protocol):
+    async def record_spend(self, runs: Sequence[SpendRun]) -> None:
+        """Add closed runs to the ledger; one already there (the same cluster, pool and
+        start) takes the new end."""
+        ...
+
+    async def forget_spend(self, before: float) -> int:
+        """Drop the runs that ended before ``before``; returns how many."""
+        ...
+
+    async def spend_between(
+        self, since: float, until: float, cluster: str | None = None
+    ) -> list[SpendRun]:
+        """The runs that overlap [since, until), of one cluster or of all."""
+        ...
+
+    def spend_parts(
+        self, since: float, until: float, size: int = SPEND_PART
+    ) -> AsyncIterator[list[SpendRun]]:
+        """The same runs, of all clusters, ``size`` at a time: a report over a year of them
+        holds one part at once."""
+        ...
