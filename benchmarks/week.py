@@ -47,11 +47,11 @@ from bot.vertex.slurm import SlurmReader
 from handlers.capability import Options, Ports
 from handlers.costs import PriceBook
 from handlers.domain.names import Target
-from handlers.idle.rules import Status
 from handlers.policy import Policy
 from handlers.schedules.capability import CALENDAR
 from handlers.services import build
 from handlers.spend.capability import CHARTS, SPEND, SPEND_LEDGER
+from handlers.sweep.rules import Status
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
 from tests.support.memory import PolicyRoles

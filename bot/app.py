@@ -20,7 +20,7 @@ from aiohttp import web
 
 from bot.calendar import CronCalendar
 from bot.charts import AggCharts
-from bot.jobs import PeriodicJobs, crash_hook, cron_firings, digest_trigger
+from bot.jobs import PeriodicJobs, crash_hook, digest_firings
 from bot.metrics import BotMetrics
 from bot.platform import chat_platform
 from bot.redact import Redactor
@@ -36,27 +36,20 @@ from handlers.capabilities import REGISTRY
 from handlers.capability import Options, Ports
 from handlers.changes.capability import RELEASES
 from handlers.home import Home
-from handlers.idle.report import SweepReport
 from handlers.intake import Intake
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
 from handlers.schedules.capability import CALENDAR
 from handlers.services import build
-from handlers.spend.capability import CHARTS
+from handlers.spend.capability import CHARTS, DIGEST_CRON
 from handlers.spend.report import LEDGER_KEEPS
+from handlers.sweep.report import SweepReport
 
 log = logging.getLogger(__name__)
 EXPIRY_SECONDS = 15.0
 GAUGE_EVERY = 5  # ticks between counts of the operations in flight when none ended
 HOUSEKEEPING = 3600.0  # seconds between sweeps of what is done and old
 OWED_KEPT = 7 * 24 * 3600.0  # an owed item ended this long ago is forgotten
-
-
-def digest_firings(settings: Settings) -> Callable[[float, float], list[float]] | None:
-    """When the weekly digest is due (``CLUSTERBOT_DIGEST_CRON`` in its zone), or None."""
-    if settings.digest_cron.strip().lower() == "off":
-        return None
-    return cron_firings(digest_trigger(settings.digest_cron, settings.digest_timezone))
 
 
 def send_windows(settings: Settings) -> tuple[float, float]:
@@ -130,7 +123,14 @@ class ClusterbotService:
             submissions=self.store,
             # the capabilities' ports: the store gives each whose Protocol it meets
             provided=REGISTRY.provided(
-                self.store, **{CALENDAR.name: CronCalendar(), CHARTS.name: AggCharts()}
+                self.store,
+                **{
+                    CALENDAR.name: CronCalendar(),
+                    CHARTS.name: AggCharts(),
+                    DIGEST_CRON.name: digest_firings(
+                        settings.digest_cron, settings.digest_timezone
+                    ),
+                },
             ),
         )
         change_window, node_window = send_windows(settings)
@@ -148,7 +148,6 @@ class ClusterbotService:
             node_window=node_window,
             post_window=settings.slack_timeout + 5.0,
             patience=tick_seconds,
-            digest_firings=digest_firings(settings),
             checks={
                 "releases": settings.release_check_seconds,
                 "schedules": settings.schedule_check_seconds,

@@ -28,10 +28,10 @@ from bot.sandbox.controlplane import DEMO_FIXTURES, Durations, SimulatorState, m
 from bot.sandbox.slack import Workspace, install
 from bot.settings import Settings
 from handlers.domain.names import Target
-from handlers.idle.alert import IDLE_PAYING
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
 from handlers.spend.capability import DIGEST
+from handlers.sweep.alert import IDLE_PAYING
 
 DEMO_TOKEN = "xoxb-clusterbot-demo"
 SEED_WAIT = 15.0  # seconds a stop waits for the week of spend to be written

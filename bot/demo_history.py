@@ -20,17 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from bot.calendar import CronCalendar
 from handlers.changes.resize import apply_sizes, plan_pools
+from handlers.costs import PoolSeen, pools_seen
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.schedules.model import Schedule, ScheduleState
 from handlers.schedules.times import Weekly
 from handlers.spend.runs import (
     HOUR,
     OpenRun,
-    PoolSeen,
     SpendRun,
     advance,
     closing,
-    pools_seen,
     still_open,
 )
 

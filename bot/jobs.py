@@ -142,3 +142,10 @@ def digest_trigger(crontab: str, zone: str) -> CronTrigger:
             f"digest_cron {crontab!r} is not a crontab line (minute hour day month weekday, "
             f'such as "0 9 * * mon"): {error}'
         ) from None
+
+
+def digest_firings(crontab: str, zone: str) -> Callable[[float, float], list[float]] | None:
+    """When the weekly digest is due (``CLUSTERBOT_DIGEST_CRON`` in its zone), or None."""
+    if crontab.strip().lower() == "off":
+        return None
+    return cron_firings(digest_trigger(crontab, zone))

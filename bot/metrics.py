@@ -68,6 +68,8 @@ class BotMetrics:
             ["change"],
             registry=self.registry,
         )
+        for change in ("opened", "healed"):  # both series exist from the start, at zero
+            self.health_episodes.labels(change=change)
         self.sweeping = Gauge(
             "clusterbot_sweeping",
             "1 while this replica sweeps (on its event loop or in its child process).",

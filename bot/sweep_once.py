@@ -17,11 +17,11 @@ from bot.settings import Settings
 from bot.store import shown
 from handlers.costs import money
 from handlers.domain.errors import CredentialsError
-from handlers.health.rules import ClusterHealth
 from handlers.idle.capability import IDLE
-from handlers.idle.reach import Reach
-from handlers.idle.report import SweepReport
 from handlers.policy import Policy
+from handlers.sweep.health import ClusterHealth
+from handlers.sweep.reach import Reach
+from handlers.sweep.report import SweepReport
 from handlers.words import duration
 
 

@@ -32,11 +32,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.settings import Settings
-from handlers.health.rules import ClusterHealth
-from handlers.idle.report import SweepReport
-from handlers.idle.rules import Status
-from handlers.idle.sweep import SWEEP_LEASE
+from handlers.health.alerts import EPISODES
 from handlers.policy import Policy
+from handlers.sweep.health import ClusterHealth
+from handlers.sweep.report import SweepReport
+from handlers.sweep.rules import Status
+from handlers.sweep.sweep import SWEEP_LEASE
 
 log = logging.getLogger(__name__)
 LENGTH = 8  # bytes of the payload's length, before the payload
@@ -75,7 +76,7 @@ class SweepSummary:
             targets=report.targets,
             unreadable=dict(report.unreadable_targets),
             unhealthy=unhealthy(report),
-            episodes=dict(report.episodes),
+            episodes=dict(report.tallies.get(EPISODES, {})),
         )
 
 

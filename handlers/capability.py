@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from handlers.domain.names import Target
     from handlers.forms.spec import FormKindSpec
     from handlers.home import HomePart
-    from handlers.idle.observe import SweepListener
-    from handlers.idle.sweep import Sweeper
     from handlers.keeping import Keeper, RecordKind
     from handlers.messenger import Messenger
     from handlers.owed.engine import Engine
@@ -60,7 +58,8 @@ if TYPE_CHECKING:
     )
     from handlers.reading.clusters import ClusterDirectory
     from handlers.reading.reports import Reports
-    from handlers.spend.digest import Firings
+    from handlers.sweep.observe import SweepListener
+    from handlers.sweep.sweep import Sweeper
 
 
 @dataclass(frozen=True)
@@ -177,5 +176,4 @@ class Options:
     node_window: float = NODE_WINDOW  # the same for a Slurm node update
     post_window: float = POST_WINDOW  # seconds a chat post may still arrive once sent
     patience: float = 2.0  # seconds a tick waits for the owed work it started
-    digest_firings: Firings | None = None  # the digest's cron; None: fired only when asked
     checks: Mapping[str, float] = field(default_factory=dict)  # a job's seconds, by its name

@@ -131,3 +131,21 @@ def money_range(value: Range, *, per_hour: bool = True) -> str:
         return money(value.low, per_hour=per_hour)
     high = money(value.high, per_hour=per_hour).removeprefix("~")
     return f"{money(value.low, per_hour=False)}–{high}"
+
+
+@dataclass(frozen=True)
+class PoolSeen:
+    """One pool at one observation."""
+
+    pool: str
+    nodes: int
+    node_hour: float | None  # list price of one node-hour; None: not in the price book
+    compute: bool = True  # False for the login pool: never idle, always paid
+
+
+def pools_seen(cluster: ClusterFacts, prices: PriceBook) -> tuple[PoolSeen, ...]:
+    """Every pool of the cluster as an observation sees it: its nodes that exist now."""
+    return tuple(
+        PoolSeen(p.id, cluster.nodes(p), prices.node_hour(p), p.id != cluster.login_pool_id)
+        for p in cluster.node_pools
+    )

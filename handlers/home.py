@@ -22,10 +22,10 @@ from handlers.actions import OpenForm
 from handlers.changes.approval_card import cost_change
 from handlers.changes.kinds import kind_of
 from handlers.entities import ApprovalRequest, RequestState
-from handlers.idle.report import SweepReport
 from handlers.policy import Policy, Role, may_approve
 from handlers.reading.reports import Reports
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Rule, Table, Text, Time
+from handlers.sweep.report import SweepReport
 from handlers.words import duration
 
 ROWS = 15  # rows of each table; more are counted

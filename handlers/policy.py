@@ -14,7 +14,7 @@ Loaded from the TOML file named by ``CLUSTERBOT_POLICY_FILE``::
     expiry_minutes = 60
     [prices]
     "a3-highgpu-8g" = 80.0
-    [idle]                               # see handlers/idle/rules.py for every rule
+    [idle]                               # see handlers/sweep/rules.py for every rule
     idle_after_minutes = 120
     cooldown_hours = 24
     often_days = 2

@@ -27,10 +27,10 @@ from handlers.entities import (
     Submission,
     TrackedOperation,
 )
-from handlers.idle.rules import IdleRecord
 from handlers.keeping import Kept
 from handlers.owed.model import Owed
 from handlers.policy import Role
+from handlers.sweep.rules import IdleRecord
 
 Clock = Callable[[], float]
 CrashPoint = Callable[[str], None]

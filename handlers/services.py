@@ -18,9 +18,6 @@ from handlers.changes.tracking import POLLS_AT_ONCE, Tracker
 from handlers.costs import PriceBook
 from handlers.dispatch import Dispatcher
 from handlers.home import HomePart
-from handlers.idle.observe import ActivityObserver
-from handlers.idle.state import IDLE_RULES
-from handlers.idle.sweep import Sweeper, SweepStores
 from handlers.intake import Intake
 from handlers.owed.engine import Engine, Room
 from handlers.owed.posting import Outbox
@@ -28,6 +25,9 @@ from handlers.policy import Policy
 from handlers.reading.clusters import ClusterDirectory
 from handlers.reading.reports import Reports
 from handlers.registry import Registry
+from handlers.sweep.observe import ActivityObserver
+from handlers.sweep.state import IDLE_RULES
+from handlers.sweep.sweep import Sweeper, SweepStores
 
 S = TypeVar("S")
 
@@ -74,7 +74,7 @@ def build(
     prices = PriceBook.with_overrides(policy.prices)
     directory = ClusterDirectory(ports.control_plane, options.targets, options.read_deadline)
     core = _core(ports, policy, options, directory, prices)
-    idle = _idle(ports, policy, options, core, prices)
+    swept = _sweep(ports, policy, options, core, prices)
     cards = Cards(core.approvals, options.alert_channel)  # every request's card, owed
     core.engine.add(cards)
     kernel = Kernel(
@@ -88,8 +88,8 @@ def build(
         cards=cards,
         approvals=core.approvals,
         ledger=core.ledger,
-        sweeper=idle.sweeper,
-        reports=idle.reports,
+        sweeper=swept.sweeper,
+        reports=swept.reports,
         commands=registry.commands,
     )
     services = {c.name: c.build(kernel) for c in registry.capabilities}
@@ -97,7 +97,7 @@ def build(
     # what the sweep hands its clusters to, and what a request's end is told to: each
     # capability's own, made from its service; the sweep and the ledger name none of them
     listeners = [c.listener(made) for c, made in capabilities if c.listener]
-    idle.sweeper.listeners = tuple(listener for listener in listeners if listener is not None)
+    swept.sweeper.listeners = tuple(listener for listener in listeners if listener is not None)
     ended = [c.on_ended(made) for c, made in capabilities if c.on_ended]
     core.ledger.on_ended.extend(hook for hook in ended if hook is not None)
     parts = [c.home(made) for c, made in capabilities if c.home]
@@ -110,8 +110,8 @@ def build(
         executor=core.executor,
         approvals=core.approvals,
         tracker=core.tracker,
-        sweeper=idle.sweeper,
-        reports=idle.reports,
+        sweeper=swept.sweeper,
+        reports=swept.reports,
         capabilities=services,
         home=tuple(part for part in parts if part is not None),
         dispatcher=Dispatcher(services, directory, policy, ports.roles, registry=registry),
@@ -190,14 +190,17 @@ def _core(
 
 
 @dataclass(frozen=True)
-class _Idle:
-    """The sweep, and the read side on it."""
+class _Swept:
+    """The sweep (the core's look at every cluster, ``handlers/sweep/``), and the read side
+    on it."""
 
     sweeper: Sweeper
     reports: Reports
 
 
-def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: PriceBook) -> _Idle:
+def _sweep(
+    ports: Ports, policy: Policy, options: Options, core: _Core, prices: PriceBook
+) -> _Swept:
     clock, directory = ports.clock, core.approvals.directory
     rules = policy.section(IDLE_RULES)
     observer = ActivityObserver(ports.activity, clock, options.concurrency, rules.idle_after)
@@ -206,7 +209,7 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
         directory=directory,
         observer=observer,
         stores=stores,
-        rules=policy.section(IDLE_RULES),
+        rules=rules,
         prices=prices,
         clock=clock,
         owner=options.owner,
@@ -224,7 +227,7 @@ def _idle(ports: Ports, policy: Policy, options: Options, core: _Core, prices: P
         messenger=ports.messenger,
         people=ports.people,
     )
-    return _Idle(sweeper, reports)
+    return _Swept(sweeper, reports)
 
 
 def _intake(ports: Ports, options: Options) -> Intake | None:

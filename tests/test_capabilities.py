@@ -19,13 +19,13 @@ from handlers.changes.capability import CHANGES
 from handlers.clicking import click
 from handlers.commanding import Subcommand, one_cluster
 from handlers.home import Home
-from handlers.idle.report import SweepReport
 from handlers.policy import Policy, Role
 from handlers.registry import Registry
 from handlers.replies import Heading, Reply, notice
 from handlers.schedules.capability import CALENDAR
 from handlers.schedules.ports import Calendar
 from handlers.spend.capability import CHARTS, SPEND_LEDGER
+from handlers.sweep.report import SweepReport
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
 from tests.test_services_unit import POLICY, make_bot

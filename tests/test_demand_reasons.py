@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.vertex.slurm import read_job
-from handlers.idle.demand import Stall, queue_demand
 from handlers.slurm.reasons import EXACT, Wait, reason_of
+from handlers.sweep.demand import Stall, queue_demand
 
 SOURCE = Path(__file__).parent / "fixtures" / "slurm" / "job_state_reasons.txt"
 SLURMS_REASONS = [
@@ -124,7 +124,7 @@ def test_a_maintenance_reservation_is_planned_not_broken() -> None:
 
 
 def test_health_counts_both_forms_of_a_stuck_queue_and_not_maintenance() -> None:
-    from handlers.health.rules import BrokenNode, ClusterHealth, NodeTrouble, blocked_jobs
+    from handlers.sweep.health import BrokenNode, ClusterHealth, NodeTrouble, blocked_jobs
 
     broken = [BrokenNode("gpu-1", NodeTrouble.DRAINED, "Xid 79", "root", None, ("gpu",))]
     jobs = [
@@ -160,7 +160,7 @@ def test_a_job_held_after_its_launch_failed_is_not_told_to_be_released_blindly()
 
 def test_a_node_drained_for_a_reboot_someone_asked_for_is_not_broken() -> None:
     from bot.vertex.slurm import read_node
-    from handlers.health.rules import broken_nodes
+    from handlers.sweep.health import broken_nodes
 
     def node(name: str, *states: str, reason: str) -> object:
         return read_node({"name": name, "state": ["IDLE", *states], "reason": reason})

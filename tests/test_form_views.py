@@ -22,12 +22,12 @@ from handlers.forms.model import Ask, BadState, Choice, Entry, Form, FormField, 
 from handlers.forms.views import (
     delete_form,
     resize_form,
-    schedule_form,
     script_form,
     setting_form,
 )
 from handlers.policy import Policy
 from handlers.replies import Strong
+from handlers.schedules.form import schedule_form
 from tests.conftest import ManualClock
 from tests.support.golden import assert_golden
 from tests.test_services_unit import POLICY, make_bot

@@ -138,7 +138,7 @@ async def test_one_alert_an_episode_edited_until_a_resume_heals_it(clock: Manual
     assert "*Healed*: c1" in healed and "health_resume" not in healed
     assert len(alerts(bot)) == 1
     report = await bot.services.sweeper.latest()
-    assert report is not None and report.episodes == {"opened": 0, "healed": 1}
+    assert report is not None and report.tallies == {"episodes": {"healed": 1}}
 
 
 async def test_a_problem_back_within_the_quiet_period_edits_the_same_alert(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from handlers.health.episodes import MAX_GAP, QUIET, Change, advance
-from handlers.health.rules import BrokenNode, ClusterHealth, NodeTrouble
+from handlers.sweep.health import BrokenNode, ClusterHealth, NodeTrouble
 
 C = "projects/p/locations/r/modelDevelopmentClusters/train01"
 SWEEP = 900.0

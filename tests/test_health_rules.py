@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from handlers.health.rules import (
+from handlers.sweep.health import (
     BrokenNode,
     NodeTrouble,
     blocked_jobs,

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from handlers.idle.history import DAY, recommend
-from handlers.idle.rules import IdleRecord, IdleRules, Observation, Status, assess
+from handlers.sweep.history import DAY, recommend
+from handlers.sweep.rules import IdleRecord, IdleRules, Observation, Status, assess
 
 RULES = IdleRules()  # idle after 2 h, cooldown 24 h
 H = 3600.0

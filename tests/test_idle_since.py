@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from handlers.idle.alert import IdleEntry
-from handlers.idle.since import AGAIN, as_now
-from handlers.idle.state import IdleRecord, Status
+from handlers.sweep.alert import IdleEntry
+from handlers.sweep.since import AGAIN, as_now
+from handlers.sweep.state import IdleRecord, Status
 
 NAME = "projects/p/locations/r/modelDevelopmentClusters/cpu01"
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from handlers.domain.operations import SlurmJob, SlurmNode
-from handlers.idle.alert import IdleEntry
-from handlers.idle.rules import Status
 from handlers.policy import Policy
 from handlers.replies import Reply
+from handlers.sweep.alert import IdleEntry
+from handlers.sweep.rules import Status
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.test_services_unit import ALERTS, make_bot, running, text

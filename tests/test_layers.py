@@ -43,7 +43,7 @@ def test_the_core_loads_no_adapter_library() -> None:
         ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
         for p in (ROOT / "handlers").rglob("*.py")
     )
-    assert len(modules) > 40 and "handlers.idle.sweep" in modules
+    assert len(modules) > 40 and "handlers.sweep.sweep" in modules
     loaded = loaded_after("\n".join(f"import {m}" for m in modules))
     assert [m for m in loaded if m.split(".")[0] in ADAPTERS] == []
     # the core owns its vocabulary (handlers/domain/): nothing of bot/ is loaded
@@ -351,7 +351,8 @@ def test_no_slack_word_or_id_pattern_in_the_core() -> None:
 WRITE_SIDE = {
     *(f"handlers.changes.{m}" for m in ("approvals", "execution", "tracking", "ledger")),
     *(f"handlers.changes.{m}" for m in ("release", "approval_card")),
-    *(f"handlers.idle.{m}" for m in ("sweep", "alerts", "clicks")),
+    *(f"handlers.idle.{m}" for m in ("alerts", "clicks")),
+    "handlers.sweep.sweep",
 }
 
 
@@ -385,6 +386,34 @@ def test_handlers_is_laid_out_by_capability() -> None:
     assert {"changes", "idle", "slurm", "reading", "forms"} <= packages
     top = {p.stem for p in (ROOT / "handlers").glob("*.py")} - {"__init__"}
     assert not {m for m in top if m.startswith(("idle", "slurm", "approval", "form"))}, top
+
+
+# what every capability builds on, beside the core: the change flow (changes), the cluster
+# directory and the read side (reading), Slurm's own vocabulary (slurm)
+SHARED = {"changes", "reading", "slurm"}
+
+
+def test_nothing_but_the_list_names_a_plugged_in_capability() -> None:
+    """The core (its modules, the sweep, the durable path, the domain, the forms) and the
+    shared packages import no module of a capability that plugs in, type-only imports
+    counted: only ``handlers/capabilities.py`` names them. Capabilities may use each other."""
+    from handlers.capabilities import CAPABILITIES
+
+    plugged = {c.build.__module__.split(".")[1] for c in CAPABILITIES} - SHARED
+    assert {"idle", "health", "spend", "schedules"} <= plugged  # read from the registry
+    paths = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts): p
+        for p in (ROOT / "handlers").rglob("*.py")
+    }
+    modules = set(paths)
+    named = {
+        module: sorted(
+            m for m in _imports(path, modules, typing=True) if m.split(".")[1] in plugged
+        )
+        for module, path in paths.items()
+        if module.split(".")[1] not in plugged and module != "handlers.capabilities"
+    }
+    assert {module: found for module, found in named.items() if found} == {}
 
 
 def test_what_a_person_can_do_is_declared_once() -> None:

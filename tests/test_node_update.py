@@ -12,7 +12,7 @@ import pytest
 from bot.vertex.client import VertexClient
 from bot.vertex.slurm import SlurmReader
 from handlers.domain.errors import SlurmRefusedError
-from handlers.health.rules import BrokenNode, NodeTrouble, broken_nodes
+from handlers.sweep.health import BrokenNode, NodeTrouble, broken_nodes
 from tests.conftest import Simulator
 
 CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"

@@ -27,8 +27,8 @@ from handlers.domain.models import Cluster
 from handlers.domain.names import Target
 from handlers.domain.operations import Operation
 from handlers.domain.pools import ProvisioningModel
-from handlers.idle.rules import Status
 from handlers.policy import Policy
+from handlers.sweep.rules import Status
 from tests.conftest import RecordedSleeps, Simulator
 
 FIXTURES = Path(__file__).with_name("fixtures") / "docs"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from handlers.idle.reach import Reach
+from handlers.sweep.reach import Reach
 from tests.support.demo_stack import Stack, demo_stack
 
 TARGETS = ("demo-project/europe-west4", "demo-project/us-central1")

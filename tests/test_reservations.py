@@ -13,9 +13,9 @@ from bot.vertex.client import VertexClient
 from bot.vertex.slurm import SlurmReader, read_job
 from handlers.costs import PriceBook
 from handlers.domain.operations import SlurmJob, SlurmReservation
-from handlers.idle.demand import Stall, queue_demand
-from handlers.idle.observe import ActivityObserver, Swept
 from handlers.slurm.hostlist import expand
+from handlers.sweep.demand import Stall, queue_demand
+from handlers.sweep.observe import ActivityObserver, Swept
 from tests.conftest import Simulator
 
 CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from handlers.domain.models import Cluster
-from handlers.idle.alert import IdleEntry, alert_card
-from handlers.idle.rules import AutoAction, Recommendation, Status
+from handlers.sweep.alert import IdleEntry, alert_card
+from handlers.sweep.rules import AutoAction, Recommendation, Status
 from tests.support.demo_stack import CPU01, Stack, demo_stack, is_card, text_of, thread_of
 from tests.support.text_adapter import text
 

@@ -24,7 +24,6 @@ from handlers.entities import RequestState
 from handlers.forms.choices import Forms
 from handlers.forms.flow import FormFlow, state_of
 from handlers.forms.model import Entry
-from handlers.idle.rules import Status
 from handlers.owed.engine import Room
 from handlers.owed.posting import POST_WINDOW
 from handlers.policy import Policy, Role
@@ -34,9 +33,10 @@ from handlers.replies import Reply
 from handlers.schedules.capability import CALENDAR, SCHEDULE_STORE
 from handlers.schedules.ports import ScheduleStore
 from handlers.services import Services, build
-from handlers.spend.capability import CHARTS, DIGEST_FIRINGS, SPEND_LEDGER
+from handlers.spend.capability import CHARTS, DIGEST_CRON, DIGEST_FIRINGS, SPEND_LEDGER
 from handlers.spend.digest import DigestStore, Firings
 from handlers.spend.runs import SPEND_RECORD
+from handlers.sweep.rules import Status
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
@@ -169,6 +169,7 @@ def make_bot(
                 CALENDAR: CronCalendar() if schedules is not None else None,
                 CHARTS: AggCharts(),
                 DIGEST_FIRINGS: digests,
+                DIGEST_CRON: digest_firings,
             }
         ),
     )
@@ -178,7 +179,6 @@ def make_bot(
         alert_channel=ALERTS,
         sweep_interval=sweep_interval,
         crash=crash,
-        digest_firings=digest_firings,
         # a tick waits for the work it started (a chart drawn in a thread, a store's write):
         # what a test asserts after it is done, on a loaded machine too; the tests of the
         # patience itself set their own

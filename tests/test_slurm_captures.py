@@ -18,7 +18,7 @@ from bot.vertex.paced import Keep, SlurmAnswer, answer_of, read_slurm_bytes
 from bot.vertex.slurm import listed, read_job, read_node, read_reply
 from handlers.domain.errors import SlurmUnreadableError
 from handlers.domain.operations import SlurmJob, SlurmNode, SlurmResponse
-from handlers.idle.rules import (
+from handlers.sweep.rules import (
     NodeCensus,
     Observation,
     QueueDemand,

@@ -14,7 +14,7 @@ from bot.store.store import Store
 from bot.vertex.client import VertexClient
 from bot.vertex.slurm import READABLE_VERSIONS, SlurmReader
 from handlers.domain.errors import SlurmUnreadableError
-from handlers.idle.rules import node_census, queue_demand
+from handlers.sweep.rules import node_census, queue_demand
 from tests.conftest import RecordedSleeps, Simulator
 
 CPU01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/cpu01"

@@ -10,11 +10,12 @@ import pytest
 
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import ResizeDetail
+from handlers.costs import PoolSeen
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
 from handlers.spend.chart import daily
 from handlers.spend.report import Cost, parse_cost
-from handlers.spend.runs import HOUR, OpenRun, PoolSeen, SpendRun, advance, closing, still_open
+from handlers.spend.runs import HOUR, OpenRun, SpendRun, advance, closing, still_open
 from handlers.spend.savings import savings
 from handlers.spend.totals import by_label, by_pool, overall, totals
 from tests.support.golden import assert_golden

@@ -29,9 +29,9 @@ from handlers.entities import (
     TrackedOperation,
 )
 from handlers.health.episodes import HEALTH_RECORD, Episode, HealthRecord
-from handlers.idle.rules import IdleRecord, Run
 from handlers.owed.model import Owed
 from handlers.spend.runs import SPEND_RECORD, OpenRun, SpendRecord, SpendRun
+from handlers.sweep.rules import IdleRecord, Run
 from tests.conftest import require
 from tests.fixtures import schema_v2, schema_v3
 from tests.support.memory import MemoryIdleRecords, MemoryKeeper, MemoryStore

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from bot.store import schema
 from bot.sweep_process import LENGTH, SweepProcess, shareable
-from handlers.idle.sweep import SWEEP_LEASE
+from handlers.sweep.sweep import SWEEP_LEASE
 from tests.support.demo_stack import Stack, demo_stack, text_of
 from tests.test_idle_e2e import fresh_report, policy, the_alert
 

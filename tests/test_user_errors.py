@@ -20,8 +20,8 @@ from handlers.capabilities import REGISTRY
 from handlers.dispatch import Outcome
 from handlers.domain.models import Cluster
 from handlers.domain.names import ClusterName
-from handlers.forms.choices import Forms
 from handlers.policy import Policy
+from handlers.schedules.form import check_schedule
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.support.text_adapter import text
@@ -56,7 +56,7 @@ def test_a_zone_in_the_settings_or_the_policy_is_listed_not_a_crash(zone: str) -
 def test_a_schedule_form_with_only_blanks_says_so_at_its_fields() -> None:
     cluster = Cluster.model_validate(cluster_doc(cluster_id="c1", nodes=2))
     blanks = {"off_days": " ", "off_time": " ", "on_days": "", "on_time": '""', "tz": " "}
-    command, problems = Forms.check_schedule(cluster, blanks)
+    command, problems = check_schedule(cluster, blanks)
     assert command is None
     missing = "a time of day is missing: write HH:MM, or DAYS HH:MM"
     assert problems == {"off_time": missing, "on_time": missing}  # a blank zone is UTC

@@ -13,8 +13,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.store import schema
 from bot.store.store import Store
-from handlers.idle.state import IDLE_RECORD, IdleRecord
 from handlers.keeping import Kept, RecordKind
+from handlers.sweep.state import IDLE_RECORD, IdleRecord
 
 R = TypeVar("R")
 CHUNK = 500  # clusters per statement

@@ -28,11 +28,11 @@ from handlers.domain.errors import SlurmUnreadableError
 from handlers.entities import ApprovalRequest, Origin, Release, ReleaseState, RequestState
 from handlers.errors import UserError
 from handlers.grammar import CommandError
-from handlers.idle.observe import slurm_demand
 from handlers.messenger import Messenger, MessengerError
 from handlers.policy import Policy
 from handlers.ports import ActivityReader, Clock, CrashPoint, ReleaseStore, no_crash
 from handlers.replies import Code, Line, Reply, Strong, Text
+from handlers.sweep.observe import slurm_demand
 from handlers.words import duration
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ so a form makes the same request and card as the typed command.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from handlers.changes.approval_card import cost_change
@@ -20,13 +20,10 @@ from handlers.changes.plan import PlanError
 from handlers.changes.resize import plan_resize
 from handlers.costs import PriceBook, money, money_range
 from handlers.domain.models import Cluster
-from handlers.forms.asks import EVERY_POOL
 from handlers.forms.model import Choice
-from handlers.grammar import MAX_NODES, CommandError
+from handlers.grammar import MAX_NODES
 from handlers.reading.clusters import ClusterDirectory
 from handlers.replies import Line, Strong
-from handlers.schedules.commands import AskSchedule
-from handlers.schedules.times import CLOCK, parse_weekly, parse_zone, unquoted
 from handlers.slurm.commands import SlurmConfig, SlurmScripts
 from handlers.slurm.scripts import scripts_of
 from handlers.slurm.settings import KNOWN
@@ -156,38 +153,6 @@ class Forms:
         # what the plan refuses (a size the pool has, the login pool's rules) the request
         # itself says, at the form's last field
         return Resize(cluster.name or cluster.cluster_id, pool_id, low, high), {}
-
-    def schedule_pools(self, cluster: Cluster) -> list[Choice]:
-        """The pools a schedule can take to zero: the compute pools."""
-        login = cluster.login_pool_id
-        return [c for c in self.pools(cluster) if c.value != login]
-
-    @staticmethod
-    def check_schedule(
-        cluster: Cluster, texts: Mapping[str, str | None]
-    ) -> tuple[AskSchedule | None, dict[str, str]]:
-        """The command, or the problems of the entries keyed by field."""
-        errors: dict[str, str] = {}
-        times = {}
-        for name in ("off", "on"):
-            words = [(texts.get(f"{name}_days") or "").strip(), (texts.get(f"{name}_time") or "")]
-            try:
-                times[name] = parse_weekly(unquoted([w for w in words if w.strip()]), "schedule")
-            except CommandError as error:
-                bad_time = not CLOCK.match((texts.get(f"{name}_time") or "").strip())
-                errors[f"{name}_time" if bad_time else f"{name}_days"] = error.reason
-        try:
-            zone = parse_zone((texts.get("tz") or "").strip() or "UTC", "schedule")
-        except CommandError as error:
-            errors["tz"] = error.reason
-        if errors:
-            return None, errors
-        if times["off"] == times["on"]:
-            return None, {"on_time": "off and on are the same time"}
-        pool = texts.get("pool")
-        chosen = None if pool in (None, "", EVERY_POOL) else pool
-        name = cluster.name or cluster.cluster_id
-        return AskSchedule(name, chosen, times["off"], times["on"], zone), {}
 
     @staticmethod
     def check_delete(cluster: Cluster, typed: str | None) -> tuple[Delete | None, dict[str, str]]:

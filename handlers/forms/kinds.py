@@ -12,12 +12,9 @@ from handlers.forms.spec import NOTHING, Checked, Filled, FormKindSpec
 from handlers.forms.views import (
     DELETE_TITLE,
     RESIZE_TITLE,
-    SCHEDULE_FIELDS,
-    SCHEDULE_TITLE,
     SETTING_TITLE,
     delete_form,
     resize_form,
-    schedule_form,
     script_form,
     setting_form,
 )
@@ -116,23 +113,3 @@ class ScriptForm(FormKindSpec):
         which = filled.state.which or "prolog"
         place, pasted = filled.choice("place"), filled.text("paste")
         return forms.check_script(filled.cluster, which, place, pasted, filled.files)
-
-
-class ScheduleForm(FormKindSpec):
-    kind = FormKind.SCHEDULE
-    subcommand = "schedule"
-    title = SCHEDULE_TITLE
-    last = "tz"
-    clickable = True
-    texts = (*(name for name, _, _ in SCHEDULE_FIELDS), "tz")
-
-    def blank(self, state: FormState) -> Form:
-        return schedule_form(state, None)
-
-    def drawn(self, forms: Forms, filled: Filled) -> Form:
-        chosen, pools = forms.cluster_choice(filled.cluster), forms.schedule_pools(filled.cluster)
-        return schedule_form(filled.state, chosen, pools, filled.choice("pool"))
-
-    def command(self, forms: Forms, filled: Filled) -> Checked:
-        texts = {name: filled.text(name) for name in self.texts}
-        return forms.check_schedule(filled.cluster, {**texts, "pool": filled.choice("pool")})

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from handlers.forms.asks import EVERY_POOL
 from handlers.forms.choices import Estimate
 from handlers.forms.model import Ask, Choice, Form, FormField, FormState
 from handlers.replies import Code, Field, Fields, Line, Note, Strong, Text
@@ -15,13 +14,6 @@ from handlers.replies import Code, Field, Fields, Line, Note, Strong, Text
 RESIZE_TITLE = "Resize a node pool"
 DELETE_TITLE = "Delete a cluster"
 SETTING_TITLE = "Change a Slurm setting"
-SCHEDULE_TITLE = "Off-hours schedule"  # a modal title holds 24 characters
-SCHEDULE_FIELDS = (
-    ("off_days", "Off on (Mon-Fri, Sat,Sun, daily)", "Mon-Fri"),
-    ("off_time", "Off at (HH:MM)", "20:00"),
-    ("on_days", "Back on (Mon-Fri, Sat,Sun, daily)", "Mon-Fri"),
-    ("on_time", "Back on at (HH:MM)", "08:00"),
-)
 ASK = "Ask for approval"
 SCRIPT_TEXT_LIMIT = 3000  # what a pasted script may hold; a longer one is uploaded
 
@@ -196,43 +188,3 @@ def setting_form(state: FormState, cluster_id: str, choices: Sequence[Choice]) -
 def loading_form(state: FormState, title: str, note: str) -> Form:
     """A form whose cluster is being read; it has no fields yet, so nothing to submit."""
     return Form(state, title, None).add(Note(note))
-
-
-def schedule_form(
-    state: FormState,
-    chosen: Choice | None,
-    pools: Sequence[Choice] = (),
-    pool: str | None = None,
-    zone: str = "UTC",
-    problems: Mapping[str, str] | None = None,
-) -> Form:
-    """The off-hours schedule: which pools, when off, when on, in which zone."""
-    problems = problems or {}
-    form = Form(state, SCHEDULE_TITLE, ASK).add(cluster_field(chosen))
-    if chosen is None:
-        return form.add(Note("Choose a cluster to put its compute pools on a schedule."))
-    every = Choice(EVERY_POOL, "every compute pool")
-    picked = pool if pool in {p.value for p in pools} else EVERY_POOL
-    form.add(FormField("pool", "Node pools", Ask.CHOICE, choices=(every, *pools), initial=picked))
-    for name, label, initial in SCHEDULE_FIELDS:
-        form.add(
-            FormField(
-                name, label, Ask.LINE, initial=initial, max_length=32, problem=problems.get(name)
-            )
-        )
-    form.add(
-        FormField(
-            "tz",
-            "Time zone (as the tz database names it)",
-            Ask.LINE,
-            initial=zone,
-            max_length=64,
-            problem=problems.get("tz"),
-        )
-    )
-    return form.add(
-        Note(
-            "The schedule is posted as a card with its next five nights and its saving; a "
-            "second person approves it once. No night goes off under running jobs."
-        )
-    )

@@ -18,7 +18,6 @@ from handlers.costs import money
 from handlers.grammar import NODE_NAME
 from handlers.health.episodes import Episode
 from handlers.health.report import health_parts
-from handlers.health.rules import BrokenNode, ClusterHealth, NodeTrouble
 from handlers.replies import (
     Button,
     Buttons,
@@ -34,6 +33,7 @@ from handlers.replies import (
     Text,
     Time,
 )
+from handlers.sweep.health import BrokenNode, ClusterHealth, NodeTrouble
 from handlers.words import duration, plural
 
 RESUME: Final = "health_resume"

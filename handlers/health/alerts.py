@@ -36,13 +36,19 @@ from handlers.pacing import paced
 from handlers.ports import Clock
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Note, Seen
+    from handlers.sweep.observe import Note, Seen
 from handlers.replies import Code, Line, Reply, Strong, UserRef
 
 log = logging.getLogger(__name__)
 
 
 KIND = "health-alert"
+EPISODES = "episodes"  # the sweep report's count of the episodes this sweep opened and healed
+COUNTED = {
+    episodes.Change.OPENED: "opened",
+    episodes.Change.REOPENED: "opened",  # back within the quiet period: opened again
+    episodes.Change.HEALED: "healed",
+}
 
 
 Episode = episodes.Episode
@@ -133,9 +139,13 @@ class HealthAlerts:
         health = item.observation.health
         if health is None:  # not read this sweep: nothing is known to have changed
             return before
-        episode, item.health_change = episodes.advance(
+        episode, change = episodes.advance(
             before, item.cluster.name, health, item.observation.at, self.interval
         )
+        if change in COUNTED:
+            item.marks[EPISODES] = COUNTED[change]
+        else:  # a record assessed again (a click meanwhile) keeps only its last mark
+            item.marks.pop(EPISODES, None)
         if episode is None:
             return None
         if before is not None and episode.opened_at != before.opened_at:
@@ -145,7 +155,7 @@ class HealthAlerts:
             and episode.alert_message is not None
             and (before is None or drawn_as(episode) != drawn_as(before))
         )
-        owed = episode.owed or current or item.health_change != episodes.Change.NONE
+        owed = episode.owed or current or change != episodes.Change.NONE
         if not episode.open and not owed:
             return episode
         return replace(episode, owed=owed, health=health.to_dict())

@@ -3,9 +3,11 @@ drain), and the clicks on a health alert (Resume, Drain, Show, Snooze)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from handlers.actions import ActionId, HealthSweepNow
 from handlers.capability import Capability, Kernel
 from handlers.changes.approvals import Approvals
 from handlers.changes.plan import PlanError
@@ -33,13 +35,20 @@ from handlers.health.episodes import HEALTH_RECORD
 from handlers.health.form import DRAIN_FORM
 from handlers.health.home import HealthHome
 from handlers.health.kinds import NODE_DRAIN, NODE_RESUME
-from handlers.health.report import HEALTH, HEALTH_USAGE, Health, parse_health
+from handlers.health.report import HEALTH, HEALTH_USAGE, Health, health_reply, parse_health
 from handlers.policy import Role
-from handlers.replies import Reply, notice
+from handlers.ports import Clock
+from handlers.reading.reports import NO_IDLE, Sweeps
+from handlers.replies import Reply, Text, notice
 
 
 class HealthReports(Protocol):
-    async def health(self, cluster: str | None) -> Reply: ...
+    """What health reads of the read side: the last sweep, and a sweep at once."""
+
+    sweeper: Sweeps | None
+    clock: Clock
+
+    async def sweep_now(self, then: Callable[[], Awaitable[Reply]] | None = None) -> Reply: ...
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,15 @@ class HealthDesk:
     reports: HealthReports
     approvals: Approvals
     health: HealthClicks | None
+
+    async def read(self, cluster: str | None) -> Reply:
+        """The last sweep's health of every cluster, or of one, at once."""
+        if self.reports.sweeper is None:
+            return Reply("Cluster health").add(Text(NO_IDLE))
+        latest = await self.reports.sweeper.latest()
+        entries = latest.entries if latest is not None else []
+        swept = latest.finished if latest is not None else None
+        return health_reply(entries, cluster, self.reports.clock(), swept)
 
 
 async def _node(services: HealthDesk, clicked: Clicked[NodeAction]) -> Reply:
@@ -71,6 +89,11 @@ async def _snooze(services: HealthDesk, clicked: Clicked[HealthSnooze]) -> Reply
     return await services.health.snooze(clicked.user, clicked.action)
 
 
+async def _sweep_now(services: HealthDesk, clicked: Clicked[HealthSweepNow]) -> Reply:
+    """Sweep at once, and the clusters' health from it (in place of the one clicked)."""
+    return await services.reports.sweep_now(lambda: services.read(None))
+
+
 CLICKS: tuple[Click, ...] = (
     click(
         (RESUME, DRAIN),
@@ -81,6 +104,14 @@ CLICKS: tuple[Click, ...] = (
         names_cluster=True,
     ),
     click((SHOW,), show_node, Role.VIEWER, "Reading a node", _show, names_cluster=True),
+    click(
+        (ActionId.HEALTH_SWEEP_NOW,),
+        lambda i, v: HealthSweepNow(),
+        Role.VIEWER,
+        "Sweeping",
+        _sweep_now,
+        in_place=lambda _a: True,  # the new health takes the place of the one clicked
+    ),
     click(
         (SNOOZE,),
         health_snooze,
@@ -110,7 +141,7 @@ async def run_node(services: HealthDesk, command: NodeCommand, caller: Caller) -
 
 
 async def run_health(services: HealthDesk, command: Health, caller: Caller) -> Reply:
-    return await services.reports.health(command.cluster)
+    return await services.read(command.cluster)
 
 
 def build(kernel: Kernel) -> HealthDesk:

@@ -20,10 +20,10 @@ from handlers.health.alert import (
 from handlers.health.alerts import HealthAlerts
 from handlers.health.episodes import HealthRecord
 from handlers.health.kinds import plan_drain, plan_resume
-from handlers.health.rules import NodeTrouble, broken_nodes
 from handlers.ports import ActivityReader, Clock
 from handlers.reading.clusters import ClusterDirectory
 from handlers.replies import Code, Field, Fields, Heading, Note, Reply, Time, UserRef, notice
+from handlers.sweep.health import NodeTrouble, broken_nodes
 
 
 class HealthClicks:

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from handlers.health.rules import ClusterHealth
 from handlers.keeping import RecordKind
+from handlers.sweep.health import ClusterHealth
 
 QUIET = 3600.0  # seconds healed before a problem that returns is a new episode
 MAX_GAP = 3  # sweep intervals between two sweeps that are counted as broken time

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from handlers.costs import money
 from handlers.health.report import unhealthy
-from handlers.idle.report import SweepReport
 from handlers.replies import Heading, Note, Reply, Rule, Table, Text
+from handlers.sweep.report import SweepReport
 from handlers.words import plural
 
 ROWS = 15  # rows of the table; more are counted

@@ -21,8 +21,8 @@ from handlers.changes.plan import ChangePlan, Detail, PlanError, fingerprint, re
 from handlers.costs import PriceBook
 from handlers.domain.models import Cluster
 from handlers.domain.operations import SlurmNode
-from handlers.health.rules import BrokenNode, NodeTrouble
 from handlers.replies import Part, Table, Text, bullets
+from handlers.sweep.health import BrokenNode, NodeTrouble
 
 RESUME: Final = "node_resume"
 DRAIN: Final = "node_drain"

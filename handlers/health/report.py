@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from handlers.actions import HealthSweepNow
 from handlers.costs import money
 from handlers.grammar import arity, cluster_word
-from handlers.health.rules import ClusterHealth
-from handlers.idle.alert import IdleEntry
 from handlers.replies import (
     Button,
     Buttons,
@@ -25,6 +23,8 @@ from handlers.replies import (
     Text,
     Time,
 )
+from handlers.sweep.alert import IdleEntry
+from handlers.sweep.health import ClusterHealth
 from handlers.words import duration, plural
 
 HEALTH_USAGE = "/cluster health [CLUSTER]"

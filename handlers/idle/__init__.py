@@ -1,1 +1,1 @@
-"""Idle clusters: the rules, the sweep that applies them, the alerts and their clicks."""
+"""Idle alerts: the sweep's idle clusters told in chat, with their buttons and Home part."""

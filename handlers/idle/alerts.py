@@ -28,8 +28,6 @@ from handlers.changes.resize import plan_scale_to_zero
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.errors import UserError
-from handlers.idle.alert import IdleEntry, alert_card, closed_alert, reminder
-from handlers.idle.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Outcome
@@ -37,9 +35,11 @@ from handlers.owed.posting import post_once, refused
 from handlers.pacing import paced
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Reply, Strong, UserRef
+from handlers.sweep.alert import IdleEntry, alert_card, closed_alert, reminder
+from handlers.sweep.rules import AutoAction, IdleRecord, IdleRules, Status, Verdict
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Note, Seen
+    from handlers.sweep.observe import Note, Seen
 
 log = logging.getLogger(__name__)
 ALERT = "idle-alert"

@@ -9,10 +9,10 @@ from handlers.clicking import click
 from handlers.idle.alerts import AlertBoard, IdleAlerts, Remedies
 from handlers.idle.clicks import IdleClicks
 from handlers.idle.home import IdleHome
-from handlers.idle.state import IDLE_RECORD, IDLE_RULES
 from handlers.policy import Role
 from handlers.reading.reports import NO_IDLE
 from handlers.replies import Reply, notice
+from handlers.sweep.state import IDLE_RULES
 
 
 def build(kernel: Kernel) -> IdleClicks:
@@ -38,8 +38,6 @@ async def _no_idle() -> Reply:
 IDLE = Capability(
     "idle",
     build,
-    policy=(IDLE_RULES,),
-    records=(IDLE_RECORD,),
     listener=lambda c: None if c is None else IdleAlerts(c.board, c.remedies, c.clock),
     on_ended=lambda c: None if c is None else c.board.remedy_ended,
     home=lambda c: IdleHome(c.clock),

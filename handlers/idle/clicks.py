@@ -14,11 +14,11 @@ from dataclasses import replace
 from handlers.actions import Keep, Remedy, Snooze, Unsnooze
 from handlers.entities import Origin
 from handlers.errors import Blame, UserError
-from handlers.idle.alert import kept_text
 from handlers.idle.alerts import AlertBoard, Remedies
 from handlers.policy import Role, may_approve
 from handlers.ports import Clock
 from handlers.replies import Button, Code, Reply, Strong, UserRef, notice
+from handlers.sweep.alert import kept_text
 from handlers.words import duration
 
 

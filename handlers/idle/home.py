@@ -4,10 +4,10 @@ for how long, and what it costs an hour."""
 from __future__ import annotations
 
 from handlers.costs import money
-from handlers.idle.alert import IDLE_PAYING
-from handlers.idle.report import SweepReport
 from handlers.ports import Clock
 from handlers.replies import Heading, Note, Reply, Rule, Table, Text, Time
+from handlers.sweep.alert import IDLE_PAYING
+from handlers.sweep.report import SweepReport
 from handlers.words import duration
 
 ROWS = 15  # rows of the table; more are counted

@@ -6,7 +6,6 @@ from __future__ import annotations
 from handlers.actions import (
     ActionId,
     AuditPage,
-    HealthSweepNow,
     SweepNow,
     audit_page,
 )
@@ -118,14 +117,6 @@ READING = Capability(
             "Sweeping",
             lambda r, c: r.reports.sweep_now(),
             in_place=lambda _a: True,  # a new report takes the place of the one clicked
-        ),
-        click(
-            (ActionId.HEALTH_SWEEP_NOW,),
-            lambda i, v: HealthSweepNow(),
-            Role.VIEWER,
-            "Sweeping",
-            lambda r, c: r.reports.sweep_now(health=True),
-            in_place=lambda _a: True,  # the new health takes the place of the one clicked
         ),
         click(
             (ActionId.AUDIT_PAGE, ActionId.AUDIT_CSV),

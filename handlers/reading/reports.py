@@ -12,11 +12,6 @@ from handlers.costs import PriceBook
 from handlers.domain.errors import SlurmUnreadableError
 from handlers.domain.operations import Share
 from handlers.grammar import CommandError, echo
-from handlers.health.report import health_reply
-from handlers.health.rules import ClusterHealth
-from handlers.idle.alert import report
-from handlers.idle.report import SweepReport
-from handlers.idle.since import as_now
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import (
     ActivityReader,
@@ -33,6 +28,10 @@ from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text,
 from handlers.slurm.jobs_view import fairshare_reply, jobs_reply
 from handlers.slurm.scripts import script_reply
 from handlers.slurm.view import slurm_reply
+from handlers.sweep.alert import report
+from handlers.sweep.health import ClusterHealth
+from handlers.sweep.report import SweepReport
+from handlers.sweep.since import as_now
 from handlers.words import duration
 
 
@@ -167,28 +166,19 @@ class Reports:
             sweep_button=True,
         )
 
-    async def sweep_now(self, health: bool = False) -> Reply:
-        """Sweep at once (unless another replica is sweeping) and report: idleness, or with
-        ``health``, the clusters' health."""
+    async def sweep_now(self, then: Callable[[], Awaitable[Reply]] | None = None) -> Reply:
+        """Sweep at once (unless another replica is sweeping) and report: idleness, or what
+        ``then`` makes of the new sweep (health's own reading of it)."""
         if self.sweeper is None:
             return Reply("Idle report").add(Text(NO_IDLE))
         if self.sweep_elsewhere is not None:
             swept = await self.sweep_elsewhere(True)
         else:
             swept = await self.sweeper.sweep(force=True) is not None
-        reply = await (self.health(None) if health else self.idle())
+        reply = await (then or self.idle)()
         if not swept:
             reply.add(Text("Another replica is sweeping right now; this is the last report."))
         return reply
-
-    async def health(self, cluster: str | None) -> Reply:
-        """The last sweep's health of every cluster, or of one, at once."""
-        if self.sweeper is None:
-            return Reply("Cluster health").add(Text(NO_IDLE))
-        latest = await self.sweeper.latest()
-        entries = latest.entries if latest is not None else []
-        swept = latest.finished if latest is not None else None
-        return health_reply(entries, cluster, self.clock(), swept)
 
     async def ops(self) -> Reply:
         operations = [o for o in await self.operations.active_operations() if not o.done]

@@ -7,7 +7,6 @@ from handlers.capability import Capability, Job, Kernel, Port
 from handlers.clicking import Click, Clicked, click
 from handlers.commanding import Subcommand
 from handlers.forms.asks import schedule_form
-from handlers.forms.kinds import ScheduleForm
 from handlers.policy import Role
 from handlers.replies import Reply, notice
 from handlers.schedules.asking import NightAsking
@@ -22,6 +21,7 @@ from handlers.schedules.commands import (
     run_schedule,
     run_schedules,
 )
+from handlers.schedules.form import ScheduleForm
 from handlers.schedules.kind import SCHEDULE as SCHEDULE_KIND
 from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights

@@ -24,7 +24,7 @@ from handlers.schedules.profiles import ScheduleProfile
 from handlers.schedules.service import STANDING, Schedules
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Seen
+    from handlers.sweep.observe import Seen
 
 log = logging.getLogger(__name__)
 LABEL = "clusterbot-schedule"

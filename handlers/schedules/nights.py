@@ -27,7 +27,6 @@ from handlers.changes.resize import plan_pools
 from handlers.domain.errors import NotFoundError, SlurmUnreadableError, VertexError
 from handlers.entities import ApprovalRequest, RequestState
 from handlers.grammar import CommandError
-from handlers.idle.observe import slurm_demand
 from handlers.ports import ActivityReader, Clock, CrashPoint, no_crash
 from handlers.reading.clusters import ClusterDirectory, error_text
 from handlers.schedules.asking import NightAsking
@@ -35,6 +34,7 @@ from handlers.schedules.model import Bounds, Phase, Schedule, ScheduleState
 from handlers.schedules.ports import Calendar, ScheduleStore
 from handlers.schedules.thread import ScheduleThread, notice_of
 from handlers.schedules.times import local
+from handlers.sweep.observe import slurm_demand
 from handlers.words import duration
 
 log = logging.getLogger(__name__)

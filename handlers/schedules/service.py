@@ -25,7 +25,7 @@ from handlers.schedules.nights import POSTPONE, Nights
 from handlers.schedules.times import Weekly, local
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Seen
+    from handlers.sweep.observe import Seen
 
 
 class LabelLook(Protocol):

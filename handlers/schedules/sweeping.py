@@ -11,7 +11,7 @@ from handlers.schedules.model import ScheduleState
 from handlers.schedules.service import Schedules
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Note, Seen
+    from handlers.sweep.observe import Note, Seen
 
 
 class ScheduleSweep:

@@ -13,7 +13,7 @@ has seen is shown as it is and is not demand (it is not guessed).
   Prolog program is still running"), BurstBufferStageIn ("staging the environment for the
   job"), Cleaning ("being requeued and still cleaning up from its previous execution") and
   SchedDefer (FAIL_DEFER: the scheduler deferred it to its next pass). BeginTime is demand
-  once the begin time comes near (``handlers/idle/demand.py``).
+  once the begin time comes near (``handlers/sweep/demand.py``).
 - *Waits on something else*: a job it depends on, a license, a reservation, or a limit on
   what its user, account or QOS runs at once; limits "by currently running jobs" clear as
   those jobs end, and while they run the cluster is busy with them anyway.

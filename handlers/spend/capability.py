@@ -9,7 +9,7 @@ from handlers.grammar import CommandError
 from handlers.policy import Role
 from handlers.replies import Reply
 from handlers.schedules.capability import SCHEDULE_STORE
-from handlers.spend.digest import Digest, DigestStore
+from handlers.spend.digest import Digest, DigestStore, Firings
 from handlers.spend.home import SpendHome
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.ports import Charts, SpendStore
@@ -19,6 +19,8 @@ from handlers.spend.runs import SPEND_RECORD
 SPEND_LEDGER: Port[SpendStore] = Port("spend", SpendStore)
 CHARTS: Port[Charts] = Port("charts", Charts)  # None: the cost report is a table
 DIGEST_FIRINGS: Port[DigestStore] = Port("digests", DigestStore)
+# when the digest is due; None: only when asked (no cron)
+DIGEST_CRON: Port[Firings] = Port("digest_cron", Firings)
 
 
 def build(kernel: Kernel) -> SpendReport | None:
@@ -90,7 +92,7 @@ def build_digest(kernel: Kernel) -> Digest | None:
         channel=options.alert_channel,
         engine=kernel.engine,
         clock=ports.clock,
-        firings=options.digest_firings,
+        firings=ports.port(DIGEST_CRON),
     )
     kernel.engine.add(digest)
     return digest

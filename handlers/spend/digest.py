@@ -14,16 +14,12 @@ where to draw it, as it does when the chart is refused.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from handlers.actions import OpenForm, Remedy
 from handlers.costs import money
-from handlers.idle.alert import IDLE_PAYING
-from handlers.idle.report import SweepReport
-from handlers.idle.rules import Recommendation
 from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed, OwedState
@@ -35,6 +31,9 @@ from handlers.schedules.ports import ScheduleStore
 from handlers.spend.chart import Chart, daily
 from handlers.spend.report import NOTE, SpendReport
 from handlers.spend.totals import Spend, overall, totals
+from handlers.sweep.alert import IDLE_PAYING
+from handlers.sweep.report import SweepReport
+from handlers.sweep.rules import Recommendation
 
 log = logging.getLogger(__name__)
 KIND = "digest"
@@ -54,8 +53,12 @@ class DigestStore(Protocol):
         ...
 
 
-# The firings of the digest's cron in (since, until], epoch seconds (``bot/jobs.py``).
-Firings = Callable[[float, float], list[float]]
+@runtime_checkable
+class Firings(Protocol):
+    """The firings of the digest's cron in (since, until], epoch seconds (the shell's is
+    ``bot/app.py``'s, from ``CLUSTERBOT_DIGEST_CRON``)."""
+
+    def __call__(self, since: float, until: float, /) -> list[float]: ...
 
 
 class LatestSweep(Protocol):

@@ -4,9 +4,9 @@ last sweep (so a tab is published again only when a sweep changed it)."""
 from __future__ import annotations
 
 from handlers.costs import money
-from handlers.idle.report import SweepReport
 from handlers.replies import Heading, Note, Reply, Rule, Text, Time
 from handlers.spend.report import SpendReport
+from handlers.sweep.report import SweepReport
 
 
 class SpendHome:

@@ -15,7 +15,7 @@ from handlers.spend.ports import SpendStore
 from handlers.spend.runs import SpendRecord, SpendRun, advance, closing, still_open
 
 if TYPE_CHECKING:
-    from handlers.idle.observe import Note, Seen
+    from handlers.sweep.observe import Note, Seen
 
 
 class SpendKeeper:

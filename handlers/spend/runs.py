@@ -17,30 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from handlers.costs import PriceBook
-from handlers.domain.facts import ClusterFacts
+from handlers.costs import PoolSeen
 from handlers.keeping import RecordKind
 
 HOUR = 3600.0
 MAX_GAP = 3  # sweep intervals an observation may be apart and still be one run
-
-
-@dataclass(frozen=True)
-class PoolSeen:
-    """One pool at one observation."""
-
-    pool: str
-    nodes: int
-    node_hour: float | None  # list price of one node-hour; None: not in the price book
-    compute: bool = True  # False for the login pool: never idle, always paid
-
-
-def pools_seen(cluster: ClusterFacts, prices: PriceBook) -> tuple[PoolSeen, ...]:
-    """Every pool of the cluster as an observation sees it: its nodes that exist now."""
-    return tuple(
-        PoolSeen(p.id, cluster.nodes(p), prices.node_hour(p), p.id != cluster.login_pool_id)
-        for p in cluster.node_pools
-    )
 
 
 @dataclass(frozen=True)

@@ -32,14 +32,14 @@ from handlers.entities import (
     Submission,
     TrackedOperation,
 )
-from handlers.idle.rules import IdleRecord
-from handlers.idle.state import IDLE_RECORD
 from handlers.keeping import RecordKind
 from handlers.owed.model import Owed
 from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
 from handlers.spend.ports import SPEND_PART
 from handlers.spend.runs import SpendRun
+from handlers.sweep.rules import IdleRecord
+from handlers.sweep.state import IDLE_RECORD
 from tests.support.memory_owed import MemoryOwed
 
 R = TypeVar("R")

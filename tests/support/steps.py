@@ -67,7 +67,7 @@ PATHS: dict[str, CrashPath] = {
     # an idle cluster's alert, from a sweep (which keeps the spend ledger's records too)
     "idle-alert": CrashPath(
         kinds=frozenset({"idle-alert"}),
-        modules=frozenset({"handlers/idle/sweep.py", "handlers/spend/keeper.py"}),
+        modules=frozenset({"handlers/sweep/sweep.py", "handlers/spend/keeper.py"}),
     ),
 }
 

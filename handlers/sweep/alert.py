@@ -8,7 +8,6 @@ from typing import Any
 
 from handlers.actions import SNOOZE_CHOICES, Keep, Remedy, Snooze, SweepNow
 from handlers.costs import PRICES_AS_OF, money
-from handlers.idle.rules import AutoAction, IdleRecord, Recommendation, Status, Verdict
 from handlers.reading.clusters import console_link
 from handlers.replies import (
     Button,
@@ -31,6 +30,7 @@ from handlers.replies import (
     UserRef,
     joined,
 )
+from handlers.sweep.rules import AutoAction, IdleRecord, Recommendation, Status, Verdict
 from handlers.words import duration, plural
 
 IDLE_PAYING = (Status.IDLE,)

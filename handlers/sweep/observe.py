@@ -10,12 +10,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from handlers.costs import PriceBook
+from handlers.costs import PoolSeen, PriceBook, pools_seen
 from handlers.domain.errors import SlurmUnreadableError
 from handlers.domain.facts import ClusterFacts
 from handlers.domain.operations import SlurmJob, SlurmNode
-from handlers.health.episodes import Change
-from handlers.health.rules import (
+from handlers.pacing import paced
+from handlers.ports import ActivityReader, Clock
+from handlers.reading.clusters import pools_summary
+from handlers.sweep import windows
+from handlers.sweep.alert import IdleEntry
+from handlers.sweep.health import (
     STUCK_AFTER,
     ClusterHealth,
     blocked_jobs,
@@ -23,9 +27,7 @@ from handlers.health.rules import (
     broken_nodes,
     cluster_trouble,
 )
-from handlers.idle import windows
-from handlers.idle.alert import IdleEntry
-from handlers.idle.rules import (
+from handlers.sweep.rules import (
     EXEMPT_LABEL,
     IdleRecord,
     NodeCensus,
@@ -35,10 +37,6 @@ from handlers.idle.rules import (
     node_census,
     queue_demand,
 )
-from handlers.pacing import paced
-from handlers.ports import ActivityReader, Clock
-from handlers.reading.clusters import pools_summary
-from handlers.spend.runs import PoolSeen, pools_seen
 
 
 @dataclass(frozen=True)
@@ -99,7 +97,9 @@ class Seen:
     record: IdleRecord | None = None
     entry: IdleEntry | None = field(default=None)
     idle: bool = False  # idle for longer than the policy's threshold (its pools' spend)
-    health_change: Change = Change.NONE  # what this sweep changed in its health episode
+    # what a listener noted of the cluster this sweep, under its own name (health: "opened"
+    # or "healed" an episode); the report counts them
+    marks: dict[str, str] = field(default_factory=dict)
 
 
 class SweepListener(Protocol):

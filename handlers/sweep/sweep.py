@@ -18,18 +18,6 @@ from dataclasses import dataclass, replace
 
 from handlers.costs import PriceBook
 from handlers.domain.names import target_of
-from handlers.health import episodes
-from handlers.idle.alert import IdleEntry
-from handlers.idle.observe import ActivityObserver, Note, Seen, SweepListener, Swept
-from handlers.idle.reach import REACH, Reach
-from handlers.idle.report import SweepReport
-from handlers.idle.rules import (
-    IdleRecord,
-    IdleRules,
-    Status,
-    Verdict,
-    assess,
-)
 from handlers.keeping import save_all
 from handlers.pacing import paced
 from handlers.ports import (
@@ -42,6 +30,17 @@ from handlers.ports import (
     no_crash,
 )
 from handlers.reading.clusters import ClusterDirectory
+from handlers.sweep.alert import IdleEntry
+from handlers.sweep.observe import ActivityObserver, Note, Seen, SweepListener, Swept
+from handlers.sweep.reach import REACH, Reach
+from handlers.sweep.report import SweepReport
+from handlers.sweep.rules import (
+    IdleRecord,
+    IdleRules,
+    Status,
+    Verdict,
+    assess,
+)
 
 log = logging.getLogger(__name__)
 SWEEP_LEASE = "idle-sweep"
@@ -171,7 +170,7 @@ class Sweeper:
             posted,
             targets=len(listings),
             unreadable_targets=unreadable,
-            episodes=_episodes(seen),
+            tallies=_tallies(seen),
         )
 
     async def _notes(self) -> dict[str, Note]:
@@ -237,15 +236,14 @@ class Sweeper:
             await self.records.delete(cluster)
 
 
-def _episodes(seen: Sequence[Seen]) -> dict[str, int]:
-    """How many health episodes this sweep opened (a new one, or one back within the quiet
-    period) and healed."""
-    changes = [item.health_change for item in seen]
-    opened = (episodes.Change.OPENED, episodes.Change.REOPENED)
-    return {
-        "opened": sum(1 for c in changes if c in opened),
-        "healed": changes.count(episodes.Change.HEALED),
-    }
+def _tallies(seen: Sequence[Seen]) -> dict[str, dict[str, int]]:
+    """What the listeners noted of this sweep's clusters, counted by name and mark."""
+    counted: dict[str, dict[str, int]] = {}
+    for item in seen:
+        for name, mark in item.marks.items():
+            marks = counted.setdefault(name, {})
+            marks[mark] = marks.get(mark, 0) + 1
+    return counted
 
 
 def _said(item: Seen) -> tuple[tuple[str, ...], ...]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from handlers.idle.alert import IdleEntry
-from handlers.idle.state import IdleRecord, Status
+from handlers.sweep.alert import IdleEntry
+from handlers.sweep.state import IdleRecord, Status
 
 LABELLED = "label clusterbot-idle: exempt"
 AGAIN = "watched again since the sweep; the next sweep decides"

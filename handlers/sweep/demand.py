@@ -1,7 +1,7 @@
 """Slurm's demand on a cluster, from its queue and its nodes: which jobs keep it busy,
 which wait on something only a person can change, and which nodes work or are out of
 service. Pure functions over the API's Slurm models, each rule beside Slurm's own page; the
-idle rules (``handlers/idle/rules.py``) and the off-hours schedules read them alike.
+idle rules (``handlers/sweep/rules.py``) and the off-hours schedules read them alike.
 
 What Slurm says (``GET /slurm/vX/jobs/`` and ``/nodes/``; each rule cites Slurm's own page):
 

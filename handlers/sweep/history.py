@@ -1,4 +1,4 @@
-"""Rule 9 of the idle policy (``handlers/idle/rules.py``): seven days of busy and quiet time per
+"""Rule 9 of the idle policy (``handlers/sweep/rules.py``): seven days of busy and quiet time per
 cluster, merged into runs, and the recommendation made from them."""
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 
 from handlers.costs import money
 from handlers.domain.operations import SlurmJob, SlurmNode, SlurmReservation
-from handlers.idle.demand import WAITS_FOR_RESERVATION
 from handlers.slurm.hostlist import expand
 from handlers.slurm.reasons import MAINTENANCE_FLAG
+from handlers.sweep.demand import WAITS_FOR_RESERVATION
 from handlers.words import plural
 
 # squeue/sinfo: a node in a reservation shows RESERVED (NODE_STATE_RES), MAINTENANCE too

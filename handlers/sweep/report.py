@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from handlers.idle.alert import IdleEntry
 from handlers.pacing import paced
+from handlers.sweep.alert import IdleEntry
 
 
 @dataclass
@@ -21,7 +21,8 @@ class SweepReport:
     alerts: int = 0
     targets: int = 0
     unreadable_targets: dict[str, str] = field(default_factory=dict)  # target -> why
-    episodes: dict[str, int] = field(default_factory=dict)  # health episodes opened, healed
+    # what the listeners noted of its clusters, counted: {name: {mark: clusters}}
+    tallies: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def head(self) -> dict[str, Any]:
         return {
@@ -31,7 +32,7 @@ class SweepReport:
             "failures": list(self.failures),
             "targets": self.targets,
             "unreadable_targets": dict(self.unreadable_targets),
-            "episodes": dict(self.episodes),
+            "tallies": {name: dict(marks) for name, marks in self.tallies.items()},
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,7 +60,10 @@ class SweepReport:
             unreadable_targets={
                 str(k): str(v) for k, v in dict(data.get("unreadable_targets", {})).items()
             },
-            episodes={str(k): int(v) for k, v in dict(data.get("episodes", {})).items()},
+            tallies={
+                str(name): {str(k): int(v) for k, v in dict(marks).items()}
+                for name, marks in dict(data.get("tallies", {})).items()
+            },
         )
 
 

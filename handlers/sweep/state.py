@@ -1,4 +1,4 @@
-"""What the idle policy (``handlers/idle/rules.py``) reads and writes: its rules from the policy
+"""What the idle policy (``handlers/sweep/rules.py``) reads and writes: its rules from the policy
 file, what it remembers of a cluster between sweeps, and what it decides."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from handlers.idle.history import Recommendation, Run
 from handlers.keeping import RecordKind
 from handlers.policy import Section
+from handlers.sweep.history import Recommendation, Run
 
 
 class AutoAction(StrEnum):

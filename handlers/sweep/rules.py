@@ -42,29 +42,29 @@ The rules, all of them:
    recommended only with a full week of history: until then, scaling to zero, which is easy
    to undo.
 
-What Slurm says is ``handlers/idle/demand.py``'s, each rule beside Slurm's own page.
+What Slurm says is ``handlers/sweep/demand.py``'s, each rule beside Slurm's own page.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from handlers.health.rules import ClusterHealth
-from handlers.idle.demand import NodeCensus as NodeCensus
-from handlers.idle.demand import QueueDemand as QueueDemand
-from handlers.idle.demand import Stall as Stall
-from handlers.idle.demand import StalledJobs as StalledJobs
-from handlers.idle.demand import node_census as node_census
-from handlers.idle.demand import node_notes
-from handlers.idle.demand import queue_demand as queue_demand
-from handlers.idle.history import Recommendation as Recommendation
-from handlers.idle.history import Run as Run
-from handlers.idle.history import recommend, record_history
-from handlers.idle.state import AutoAction as AutoAction
-from handlers.idle.state import IdleRecord as IdleRecord
-from handlers.idle.state import IdleRules as IdleRules
-from handlers.idle.state import Status as Status
-from handlers.idle.state import Verdict as Verdict
+from handlers.sweep.demand import NodeCensus as NodeCensus
+from handlers.sweep.demand import QueueDemand as QueueDemand
+from handlers.sweep.demand import Stall as Stall
+from handlers.sweep.demand import StalledJobs as StalledJobs
+from handlers.sweep.demand import node_census as node_census
+from handlers.sweep.demand import node_notes
+from handlers.sweep.demand import queue_demand as queue_demand
+from handlers.sweep.health import ClusterHealth
+from handlers.sweep.history import Recommendation as Recommendation
+from handlers.sweep.history import Run as Run
+from handlers.sweep.history import recommend, record_history
+from handlers.sweep.state import AutoAction as AutoAction
+from handlers.sweep.state import IdleRecord as IdleRecord
+from handlers.sweep.state import IdleRules as IdleRules
+from handlers.sweep.state import Status as Status
+from handlers.sweep.state import Verdict as Verdict
 from handlers.words import duration, plural
 
 EXEMPT_LABEL = ("clusterbot-idle", "exempt")
