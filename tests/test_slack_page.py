@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import struct
+import zlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -175,6 +177,44 @@ async def test_an_event_draws_only_what_it_changed(page: Page, stack: SlackStack
         return list.scrollHeight - list.scrollTop - list.clientHeight < 2;
     }""")
     assert at_bottom
+
+
+def tall_png(width: int = 640, height: int = 900) -> bytes:
+    """A grey PNG taller than the view, made byte by byte (PNG spec: signature, IHDR, IDAT
+    of filtered rows, IEND)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"".join(
+        (b"\x89PNG\r\n\x1a\n", chunk(b"IHDR", header), chunk(b"IDAT", zlib.compress(rows)))
+    ) + chunk(b"IEND", b"")
+
+
+async def test_the_view_stays_at_the_bottom_as_an_image_arrives(
+    page: Page, stack: SlackStack
+) -> None:
+    """A shared image is drawn after its message (a chart arrives as a file): a view that
+    was at the bottom is at the bottom once it has loaded, not its height above it."""
+    client = AsyncWebClient(token=TOKEN, base_url=stack.api_url)
+    for n in range(30):
+        await client.chat_postMessage(channel="C0MLINFRA", text=f"line {n}\n" + "words " * 40)
+    await expect(page.locator("#messages article.message")).to_have_count(30)
+    await client.files_upload_v2(
+        channel="C0MLINFRA", content=tall_png(), filename="tall.png", title="tall"
+    )
+    await page.wait_for_function("""() => {
+        const image = document.querySelector('#messages img.file-image');
+        return image !== null && image.complete && image.naturalHeight > 0;
+    }""")
+    gap = await page.evaluate("""() => {
+        const list = document.getElementById('messages');
+        return list.scrollHeight - list.scrollTop - list.clientHeight;
+    }""")
+    assert gap < 2
 
 
 async def test_composer_refuses_plain_text(page: Page) -> None:

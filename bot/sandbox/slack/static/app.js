@@ -243,6 +243,16 @@ function nearBottom(list) {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 80;
 }
 
+// A view at the bottom stays there when what is drawn grows after it (a chart or a shared
+// image arrives after its message); one a person scrolled up stays where they left it.
+function followBottom(list) {
+  let following = true;
+  list.addEventListener("scroll", () => { following = nearBottom(list); });
+  list.addEventListener("load", () => {
+    if (following) list.scrollTop = list.scrollHeight;
+  }, true); // an image's load does not bubble: it is caught on its way down
+}
+
 // The whole channel, drawn once it is loaded; each event after draws only what it changed.
 function render() {
   const list = $("messages");
@@ -474,6 +484,8 @@ async function init() {
   picker.addEventListener("change", () => selectUser(picker.value));
   $("composer").addEventListener("submit", send);
   $("thread-close").addEventListener("click", () => { state.thread = null; renderThread(); });
+  followBottom($("messages"));
+  followBottom($("thread-messages"));
   initViews();
   const savedChannel = localStorage.getItem("sandbox.channel");
   state.channel = state.channels.some((c) => c.id === savedChannel) ? savedChannel : state.channels[0].id;
