@@ -18,8 +18,6 @@ class FormKind:
     DELETE = "delete"
     SCRIPT = "script"
     SETTING = "setting"  # one slurm.conf key
-    SCHEDULE = "schedule"  # an off-hours schedule
-    DRAIN = "drain"  # a Slurm node's drain, with its reason
 
 
 EVERY_POOL = "*"  # a schedule form's pool choice for every compute pool
@@ -42,7 +40,7 @@ class FormAsk:
         return Role.OPERATOR
 
 
-def _guarded(read: Callable[[list[str]], FormAsk | None]) -> Callable[[list[str]], FormAsk | None]:
+def guarded(read: Callable[[list[str]], FormAsk | None]) -> Callable[[list[str]], FormAsk | None]:
     """A reader that answers None (no form: the parser says what is wrong) for bad words."""
 
     def reader(args: list[str]) -> FormAsk | None:
@@ -54,7 +52,7 @@ def _guarded(read: Callable[[list[str]], FormAsk | None]) -> Callable[[list[str]
     return reader
 
 
-def _on_a_pool(kind: str, args: list[str]) -> FormAsk | None:
+def on_a_pool(kind: str, args: list[str]) -> FormAsk | None:
     """``[CLUSTER [POOL]]``: a form on what they name; more words, or a bad pool, none."""
     if len(args) >= 3:
         return None
@@ -65,10 +63,10 @@ def _on_a_pool(kind: str, args: list[str]) -> FormAsk | None:
     return FormAsk(kind, cluster, pool)
 
 
-@_guarded
+@guarded
 def resize_form(args: list[str]) -> FormAsk | None:
     """``resize [CLUSTER [POOL]]``: the pool's bounds, and what is not given, in a form."""
-    return _on_a_pool(FormKind.RESIZE, args)
+    return on_a_pool(FormKind.RESIZE, args)
 
 
 def delete_form(args: list[str]) -> FormAsk | None:
@@ -76,7 +74,7 @@ def delete_form(args: list[str]) -> FormAsk | None:
     return None if args else FormAsk(FormKind.DELETE)
 
 
-@_guarded
+@guarded
 def slurm_form(args: list[str]) -> FormAsk | None:
     """``slurm CLUSTER set`` (a key and its value), ``slurm CLUSTER prolog|epilog add [N]``
     and ``… replace N`` (the script pasted or uploaded), in a form."""
@@ -94,12 +92,3 @@ def slurm_form(args: list[str]) -> FormAsk | None:
     if verb == "replace":
         return FormAsk(FormKind.SCRIPT, cluster, which=which, replace=number)
     return FormAsk(FormKind.SCRIPT, cluster, which=which, place=number)
-
-
-@_guarded
-def schedule_form(args: list[str]) -> FormAsk | None:
-    """``schedule [CLUSTER [POOL]]``: the off and on times, and what is not given, in a
-    form; ``schedule pause|resume|end ID`` and a schedule in words open none."""
-    if args and args[0].lower() in ("pause", "resume", "end"):
-        return None
-    return _on_a_pool(FormKind.SCHEDULE, args)

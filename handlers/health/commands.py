@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from handlers.forms.asks import FormAsk, FormKind
+from handlers.forms.asks import FormAsk
 from handlers.grammar import NODE_NAME, CommandError, arity, cluster_word, echo
 from handlers.policy import Role
 
@@ -18,6 +18,7 @@ NODE = (
     "one Slurm node now; ask to resume it, or to drain it with a reason (a second person approves)"
 )
 VERBS = ("resume", "drain")
+DRAIN_KIND = "drain"  # the form of a Slurm node's drain, with its reason
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,6 @@ def node_form(args: list[str]) -> FormAsk | None:
     if len(args) != 3 or args[2].lower() != "drain" or not NODE_NAME.match(args[1]):
         return None
     try:
-        return FormAsk(FormKind.DRAIN, cluster_word(args[0], "node"), which=args[1])
+        return FormAsk(DRAIN_KIND, cluster_word(args[0], "node"), which=args[1])
     except CommandError:
         return None

@@ -3,18 +3,17 @@ Slurm keeps the reason on the node for everyone (scontrol(1): a reason is requir
 
 from __future__ import annotations
 
-from handlers.forms.asks import FormKind
 from handlers.forms.choices import Forms
 from handlers.forms.model import Ask, Form, FormField
 from handlers.forms.spec import Checked, Filled, FormKindSpec
 from handlers.forms.views import ASK
-from handlers.health.commands import NodeCommand
+from handlers.health.commands import DRAIN_KIND, NodeCommand
 from handlers.health.kinds import MAX_REASON
 from handlers.replies import Note, Strong, Text
 
 
 class DrainForm(FormKindSpec):
-    kind = FormKind.DRAIN
+    kind = DRAIN_KIND
     subcommand = "node"
     title = "Drain a Slurm node"
     last = "reason"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from handlers.capability import Capability, Job, Kernel, Port
 from handlers.clicking import Click, Clicked, click
 from handlers.commanding import Subcommand
-from handlers.forms.asks import schedule_form
 from handlers.policy import Role
 from handlers.replies import Reply, notice
 from handlers.schedules.asking import NightAsking
@@ -21,7 +20,7 @@ from handlers.schedules.commands import (
     run_schedule,
     run_schedules,
 )
-from handlers.schedules.form import ScheduleForm
+from handlers.schedules.form import ScheduleForm, schedule_ask
 from handlers.schedules.kind import SCHEDULE as SCHEDULE_KIND
 from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
@@ -99,7 +98,7 @@ SCHEDULES_CAPABILITY = Capability(
             Role.OPERATOR,
             parse_schedule,
             run_schedule,
-            form=schedule_form,
+            form=schedule_ask,
         ),
         Subcommand(
             "schedules",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from handlers.domain.models import Cluster
-from handlers.forms.asks import EVERY_POOL, FormKind
+from handlers.forms.asks import EVERY_POOL, FormAsk, guarded, on_a_pool
 from handlers.forms.choices import Forms
 from handlers.forms.model import Ask, Choice, Form, FormField, FormState
 from handlers.forms.spec import Checked, Filled, FormKindSpec
@@ -16,6 +16,7 @@ from handlers.replies import Note
 from handlers.schedules.commands import AskSchedule
 from handlers.schedules.times import CLOCK, parse_weekly, parse_zone, unquoted
 
+SCHEDULE_KIND = "schedule"  # an off-hours schedule
 SCHEDULE_TITLE = "Off-hours schedule"  # a modal title holds 24 characters
 SCHEDULE_FIELDS = (
     ("off_days", "Off on (Mon-Fri, Sat,Sun, daily)", "Mon-Fri"),
@@ -25,8 +26,17 @@ SCHEDULE_FIELDS = (
 )
 
 
+@guarded
+def schedule_ask(args: list[str]) -> FormAsk | None:
+    """``schedule [CLUSTER [POOL]]``: the off and on times, and what is not given, in a
+    form; ``schedule pause|resume|end ID`` and a schedule in words open none."""
+    if args and args[0].lower() in ("pause", "resume", "end"):
+        return None
+    return on_a_pool(SCHEDULE_KIND, args)
+
+
 class ScheduleForm(FormKindSpec):
-    kind = FormKind.SCHEDULE
+    kind = SCHEDULE_KIND
     subcommand = "schedule"
     title = SCHEDULE_TITLE
     last = "tz"
