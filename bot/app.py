@@ -18,11 +18,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
-from bot.calendar import CronCalendar
-from bot.charts import AggCharts
-from bot.jobs import PeriodicJobs, crash_hook, digest_firings
+from bot.jobs import PeriodicJobs, crash_hook
 from bot.metrics import BotMetrics
 from bot.platform import chat_platform
+from bot.provision import provisions
 from bot.redact import Redactor
 from bot.routes import Readiness, Routes
 from bot.settings import Settings
@@ -32,16 +31,13 @@ from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SWEEP_DEADLINE, SlurmReader
-from handlers.capabilities import REGISTRY
 from handlers.capability import Options, Ports
 from handlers.changes.capability import RELEASES
 from handlers.home import Home
 from handlers.intake import Intake
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
-from handlers.schedules.capability import CALENDAR
 from handlers.services import build
-from handlers.spend.capability import CHARTS, DIGEST_CRON
 from handlers.spend.report import LEDGER_KEEPS
 from handlers.sweep.report import SweepReport
 
@@ -122,16 +118,7 @@ class ClusterbotService:
             owed=self.store,
             submissions=self.store,
             # the capabilities' ports: the store gives each whose Protocol it meets
-            provided=REGISTRY.provided(
-                self.store,
-                **{
-                    CALENDAR.name: CronCalendar(),
-                    CHARTS.name: AggCharts(),
-                    DIGEST_CRON.name: digest_firings(
-                        settings.digest_cron, settings.digest_timezone
-                    ),
-                },
-            ),
+            provided=provisions(self.store, settings.digest_cron, settings.digest_timezone),
         )
         change_window, node_window = send_windows(settings)
         options = Options(

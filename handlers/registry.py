@@ -114,7 +114,10 @@ class Registry:
         """What the shell provides the declared ports as: those it names in ``others``, and
         every other whose Protocol its ``store`` meets (a new capability's store port is
         provided by the store that implements it, with no list to edit)."""
-        provided = {name: given for name, given in others.items() if name in self.ports}
+        unknown = sorted(set(others) - set(self.ports))
+        if unknown:  # a provision no capability asks for is a port someone forgot to declare
+            raise ValueError(f"no capability declares the port {', '.join(unknown)}")
+        provided = dict(others)
         for name, port in self.ports.items():
             if name not in provided and isinstance(store, port.protocol):
                 provided[name] = store

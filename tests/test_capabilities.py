@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.calendar import CronCalendar
-from bot.charts import AggCharts
+from bot.provision import provisions
 from bot.store import Store
 from handlers.actions import needs
 from handlers.capabilities import CAPABILITIES, REGISTRY
@@ -24,7 +23,7 @@ from handlers.registry import Registry
 from handlers.replies import Heading, Reply, notice
 from handlers.schedules.capability import CALENDAR
 from handlers.schedules.ports import Calendar
-from handlers.spend.capability import CHARTS, SPEND_LEDGER
+from handlers.spend.capability import CHARTS, DIGEST_CRON, SPEND_LEDGER
 from handlers.sweep.report import SweepReport
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
@@ -140,17 +139,25 @@ def test_two_declarations_of_one_name_are_refused(extra: Capability, why: str) -
         Registry((*CAPABILITIES, CENSUS, extra))
 
 
-def test_the_store_provides_every_store_port_the_capabilities_declare(tmp_path: Path) -> None:
-    """The shell gives its store for every declared port whose Protocol it meets, and the
-    calendar and the chart drawer by name: each shipped capability has all it needs."""
+def test_the_service_provides_every_port_the_capabilities_declare(tmp_path: Path) -> None:
+    """The service gives its store for every declared port whose Protocol it meets, and the
+    calendar, the chart drawer and the digest's cron by name: each shipped capability has
+    all it needs, none of it missing or None."""
     store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}", REGISTRY.read_plan)
-    others = {CALENDAR.name: CronCalendar(), CHARTS.name: AggCharts()}
-    provided = REGISTRY.provided(store, **others)
+    provided = provisions(store, "0 9 * * mon", "UTC")
     assert set(provided) == set(REGISTRY.ports)
-    assert {name for name, given in provided.items() if given is store} == {
-        name for name in REGISTRY.ports if name not in others
-    }
-    assert REGISTRY.provided(object(), **others) == others  # a store that meets none
+    assert all(given is not None for given in provided.values())
+    named = {CALENDAR.name, CHARTS.name, DIGEST_CRON.name}
+    assert {name for name, given in provided.items() if given is store} == set(
+        REGISTRY.ports
+    ) - named
+    assert set(provisions(object(), "off", "UTC")) == named  # a store that meets none
+    assert provisions(object(), "off", "UTC")[DIGEST_CRON.name] is None  # no cron: no firing
+
+
+def test_a_provision_no_capability_declares_is_refused() -> None:
+    with pytest.raises(ValueError, match="no capability declares the port digest_crn"):
+        REGISTRY.provided(object(), digest_crn=lambda since, until: [])
 
 
 def test_a_port_of_one_name_is_one_port() -> None:

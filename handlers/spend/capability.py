@@ -108,6 +108,6 @@ async def _owe_due(digest: Digest) -> None:
 DIGEST = Capability(
     "digest",
     build_digest,
-    ports=(SPEND_LEDGER, DIGEST_FIRINGS, SCHEDULE_STORE),
+    ports=(SPEND_LEDGER, DIGEST_FIRINGS, DIGEST_CRON, SCHEDULE_STORE),
     jobs=(Job("digest", _owe_due, DIGEST_LOOK),),
 )
