@@ -9,6 +9,8 @@ from aiohttp.typedefs import Handler
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from handlers.health.alerts import COUNTED
+
 # A counter's ``_created`` sample would double every series for a value nobody graphs.
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -68,7 +70,7 @@ class BotMetrics:
             ["change"],
             registry=self.registry,
         )
-        for change in ("opened", "healed"):  # both series exist from the start, at zero
+        for change in sorted(set(COUNTED.values())):  # each series exists from start, at 0
             self.health_episodes.labels(change=change)
         self.sweeping = Gauge(
             "clusterbot_sweeping",
