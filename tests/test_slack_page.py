@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from playwright.async_api import Page, expect
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tests.conftest import require
@@ -210,11 +211,16 @@ async def test_the_view_stays_at_the_bottom_as_an_image_arrives(
         const image = document.querySelector('#messages img.file-image');
         return image !== null && image.complete && image.naturalHeight > 0;
     }""")
-    gap = await page.evaluate("""() => {
+    # An image is complete a moment before its load event is handled: wait for the view to
+    # settle at the bottom, and say how far above it the view stayed if it never does.
+    gap = """() => {
         const list = document.getElementById('messages');
         return list.scrollHeight - list.scrollTop - list.clientHeight;
-    }""")
-    assert gap < 2
+    }"""
+    try:
+        await page.wait_for_function(f"() => ({gap})() < 2", timeout=10_000)
+    except PlaywrightTimeout:
+        pytest.fail(f"the view stayed {await page.evaluate(gap)} px above the newest message")
 
 
 async def test_composer_refuses_plain_text(page: Page) -> None:

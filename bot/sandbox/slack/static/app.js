@@ -248,8 +248,12 @@ function nearBottom(list) {
 function followBottom(list) {
   let following = true;
   list.addEventListener("scroll", () => { following = nearBottom(list); });
-  list.addEventListener("load", () => {
-    if (following) list.scrollTop = list.scrollHeight;
+  list.addEventListener("load", (event) => {
+    // The image's height may be laid out before its load is handled, and a scroll in between
+    // reads as "not at the bottom": an image in the newest message is measured out of the gap.
+    const newest = event.target.closest?.("article.message") === list.lastElementChild;
+    const before = list.scrollHeight - list.scrollTop - list.clientHeight - event.target.offsetHeight;
+    if (following || (newest && before < 80)) list.scrollTop = list.scrollHeight;
   }, true); // an image's load does not bubble: it is caught on its way down
 }
 
