@@ -1,5 +1,8 @@
 """Idle sweeps of 1,000 and 10,000 clusters over 10 targets at default settings, every
-control-plane call 50 ms slow (the simulator in a process of its own).
+control-plane call 50 ms slow (the simulator in a process of its own): a quiet fleet, whose
+every cluster needs its nodes and its queue read, and one 80 % busy, where a cluster's nodes
+alone show it busy and healthy. Each sweep's Slurm queries are held against the fewest its
+clusters' nodes allow.
 
 The bound is what latency alone allows: the list pages of one target go one after another,
 and the Slurm queries (the simulator's request log counts them) spread over the default
@@ -9,6 +12,7 @@ number of calls at once. The sweep counts only if it reported every cluster.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import resource
@@ -27,6 +31,7 @@ from bot.app import ClusterbotService
 from bot.settings import Settings
 from handlers.domain.names import Target
 from handlers.policy import Policy
+from handlers.sweep.demand import OUT_OF_SERVICE, WORKING_NODE_STATES
 
 TARGETS = 10
 LATENCY_MS = 50
@@ -56,11 +61,15 @@ async def sweeping_service(
     return service
 
 
-async def one(results: Results, clusters: int) -> None:
+async def one(results: Results, clusters: int, busy_share: float) -> None:
+    """One sweep of ``clusters``, ``busy_share`` of them with a running job (the rest idle)."""
     targets, fixtures = fleet(TARGETS, clusters)
+    every = fixtures["clusters"]
+    busy = every[: round(len(every) * busy_share)]
+    document: dict[str, Any] = {**fixtures, "jobs": {str(c["name"]): {"running": 1} for c in busy}}
     per_target = clusters // TARGETS
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-sweep-bench-"))
-    with simulator_process(fixtures, page_max=PAGE) as (url, simulator_pid):
+    with simulator_process(document, page_max=PAGE) as (url, simulator_pid):
         async with aiohttp.ClientSession() as session:
             service = await sweeping_service(session, url, targets, folder / "sweep.db")
             settings = service.settings
@@ -81,13 +90,19 @@ async def one(results: Results, clusters: int) -> None:
             concurrency = settings.vertex_concurrency
             queries = [c for c in log["requests"] if c["path"].endswith(":callSlurmRestApi")]
             if clusters <= RAW_UP_TO:
-                raw = await raw_queries(session, url, queries, concurrency)
+                raw, fewest = await raw_queries(session, url, queries, concurrency)
     assert report is not None and len(report.entries) == clusters, "the sweep missed clusters"
     slurm = len(queries)
     assert slurm >= clusters, "not every cluster's Slurm was asked"
     bound = (math.ceil(per_target / PAGE) + slurm / concurrency) * LATENCY_MS / 1000
-    name = f"sweep of {clusters:,} clusters"
+    name = f"sweep of {clusters:,} clusters, {busy_share:.0%} busy"
     results.add("sweep", f"{name}: Slurm queries", slurm, "calls")
+    results.add("sweep", f"{name}: Slurm queries per cluster", slurm / clusters, "calls")
+    if clusters <= RAW_UP_TO:
+        # the fewest its clusters' nodes allow: no more is asked than idleness and health need
+        results.add(
+            "sweep", f"{name}: Slurm queries / the fewest", slurm / fewest, "x", at_most=1.0
+        )
     results.add("sweep", f"{name}: wall time", elapsed, "s")
     results.add("sweep", f"{name}: latency bound", bound, "s")
     results.add("sweep", f"{name}: wall time / bound", elapsed / bound, "x", at_most=1.3)
@@ -100,22 +115,42 @@ async def one(results: Results, clusters: int) -> None:
     results.add("sweep", f"{name}: peak memory grown", max(0.0, grown), "MB")
 
 
-async def raw_queries(
-    session: aiohttp.ClientSession, url: str, queries: list[dict[str, Any]], concurrency: int
-) -> float:
-    """The sweep's Slurm queries sent again straight from a bare client, ``concurrency`` at
-    once, each cluster's in turn as the sweep sends them (its jobs, then, none running, its
-    nodes); the wall time over its bound."""
+def asked_of(queries: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each cluster's Slurm paths, in the order the sweep sent them."""
     asked: dict[str, list[str]] = {}
     for query in queries:
         cluster = query["path"].removeprefix("/v1beta1/").removesuffix(":callSlurmRestApi")
         asked.setdefault(cluster, []).append(query["body"]["path"])
-    assert {len(paths) for paths in asked.values()} == {2}, "Slurm asked other than jobs, nodes"
+    return asked
+
+
+def needs_queue(nodes_body: bytes) -> bool:
+    """Whether a cluster's queue must be read besides its nodes (sinfo(1) NODE STATE CODES):
+    no node works or completes a job, so a pending job may be demand; or a node is out of
+    service, and the jobs it holds up are its health."""
+    reply = json.loads(json.loads(nodes_body)["body"])
+    states = [set(node["state"]) for node in reply["nodes"]]
+    working = WORKING_NODE_STATES | {"COMPLETING"}
+    return not any(s & working for s in states) or any(s & set(OUT_OF_SERVICE) for s in states)
+
+
+async def raw_queries(
+    session: aiohttp.ClientSession, url: str, queries: list[dict[str, Any]], concurrency: int
+) -> tuple[float, int]:
+    """The sweep's Slurm queries sent again straight from a bare client, ``concurrency`` at
+    once, each cluster's in turn as the sweep sends them (its nodes, then, where they need
+    it, its jobs): the wall time over its bound, and the fewest queries the clusters'
+    nodes allow (each one's nodes, and its jobs where ``needs_queue``)."""
+    asked = asked_of(queries)
+    shapes = {tuple(p.rsplit("/", 2)[-2] for p in paths) for paths in asked.values()}
+    assert shapes <= {("nodes",), ("nodes", "jobs")}, (
+        f"Slurm asked other than nodes, jobs: {shapes}"
+    )
     waiting = list(asked.items())
-    sent = 0
+    sent = fewest = 0
 
     async def worker() -> None:
-        nonlocal sent
+        nonlocal sent, fewest
         while waiting:
             cluster, paths = waiting.pop()
             for path in paths:
@@ -123,15 +158,17 @@ async def raw_queries(
                 headers = {"Authorization": "Bearer bench"}
                 target = f"{url}/v1beta1/{cluster}:callSlurmRestApi"
                 async with session.post(target, json=body, headers=headers) as reply:
-                    await reply.read()
+                    read = await reply.read()
                     assert reply.status == 200, reply.status
                 sent += 1
+                if path.endswith("/nodes/"):
+                    fewest += 1 + needs_queue(read)
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     assert sent == len(queries), "the raw pass did not send every query"
-    return elapsed / ((sent / concurrency) * LATENCY_MS / 1000)
+    return elapsed / ((sent / concurrency) * LATENCY_MS / 1000), fewest
 
 
 async def run(results: Results) -> None:
@@ -139,5 +176,5 @@ async def run(results: Results) -> None:
         f"idle sweeps over {TARGETS} targets, {LATENCY_MS} ms a call, default settings "
         "(calls at once: CLUSTERBOT_VERTEX_CONCURRENCY, 32)"
     )
-    for clusters in (1_000, 10_000):
-        await one(results, clusters)
+    for clusters, busy_share in ((1_000, 0.0), (1_000, 0.8), (10_000, 0.8)):
+        await one(results, clusters, busy_share)

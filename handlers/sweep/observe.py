@@ -174,19 +174,30 @@ class ActivityObserver:
             return seen if trouble is None else replace(seen, health=ClusterHealth(trouble=trouble))
         if seen.busy_reason() is not None:
             return seen  # a change of clusterbot's runs: no need to ask Slurm
+        return await self.ask_slurm(cluster, seen)
+
+    async def ask_slurm(self, cluster: Swept, seen: Observation) -> Observation:
+        """Its nodes first; its queue only where the nodes do not already show it busy, or
+        where broken nodes need the jobs they hold up: one call for most busy clusters."""
+        name = cluster.name
         try:
-            jobs, nodes = await self.reader.jobs(name), await self.reader.nodes(name)
-            held = await self.reader.reservations(name) if windows.wanted(jobs, nodes) else None
+            nodes = await self.reader.nodes(name)
+            census = node_census(nodes)
+            read_jobs = not census.busy or bool(broken_nodes(nodes))
+            jobs = await self.reader.jobs(name) if read_jobs else None
+            held = (
+                await self.reader.reservations(name) if windows.wanted(jobs or (), nodes) else None
+            )
         except SlurmUnreadableError as error:
             return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
         now = self.clock()
         starts = None if held is None else windows.starts(held)
-        demand = queue_demand(jobs, now, self.idle_after, starts)
-        census = None if demand.active else node_census(nodes)
-        seen = replace(seen, at=now, health=health_of(cluster, jobs, nodes, now)).with_slurm(
-            demand, census
-        )
-        if census is None or not census.maintenance:
+        demand = None if jobs is None else queue_demand(jobs, now, self.idle_after, starts)
+        # the queue shows it busy: its nodes are not counted
+        counted = None if demand is not None and demand.active else census
+        health = health_of(cluster, jobs or [], nodes, now)
+        seen = replace(seen, at=now, health=health).with_slurm(demand, counted)
+        if counted is None or not census.maintenance:
             return seen
         planned = [n for n in nodes if n.name in set(census.maintenance)]
         prices = {p.pool: p.node_hour for p in cluster.pools if p.compute}

@@ -89,11 +89,13 @@ class Observation:
     asleep: str | None = None  # asleep by its off-hours schedule: not idle
     health: ClusterHealth | None = None  # its broken nodes and stuck jobs (None: not read)
     scheduled: str | None = None  # when its schedule takes it to zero anyway
+    # False when the nodes alone showed it busy and healthy, so its queue was not read
+    jobs_read: bool = True
 
     @property
     def jobs_hidden(self) -> bool:
         """Nodes are working but no running job is visible to the bot's account."""
-        return self.busy_nodes > 0 and not self.running_jobs
+        return self.jobs_read and self.busy_nodes > 0 and not self.running_jobs
 
     def busy_reason(self) -> str | None:
         if self.tracked_operation:
@@ -103,6 +105,8 @@ class Observation:
         running, pending = self.running_jobs or 0, self.pending_jobs or 0
         if running or pending:
             return f"{running} running and {pending} pending Slurm jobs"
+        if self.busy_nodes and not self.jobs_read:
+            return f"{plural(self.busy_nodes, 'Slurm node')} allocated to jobs"
         if self.busy_nodes:
             return (
                 f"{plural(self.busy_nodes, 'Slurm node')} allocated but no job visible to "
@@ -111,13 +115,17 @@ class Observation:
         completing = plural(self.completing_nodes, "Slurm node")
         return f"{completing} completing a job (its epilog runs)" if self.completing_nodes else None
 
-    def with_slurm(self, demand: QueueDemand, census: NodeCensus | None) -> Observation:
-        """This observation with what Slurm said: its queue, and its nodes when read."""
-        seen = replace(
-            self,
-            running_jobs=demand.running,
-            pending_jobs=demand.pending,
-            queue_notes=tuple(group.words() for group in demand.stalled),
+    def with_slurm(self, demand: QueueDemand | None, census: NodeCensus | None) -> Observation:
+        """This observation with what Slurm said: its queue when read, and its nodes."""
+        seen = (
+            replace(self, running_jobs=None, pending_jobs=None, jobs_read=False)
+            if demand is None
+            else replace(
+                self,
+                running_jobs=demand.running,
+                pending_jobs=demand.pending,
+                queue_notes=tuple(group.words() for group in demand.stalled),
+            )
         )
         if census is None:
             return seen
