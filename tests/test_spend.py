@@ -173,10 +173,13 @@ def test_cost_words() -> None:
     )
 
 
-def _done(request_id: str, origin: Origin, before: float, after: float, at: float) -> Any:
-    """A succeeded change of c1 as the store keeps it: its plan's costs, and when it ended."""
+def succeeded(
+    request_id: str, origin: Origin, before: float, after: float, at: float, cluster: str = C1
+) -> Any:
+    """A succeeded change of a cluster (train01 unless told) as the store keeps it: its plan's
+    costs, and when it ended."""
     plan = ChangePlan(
-        cluster=C1,
+        cluster=cluster,
         detail=ResizeDetail(),
         cost_before=before,
         cost_after=after,
@@ -197,11 +200,11 @@ def _done(request_id: str, origin: Origin, before: float, after: float, at: floa
 
 def test_a_remedy_saves_until_the_next_change_and_a_schedule_until_its_wake() -> None:
     requests = [
-        _done("r-remedy", Origin.IDLE, 100.0, 0.5, 10 * HOUR),  # scaled to zero at 10:00
-        _done("r-manual", Origin.COMMAND, 0.5, 100.0, 14 * HOUR),  # someone scales it up
-        _done("r-off", Origin.SCHEDULE, 100.0, 0.5, 20 * HOUR),  # the schedule's off
-        _done("r-on", Origin.SCHEDULE, 0.5, 100.0, 32 * HOUR),  # and its on, 12 h later
-        _done("r-growth", Origin.COMMAND, 100.0, 150.0, 40 * HOUR),  # costs more: no saving
+        succeeded("r-remedy", Origin.IDLE, 100.0, 0.5, 10 * HOUR),  # scaled to zero at 10:00
+        succeeded("r-manual", Origin.COMMAND, 0.5, 100.0, 14 * HOUR),  # someone scales it up
+        succeeded("r-off", Origin.SCHEDULE, 100.0, 0.5, 20 * HOUR),  # the schedule's off
+        succeeded("r-on", Origin.SCHEDULE, 0.5, 100.0, 32 * HOUR),  # and its on, 12 h later
+        succeeded("r-growth", Origin.COMMAND, 100.0, 150.0, 40 * HOUR),  # costs more: no saving
     ]
     found = savings(requests, {C1: (("team", "ml"),)})
     assert [(s.request_id, s.cause, s.end) for s in found] == [
@@ -219,8 +222,8 @@ def test_the_charts_days_are_the_ledgers_sums() -> None:
     and a schedule's saving; each day's figures add up to the table's total."""
     runs = sweep_week()
     requests = [
-        _done("r-remedy", Origin.IDLE, 140.4, 0.4, 5 * DAY + 10 * HOUR),  # Saturday 10:00
-        _done("r-back", Origin.COMMAND, 0.4, 140.4, 6 * DAY + 8 * HOUR),
+        succeeded("r-remedy", Origin.IDLE, 140.4, 0.4, 5 * DAY + 10 * HOUR),  # Saturday 10:00
+        succeeded("r-back", Origin.COMMAND, 0.4, 140.4, 6 * DAY + 8 * HOUR),
     ]
     saved = savings(requests)
     chart = daily(runs, saved, 0.0, WEEK, "train01, last 7d")
@@ -259,9 +262,9 @@ def _runs_and_savings(seed: int) -> tuple[list[SpendRun], list[Any], float, floa
         )
     moments = sorted(start + rng.uniform(0, 20 * DAY) for _ in range(12))
     done = [  # train01 scaled down by a remedy, up by hand, in turn
-        _done(f"r-{n}", Origin.IDLE, 100.0, 0.5, at)
+        succeeded(f"r-{n}", Origin.IDLE, 100.0, 0.5, at)
         if n % 2 == 0
-        else _done(f"r-{n}", Origin.COMMAND, 0.5, 100.0, at)
+        else succeeded(f"r-{n}", Origin.COMMAND, 0.5, 100.0, at)
         for n, at in enumerate(moments)
     ]
     found = savings(done, {C1: (("team", "vision"),)})

@@ -88,14 +88,24 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
         yield store
 
 
-@pytest.fixture(params=["memory", *DATABASES])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Rows]:
-    """The store's contract, held by the in-memory ports the unit tests use as well."""
-    if request.param == "memory":
+STORES = ["memory", *DATABASES]
+
+
+@asynccontextmanager
+async def rows_of(kind: str, tmp_path: Path) -> AsyncIterator[Rows]:
+    """The in-memory ports the unit tests use, or a real database."""
+    if kind == "memory":
         yield MemoryStore()
         return
-    async with open_store(request.param, tmp_path) as real:
+    async with open_store(kind, tmp_path) as real:
         yield real
+
+
+@pytest.fixture(params=STORES)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Rows]:
+    """The store's contract, held by the in-memory ports the unit tests use as well."""
+    async with rows_of(request.param, tmp_path) as rows:
+        yield rows
 
 
 def idle_records(store: Rows) -> MemoryIdleRecords | IdleRecords:
@@ -119,7 +129,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0012"
+HEAD = "0013"
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:

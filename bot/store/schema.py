@@ -32,7 +32,7 @@ requests = sa.Table(
     sa.Column("decided_at", sa.Float),
     sa.Column("operation", sa.String(300)),
     sa.Column("outcome", sa.Text),
-    sa.Column("finished_at", sa.Float),
+    sa.Column("finished_at", sa.Float, index=True),
     sa.Column("origin", sa.String(32), nullable=False, server_default="command"),
     sa.Column("owner", sa.String(128)),
     sa.Column("lease_until", sa.Float, nullable=False, server_default="0"),
@@ -192,6 +192,19 @@ spend_runs = sa.Table(
     sa.Column("idle", sa.Boolean, nullable=False),
     sa.Column("target", sa.String(100), nullable=False),
     sa.Column("labels", sa.Text, nullable=False),  # JSON: [[key, value], ...]
+)
+
+# What each succeeded change did to its cluster's cost an hour (handlers/spend/savings.py),
+# kept from the requests as they end: a report reads the savings of its period by time
+# instead of every request's plan. A change that saved nothing ends the saving before it.
+changes_done = sa.Table(
+    "changes_done",
+    metadata,
+    sa.Column("request_id", sa.String(40), primary_key=True),
+    sa.Column("cluster", sa.String(300), nullable=False, index=True),
+    sa.Column("finished_at", sa.Float, nullable=False, index=True),
+    sa.Column("cause", sa.String(32)),  # None: the change saved nothing
+    sa.Column("per_hour", sa.Float),
 )
 
 # Off-hours schedules (handlers/schedules/): each phase change one conditional UPDATE.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import sqlalchemy as sa
@@ -14,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.store import schema
 from handlers.spend.ports import SPEND_PART
 from handlers.spend.runs import SpendRun
+from handlers.spend.savings import ChangeDone, Saving
 
 
 def _row(run: SpendRun) -> dict[str, Any]:
@@ -112,3 +114,50 @@ class SpendRows:
             async for rows in result.partitions(size):
                 # made into runs in a worker thread: the loop only fetches
                 yield await asyncio.to_thread(_runs, rows, read)
+
+    async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:
+        if not done:
+            return
+        table = schema.changes_done
+        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
+        async with self.engine.begin() as connection:
+            await connection.execute(statement, [asdict(change) for change in done])
+
+    async def changes_done_until(self) -> float | None:
+        table = schema.changes_done
+        async with self.engine.connect() as connection:
+            found = await connection.scalar(sa.select(sa.func.max(table.c.finished_at)))
+        return None if found is None else float(found)
+
+    async def savings_between(self, since: float, until: float) -> list[Saving]:
+        """Each saving's end is the next kept change of its cluster (``lead`` over the
+        cluster's changes, as SQLite and PostgreSQL both compute it)."""
+        table = schema.changes_done
+        ended = (
+            sa.func.lead(table.c.finished_at)
+            .over(partition_by=table.c.cluster, order_by=(table.c.finished_at, table.c.request_id))
+            .label("ended")
+        )
+        changes = sa.select(table, ended).where(table.c.finished_at < until).subquery()
+        query = (
+            sa.select(changes)
+            .where(
+                changes.c.cause.is_not(None),
+                sa.or_(changes.c.ended.is_(None), changes.c.ended > since),
+            )
+            .order_by(changes.c.finished_at, changes.c.request_id)
+        )
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(query)
+            return [
+                Saving(
+                    cluster=row.cluster,
+                    cause=row.cause,
+                    start=row.finished_at,
+                    end=row.ended,
+                    per_hour=row.per_hour,
+                    request_id=row.request_id,
+                )
+                for row in rows
+            ]

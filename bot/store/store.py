@@ -234,6 +234,16 @@ class Store(
         table = schema.requests
         return await self._requests(table.c.state.in_([str(s) for s in states]))
 
+    async def requests_ended(self, state: str, since: float) -> list[ApprovalRequest]:
+        table = schema.requests
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                sa.select(table)
+                .where(table.c.state == str(state), table.c.finished_at >= since)
+                .order_by(table.c.finished_at, table.c.id)
+            )
+            return [_request(r, self.plans) for r in rows]
+
     async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]:
         table = schema.requests
         return await self._requests(table.c.requester == requester, table.c.created_at >= since)

@@ -187,7 +187,7 @@ class Digest:
         """The digest, this week's spend, and its chart, from one read of the ledger."""
         week, before = until - WEEK, until - 2 * WEEK
         runs = await self.spend.runs(before, until)
-        saved = await self.spend.saved(runs)
+        saved = await self.spend.saved(runs, before, until)
         chart = daily(runs, saved, week, until, "all clusters, last 7d")
         this = totals(runs, week, until, saved=saved)
         last = totals(runs, before, week, saved=saved)

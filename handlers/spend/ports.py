@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from handlers.spend.chart import Chart
 from handlers.spend.runs import SpendRun
+from handlers.spend.savings import ChangeDone, Saving
 
 SPEND_PART = 1000  # ledger runs read at once by a report
 
@@ -40,4 +41,17 @@ class SpendStore(Protocol):
     ) -> AsyncIterator[list[SpendRun]]:
         """The same runs, of all clusters, ``size`` at a time: a report over a year of them
         holds one part at once."""
+        ...
+
+    async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:
+        """Keep succeeded changes; one already kept is left as it is."""
+        ...
+
+    async def changes_done_until(self) -> float | None:
+        """When the newest kept change ended (None: none is kept)."""
+        ...
+
+    async def savings_between(self, since: float, until: float) -> list[Saving]:
+        """The savings that overlap [since, until), oldest first, each until the next kept
+        change of its cluster (without target or labels: the caller's)."""
         ...

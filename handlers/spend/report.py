@@ -10,16 +10,16 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from handlers.costs import money
-from handlers.entities import RequestState
 from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_back
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
+from handlers.spend.book import Labels, SavingsBook
 from handlers.spend.chart import Chart, chart_of
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.ports import Charts, SpendStore
 from handlers.spend.runs import HOUR, SpendRun
-from handlers.spend.savings import Saving, savings
+from handlers.spend.savings import Saving
 from handlers.spend.totals import (
     GroupDays,
     Grouping,
@@ -100,7 +100,7 @@ class SpendReport:
     ) -> None:
         self.store = store
         self.keeper = keeper  # the runs still open, in the spend ledger's records
-        self.requests = requests  # succeeded changes: what remedies and schedules saved
+        self.book = SavingsBook(store, requests)  # what remedies and schedules saved
         self.messenger = messenger
         self.charts = charts  # None: the report is a table only
         self.clock = clock
@@ -110,12 +110,13 @@ class SpendReport:
         """The ledger's runs, and the runs still open, up to now."""
         return await self.store.spend_between(since, until) + await self.keeper.open_runs(until)
 
-    async def saved(self, runs: list[SpendRun]) -> list[Saving]:
-        """What remedies and schedules saved, each cluster's labels taken from its runs."""
-        return await self.saved_with({run.cluster: run.labels for run in runs})
+    async def saved(self, runs: list[SpendRun], since: float, until: float) -> list[Saving]:
+        """What remedies and schedules saved over [since, until), each cluster's labels
+        taken from its runs."""
+        return await self.saved_with({run.cluster: run.labels for run in runs}, since, until)
 
-    async def saved_with(self, labels: dict[str, tuple[tuple[str, str], ...]]) -> list[Saving]:
-        return savings(await self.requests.requests_in([str(RequestState.SUCCEEDED)]), labels)
+    async def saved_with(self, labels: Labels, since: float, until: float) -> list[Saving]:
+        return await self.book.between(since, until, labels)
 
     async def tally(self, tally: Tally) -> Tally:
         """``tally`` folded over the ledger a part at a time, each part off the event loop,
@@ -136,7 +137,7 @@ class SpendReport:
         at = datetime.fromtimestamp(until, UTC)
         start = datetime(at.year, at.month, 1, tzinfo=UTC).timestamp()
         runs = await self.runs(start, until)
-        saved = await self.saved(runs)
+        saved = await self.saved(runs, start, until)
         causes: dict[str, float] = {}
         for saving in saved:
             if saving.within(start, until) > 0:
@@ -153,7 +154,7 @@ class SpendReport:
             return key is None or key in (placed.cluster, placed.cluster.rsplit("/", 1)[-1])
 
         tally = await self.tally(Tally(since, until, group, keep))
-        saved = await self.saved_with(tally.labels)
+        saved = await self.saved_with(tally.labels, since, until)
         groups = tally.totals(saved)
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"

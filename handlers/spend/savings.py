@@ -2,9 +2,12 @@
 cost, from the moment its change succeeded until the next change of that cluster succeeded
 (the wake, a resize back up, a restore), at the hourly cost its plan took away.
 
-It is read from the requests themselves, not kept apart, so it needs no writing of its own
-and a crash cannot lose it: a succeeded change's plan holds the cost before and after, and
-its end time. Like the spend, it is an estimate at list prices.
+It comes from the requests themselves: a succeeded change's plan holds the cost before and
+after, and its end time. Each succeeded change is kept as a row (``ChangeDone``: when, and
+what it took away an hour, if anything) by ``handlers/spend/book.py``, from the requests
+that ended since the last row, so a crash loses nothing and a report reads the savings of
+its period by time instead of every request's plan. Like the spend, it is an estimate at
+list prices.
 """
 
 from __future__ import annotations
@@ -42,6 +45,34 @@ class Saving:
 
     def saved(self, since: float, until: float) -> float:
         return self.per_hour * self.within(since, until) / HOUR
+
+
+@dataclass(frozen=True)
+class ChangeDone:
+    """A succeeded change of a cluster: when it ended, and what it took away an hour (None:
+    nothing, yet it ends the saving before it)."""
+
+    request_id: str
+    cluster: str
+    finished_at: float
+    cause: str | None = None
+    per_hour: float | None = None
+
+
+def changes_done(requests: Iterable[ApprovalRequest]) -> list[ChangeDone]:
+    """The rows the ended ``requests`` keep: every succeeded change, saving or not."""
+    return [
+        ChangeDone(
+            request.id,
+            request.cluster,
+            request.finished_at,
+            CAUSES[request.origin] if cut is not None else None,
+            cut,
+        )
+        for request in requests
+        if request.finished_at is not None
+        for cut in [_cut(request)]
+    ]
 
 
 def savings(

@@ -38,6 +38,7 @@ from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
 from handlers.spend.ports import SPEND_PART
 from handlers.spend.runs import SpendRun
+from handlers.spend.savings import ChangeDone, Saving
 from handlers.sweep.rules import IdleRecord
 from handlers.sweep.state import IDLE_RECORD
 from tests.support.memory_owed import MemoryOwed
@@ -57,6 +58,7 @@ class MemoryStore(MemoryOwed):
     reports: dict[str, tuple[float, str]] = field(default_factory=dict)
     submissions: dict[str, Submission] = field(default_factory=dict)
     spend: dict[tuple[str, str, float], SpendRun] = field(default_factory=dict)
+    done: dict[str, ChangeDone] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     # -- requests ------------------------------------------------------------------------------
@@ -107,6 +109,43 @@ class MemoryStore(MemoryOwed):
             if r.end > since and r.start < until and cluster in (None, r.cluster)
         ]
         return sorted(found, key=lambda r: (r.start, r.cluster, r.pool))
+
+    async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:
+        self._reach()
+        for change in done:
+            self.done.setdefault(change.request_id, change)
+
+    async def changes_done_until(self) -> float | None:
+        self._reach()
+        return max((c.finished_at for c in self.done.values()), default=None)
+
+    async def savings_between(self, since: float, until: float) -> list[Saving]:
+        self._reach()
+        changes = sorted(
+            (c for c in self.done.values() if c.finished_at < until),
+            key=lambda c: (c.finished_at, c.request_id),
+        )
+        found, following = [], {}
+        for change in reversed(changes):
+            end = following.get(change.cluster)
+            following[change.cluster] = change.finished_at
+            if (
+                change.cause is None
+                or change.per_hour is None
+                or (end is not None and end <= since)
+            ):
+                continue
+            found.append(
+                Saving(
+                    change.cluster,
+                    change.cause,
+                    change.finished_at,
+                    end,
+                    change.per_hour,
+                    change.request_id,
+                )
+            )
+        return found[::-1]
 
     async def spend_parts(
         self, since: float, until: float, size: int = SPEND_PART
@@ -212,6 +251,13 @@ class MemoryStore(MemoryOwed):
     async def requests_in(self, states: Sequence[str]) -> list[ApprovalRequest]:
         self._reach()
         return self._where(lambda r: str(r.state) in {str(s) for s in states})
+
+    async def requests_ended(self, state: str, since: float) -> list[ApprovalRequest]:
+        self._reach()
+        found = self._where(
+            lambda r: str(r.state) == str(state) and (r.finished_at or -1.0) >= since
+        )
+        return sorted(found, key=lambda r: (r.finished_at or 0.0, r.id))
 
     async def start_following(
         self, request_id: str, operation: TrackedOperation, owe: Sequence[Owed] = ()

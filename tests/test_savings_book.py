@@ -1,0 +1,102 @@
+"""Savings kept as rows: what the database gives for a period is what the succeeded requests
+say (``savings``, each until the next change of its cluster), on SQLite and PostgreSQL, and
+each read after the first looks only at the requests that ended since the newest row."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from handlers.entities import ApprovalRequest, Origin
+from handlers.spend.book import MARGIN, SavingsBook
+from handlers.spend.savings import Saving, savings
+from tests.test_spend import succeeded
+from tests.test_store import STORES, Rows, rows_of
+
+HOUR = 3600.0
+DAY = 24 * HOUR
+CLUSTER = "projects/p/locations/us-central1/modelDevelopmentClusters/c{}"
+START = 1_790_000_000.0
+
+
+@pytest.fixture(params=STORES)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Rows]:
+    async with rows_of(request.param, tmp_path) as rows:
+        yield rows
+
+
+def history(seed: int, count: int = 120) -> list[ApprovalRequest]:
+    """A month of changes of five clusters: nights off and on, remedies, resizes by hand
+    (up, and down, which saves nothing of clusterbot's), in a random order of moments."""
+    rng = random.Random(seed)
+    kinds = [
+        (Origin.SCHEDULE, (80.0, 0.5)),
+        (Origin.SCHEDULE, (0.5, 80.0)),
+        (Origin.IDLE, (40.0, 0.0)),
+        (Origin.IDLE_AUTO, (40.0, 10.0)),
+        (Origin.COMMAND, (0.5, 40.0)),
+        (Origin.COMMAND, (40.0, 20.0)),
+    ]
+    found = []
+    for n in range(count):
+        origin, cost = rng.choice(kinds)
+        at = START + round(rng.uniform(0, 30 * DAY))
+        cluster = CLUSTER.format(rng.randrange(5))
+        found.append(succeeded(f"r{n:03d}", origin, *cost, at, cluster))
+    return found
+
+
+def seen(found: list[Saving], since: float, until: float) -> list[tuple[object, ...]]:
+    return [
+        (
+            s.request_id,
+            s.cause,
+            s.start,
+            s.per_hour,
+            s.target,
+            s.labels,
+            round(s.saved(since, until), 6),
+        )
+        for s in found
+        if s.within(since, until) > 0
+    ]
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_the_kept_savings_are_the_requests_savings(store: Rows, seed: int) -> None:
+    requests = history(seed)
+    for request in requests:
+        await store.add_request(request)
+    labels = {CLUSTER.format(0): (("team", "ml"),)}
+    book = SavingsBook(store, store)
+    rng = random.Random(seed)
+    compared = 0
+    for _ in range(8):
+        since = START + rng.uniform(-2 * DAY, 25 * DAY)
+        until = since + rng.uniform(HOUR, 10 * DAY)
+        got = await book.between(since, until, labels)
+        assert seen(got, since, until) == seen(savings(requests, labels), since, until)
+        compared += len(got)
+    assert compared, "the periods of this history save something"
+
+
+async def test_each_read_after_the_first_looks_only_at_what_ended_since(store: Rows) -> None:
+    requests = history(7, count=60)
+    for request in requests:
+        await store.add_request(request)
+    book = SavingsBook(store, store)
+    assert await book.catch_up() == 60  # the first read keeps every succeeded change
+    newest = max(r.finished_at or 0.0 for r in requests)
+    near = sum(1 for r in requests if (r.finished_at or 0.0) >= newest - MARGIN)
+    assert await book.catch_up() == near  # only the last hour's are looked at again
+    later = succeeded("r-late", Origin.SCHEDULE, 80.0, 0.5, newest + DAY, CLUSTER.format(1))
+    await store.add_request(later)
+    assert await book.catch_up() == near + 1
+    assert await book.catch_up() == 1  # the newest row is the late one now
+    found = await book.between(newest + DAY, newest + 2 * DAY, {})
+    [saving] = [s for s in found if s.request_id == "r-late"]
+    assert (saving.request_id, saving.end) == ("r-late", None)  # still saving
+    assert saving.saved(newest + DAY, newest + 2 * DAY) == pytest.approx(79.5 * 24)
