@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "startup": ("startup", "run"),
     "listing": ("listing", "run"),
     "sweep": ("sweep", "run"),
+    "cost": ("cost", "run"),
     "big_queue": ("big_queue", "run"),
     "big_queue_acks": ("big_queue", "acks_while_sweeping"),
     "ack": ("ack", "run"),

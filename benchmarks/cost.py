@@ -1,0 +1,224 @@
+"""``/cluster cost since 90d`` and the weekly digest over 1,000 clusters x 90 days of ledger,
+against the raw SQL sum over the same rows, on SQLite and on PostgreSQL.
+
+The ledger is what 90 days of sweeps leave of a fleet where half the clusters sleep on an
+off-hours schedule: each GPU pool's runs day and night, each login pool's a week at a time,
+and every night's off and on as a succeeded request (the savings). The service is the real
+one, built on the database; its spend report and digest are called as the command and the
+digest job call them (the table and the digest's text; charts are drawn elsewhere).
+
+Each round, interleaved: the raw sum of the report's period, the report, the raw sum of the
+digest's fortnight, the digest, and the savings read as every report read them before they
+were kept as rows (every succeeded request's plan). A figure counts only when the report's
+total agrees with the raw sum. Peak memory is Python's own allocation (``tracemalloc``)
+during one report and one digest, measured in a pass of its own."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import SecretStr
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from benchmarks.harness import Results, heading
+from bot.app import ClusterbotService
+from bot.settings import Settings
+from bot.store import Store, schema
+from bot.store.store import _request_row
+from handlers.changes.plan import ChangePlan
+from handlers.changes.resize import ResizeDetail
+from handlers.costs import money
+from handlers.domain.names import Target
+from handlers.entities import ApprovalRequest, Origin, RequestState
+from handlers.policy import Policy
+from handlers.spend.report import Cost
+from handlers.spend.runs import SpendRun
+from handlers.spend.savings import savings
+from tests.support.postgres import postgres_available
+
+CLUSTERS = 1_000
+DAYS = 90
+DAY = 86400.0
+ROUNDS = 3
+GPU_HOUR, LOGIN_HOUR = 88.0, 0.4
+POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432"
+BENCH_DB = "clusterbot_bench_cost"
+TARGET = Target("bench-project-0", "us-central1")
+
+
+def cluster_name(n: int) -> str:
+    return f"{TARGET.parent}/modelDevelopmentClusters/c{n:04d}"
+
+
+def ledger(now: float) -> tuple[list[SpendRun], list[ApprovalRequest]]:
+    """The runs and the nights' requests of DAYS days up to ``now`` (a UTC midnight)."""
+    start = now - DAYS * DAY
+    runs: list[SpendRun] = []
+    nights: list[ApprovalRequest] = []
+    for n in range(CLUSTERS):
+        name, scheduled = cluster_name(n), n % 2 == 0
+        labels = (("team", f"team-{n % 8}"),)
+        for day in range(DAYS):
+            morning, evening = start + day * DAY + 8 * 3600, start + day * DAY + 20 * 3600
+            pieces = [(start + day * DAY, morning, 2), (morning, evening, 8)]
+            pieces.append((evening, start + (day + 1) * DAY, 0 if scheduled else 2))
+            for began, ended, nodes in pieces:
+                if nodes:
+                    run = SpendRun(name, "gpu", began, ended, nodes, GPU_HOUR, nodes == 2,
+                                   TARGET.parent, labels)  # fmt: skip
+                    runs.append(run)
+            if scheduled:
+                nights.append(night(f"off-{n}-{day}", name, 2 * GPU_HOUR, 0.0, evening))
+                nights.append(night(f"on-{n}-{day}", name, 0.0, 2 * GPU_HOUR, morning + DAY))
+        for week in range(0, DAYS, 7):
+            began = start + week * DAY
+            ended = min(began + 7 * DAY, now)
+            runs.append(SpendRun(name, "login", began, ended, 1, LOGIN_HOUR, False, TARGET.parent,
+                                 labels))  # fmt: skip
+    return runs, nights
+
+
+def night(request_id: str, cluster: str, before: float, after: float, at: float) -> ApprovalRequest:
+    plan: ChangePlan[ResizeDetail] = ChangePlan(
+        cluster=cluster,
+        detail=ResizeDetail(),
+        update_mask=("node_pools",),
+        cost_before=before,
+        cost_after=after,
+        fingerprint="f",
+    )
+    return ApprovalRequest(
+        id=request_id,
+        plan=plan,
+        requester="schedule",
+        channel="C0BENCH",
+        created_at=at - 60,
+        expires_at=at + 3600,
+        state=RequestState.SUCCEEDED,
+        origin=Origin.SCHEDULE,
+        finished_at=at,
+    )
+
+
+async def seed(store: Store, now: float) -> tuple[int, int]:
+    runs, nights = ledger(now)
+    for at in range(0, len(runs), 5000):
+        await store.record_spend(runs[at : at + 5000])
+    async with store.engine.begin() as connection:
+        for at in range(0, len(nights), 5000):
+            rows = [_request_row(r) for r in nights[at : at + 5000]]
+            await connection.execute(schema.requests.insert(), rows)
+    return len(runs), len(nights)
+
+
+async def raw_sum(store: Store, since: float, until: float) -> float:
+    """What the ledger's rows of [since, until) cost, summed by the database alone."""
+    t = schema.spend_runs
+    start = sa.case((t.c.start > since, t.c.start), else_=since)
+    end = sa.case((t.c.end < until, t.c.end), else_=until)
+    query = sa.select(sa.func.sum(t.c.nodes * t.c.node_hour * (end - start) / 3600.0)).where(
+        t.c.end > since, t.c.start < until, t.c.node_hour.is_not(None)
+    )
+    async with store.engine.connect() as connection:
+        return float(await connection.scalar(query) or 0.0)
+
+
+async def timed(work: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = await work()
+    return time.perf_counter() - started, result
+
+
+async def peak_mb(work: Callable[[], Awaitable[Any]]) -> float:
+    tracemalloc.start()
+    try:
+        await work()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+async def fresh_postgres() -> str:
+    admin = create_async_engine(f"{POSTGRES}/postgres", isolation_level="AUTOCOMMIT")
+    async with admin.connect() as connection:
+        await connection.execute(sa.text(f"DROP DATABASE IF EXISTS {BENCH_DB}"))
+        await connection.execute(sa.text(f"CREATE DATABASE {BENCH_DB}"))
+    await admin.dispose()
+    return f"{POSTGRES}/{BENCH_DB}"
+
+
+async def one(results: Results, database: str, url: str) -> None:
+    settings = Settings(
+        targets=[TARGET],
+        vertex_api_url="http://127.0.0.1:9",  # nothing here calls the control plane
+        vertex_static_token=SecretStr("bench"),
+        database_url=url,
+        alert_channel="C0BENCH",  # the digest is built where there is a channel for it
+        slack_bot_token=SecretStr("xoxb-bench"),  # nothing is posted: the digest is built
+        slack_signing_secret=SecretStr("bench"),
+    )
+    service = ClusterbotService(settings, Policy())
+    try:
+        await service.store.migrate()
+        now = time.time() // DAY * DAY
+        runs, nights = await seed(service.store, now)
+        report = service.core.capabilities["spend"]
+        digest = service.core.capabilities["digest"]
+        since = now - DAYS * DAY
+        # the report and the digest read the clock: the seeded ledger ends at this midnight
+        report.clock = digest.clock = lambda: now
+        first, _ = await timed(lambda: report.cost(Cost(since=DAYS * DAY)))  # keeps the rows
+        took: dict[str, list[float]] = {}
+        for _ in range(ROUNDS):
+            for name, work in (
+                ("raw sum, 90 days", lambda: raw_sum(service.store, since, now)),
+                ("cost since 90d", lambda: report.cost(Cost(since=DAYS * DAY))),
+                ("raw sum, 14 days", lambda: raw_sum(service.store, now - 14 * DAY, now)),
+                ("digest", lambda: digest.build(now)),
+                ("savings read from every request (before)", lambda: every_request(service)),
+            ):
+                seconds, result = await timed(work)
+                took.setdefault(name, []).append(seconds)
+                if name == "raw sum, 90 days":
+                    raw = result
+                if name == "cost since 90d":  # the report's total is the database's sum
+                    said = money(raw, per_hour=False)
+                    assert result.summary.endswith(f": {said}"), (result.summary, said)
+        memory_report = await peak_mb(lambda: report.cost(Cost(since=DAYS * DAY)))
+        memory_digest = await peak_mb(lambda: digest.build(now))
+    finally:
+        await service.close_connections()
+    median = {name: statistics.median(values) for name, values in took.items()}
+    topic = f"{database}, {runs:,} runs, {nights:,} succeeded nights"
+    results.add("cost", f"{topic}: first report after the upgrade (keeps the rows)", first, "s")
+    for name, seconds in median.items():
+        results.add("cost", f"{topic}: {name} (median)", seconds, "s")
+    ratio = median["cost since 90d"] / median["raw sum, 90 days"]
+    results.add("cost", f"{topic}: cost since 90d / raw sum", ratio, "x", at_most=2.0)
+    ratio = median["digest"] / median["raw sum, 14 days"]
+    results.add("cost", f"{topic}: digest / raw sum of its fortnight", ratio, "x", at_most=2.0)
+    results.add("cost", f"{topic}: cost since 90d, peak memory", memory_report, "MB", at_most=250)
+    results.add("cost", f"{topic}: digest, peak memory", memory_digest, "MB", at_most=250)
+
+
+async def every_request(service: ClusterbotService) -> int:
+    requests = await service.store.requests_in([str(RequestState.SUCCEEDED)])
+    return len(savings(requests))
+
+
+async def run(results: Results) -> None:
+    heading(
+        f"/cluster cost since 90d and the digest over {CLUSTERS:,} clusters x {DAYS} days, "
+        "against the raw SQL sum of the same rows"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        await one(results, "SQLite", f"sqlite+aiosqlite:///{Path(folder) / 'cost.db'}")
+    if await postgres_available():
+        await one(results, "PostgreSQL", await fresh_postgres())
