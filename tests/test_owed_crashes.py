@@ -85,6 +85,12 @@ def test_a_crash_at_any_step_of_a_digest_says_it_once(
             assert len(shared) == 1
 
 
+def last_sweep(url: str) -> float | None:
+    """When the last sweep saved its report, or None before the first has."""
+    rows = query(url, "SELECT at FROM sweep_reports WHERE name = 'latest'")
+    return float(rows[0][0]) if rows else None
+
+
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 @pytest.mark.parametrize("point", steps_of("idle-alert"))
 def test_a_crash_at_any_step_of_an_idle_alert_alerts_once(
@@ -108,16 +114,16 @@ def test_a_crash_at_any_step_of_an_idle_alert_alerts_once(
         try:
             one.start(may_exit=True)
             crashed_then_restarted(one, point)
-            wait_until(lambda: alerts() and not undone(url), limit=120, what="the idle alert")
-            # three sweeps more (a sweep a couple of seconds): still one alert
-            swept = query(url, "SELECT at FROM sweep_reports WHERE name = 'latest'")[0][0]
+            # the alert is posted by the sweep's listeners, before the sweep saves its report
             wait_until(
-                lambda: (
-                    query(url, "SELECT at FROM sweep_reports WHERE name = 'latest'")[0][0]
-                    > swept + 5
-                ),
-                limit=60,
-                what="three more sweeps",
+                lambda: alerts() and not undone(url) and last_sweep(url) is not None,
+                limit=120,
+                what="the idle alert and its sweep's report",
+            )
+            # three sweeps more (a sweep a couple of seconds): still one alert
+            swept = last_sweep(url) or 0.0
+            wait_until(
+                lambda: (last_sweep(url) or 0.0) > swept + 5, limit=60, what="three more sweeps"
             )
         finally:
             one.stop()
