@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from handlers.entities import ApprovalRequest, Origin
-from handlers.spend.book import MARGIN, SavingsBook
+from handlers.spend.book import MARGIN, SavingsBook, labelled
 from handlers.spend.savings import Saving, savings
 from tests.test_spend import succeeded
 from tests.test_store import STORES, Rows, rows_of
@@ -77,7 +77,7 @@ async def test_the_kept_savings_are_the_requests_savings(store: Rows, seed: int)
     for _ in range(8):
         since = START + rng.uniform(-2 * DAY, 25 * DAY)
         until = since + rng.uniform(HOUR, 10 * DAY)
-        got = await book.between(since, until, labels)
+        got = labelled(await book.between(since, until), labels)
         assert seen(got, since, until) == seen(savings(requests, labels), since, until)
         compared += len(got)
     assert compared, "the periods of this history save something"
@@ -96,7 +96,7 @@ async def test_each_read_after_the_first_looks_only_at_what_ended_since(store: R
     await store.add_request(later)
     assert await book.catch_up() == near + 1
     assert await book.catch_up() == 1  # the newest row is the late one now
-    found = await book.between(newest + DAY, newest + 2 * DAY, {})
+    found = await book.between(newest + DAY, newest + 2 * DAY)
     [saving] = [s for s in found if s.request_id == "r-late"]
     assert (saving.request_id, saving.end) == ("r-late", None)  # still saving
     assert saving.saved(newest + DAY, newest + 2 * DAY) == pytest.approx(79.5 * 24)

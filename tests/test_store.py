@@ -496,9 +496,6 @@ async def test_spend_runs_are_kept_once_and_read_by_period(store: Rows) -> None:
     assert await store.spend_between(0.0, 10_000.0, c1) == [again, login]
     assert await store.spend_between(7200.0, 9000.0) == []  # touching is not overlapping
     assert await store.spend_between(9500.0, 9501.0) == [other]
-    parts = [part async for part in store.spend_parts(0.0, 10_000.0, size=2)]
-    assert [len(part) for part in parts] == [2, 1]  # streamed a part at a time
-    assert [run for part in parts for run in part] == await store.spend_between(0.0, 10_000.0)
 
 
 async def test_each_capability_keeps_its_own_record_of_a_cluster(store: Rows) -> None:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -13,9 +12,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
-from handlers.spend.ports import SPEND_PART
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import ChangeDone, Saving
+from handlers.spend.totals import PLACEMENT, Sums
 
 
 def _row(run: SpendRun) -> dict[str, Any]:
@@ -54,14 +53,103 @@ def _run(row: sa.Row[Any], read: dict[str, tuple[tuple[str, str], ...]] | None =
     )
 
 
+def _sums(row: Any, read: dict[str, tuple[tuple[str, str], ...]]) -> Sums:
+    text = row.get("labels")
+    labels: tuple[tuple[str, str], ...] = ()
+    if text is not None:
+        labels = read.get(text) or tuple((str(k), str(v)) for k, v in json.loads(text))
+        read[text] = labels
+    day = row.get("day")
+    return Sums(
+        cluster=row.get("cluster", ""),
+        pool=row.get("pool", ""),
+        target=row.get("target", ""),
+        labels=labels,
+        idle=bool(row["idle"]),
+        node_hour=row["node_hour"],
+        node_hours=float(row["seconds"] or 0.0) / 3600.0,
+        day=None if day is None else float(day),
+        last=float(row["last"]),
+        first=float(row["first"]),
+    )
+
+
 def _runs(
     rows: Sequence[sa.Row[Any]], read: dict[str, tuple[tuple[str, str], ...]]
 ) -> list[SpendRun]:
     return [_run(row, read) for row in rows]
 
 
+DAY = 86400.0
+
+
+class Period:
+    """A period's clipping of the ledger's runs, as SQL: each run's start and end within
+    [since, until), the UTC day its part starts on, and whether that part ends the same day."""
+
+    def __init__(self, since: float, until: float, dialect: str) -> None:
+        t = schema.spend_runs
+        self.start = sa.case((t.c.start > since, t.c.start), else_=since)
+        self.end = sa.case((t.c.end < until, t.c.end), else_=until)
+        whole = self.start / DAY
+        # times are after 1970: SQLite's CAST truncates, which is the floor here
+        days = sa.func.floor(whole) if dialect == "postgresql" else sa.cast(whole, sa.Integer)
+        self.day = (days * DAY).label("day")
+        self.one_day = self.end <= self.day + DAY
+        self.overlap = sa.and_(t.c.end > since, t.c.start < until)
+        self.node_seconds = sa.func.sum(t.c.nodes * (self.end - self.start)).label("seconds")
+
+
+def _of_cluster(cluster: str) -> sa.ColumnElement[bool]:
+    """A cluster by its full name, or by its id (the last part of the name)."""
+    column = schema.spend_runs.c.cluster
+    if "/" in cluster:
+        return column == cluster
+    return column.endswith(f"/{cluster}", autoescape=True)
+
+
 class SpendRows:
     engine: AsyncEngine
+
+    async def spend_sums(
+        self,
+        since: float,
+        until: float,
+        *,
+        cluster: str | None = None,
+        columns: Sequence[str] = PLACEMENT,
+        daily: bool = False,
+    ) -> tuple[list[Sums], list[SpendRun]]:
+        t = schema.spend_runs
+        period = Period(since, until, self.engine.dialect.name)
+        kept = [t.c[name] for name in columns]
+        keys = [*kept, t.c.idle, t.c.node_hour] + ([period.day] if daily else [])
+        where = [period.overlap] + ([] if cluster is None else [_of_cluster(cluster)])
+        first, last = sa.func.min(t.c.start).label("first"), sa.func.max(t.c.start).label("last")
+        query = sa.select(*keys, period.node_seconds, first, last).where(*where)
+        if daily:
+            query = query.where(period.one_day)
+        spanning: list[SpendRun] = []
+        read: dict[str, tuple[tuple[str, str], ...]] = {}
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query.group_by(*keys))).all()
+            if daily:
+                across = sa.select(t).where(*where, sa.not_(period.one_day))
+                spanning = [_run(row, read) for row in await connection.execute(across)]
+        return [_sums(row._mapping, read) for row in rows], spanning
+
+    async def spend_watched(self, since: float, until: float) -> set[float]:
+        period = Period(since, until, self.engine.dialect.name)
+        one_day = sa.select(period.day).where(period.overlap, period.one_day).distinct()
+        across = sa.select(period.start, period.end).where(period.overlap, ~period.one_day)
+        async with self.engine.connect() as connection:
+            days = {float(day) for (day,) in await connection.execute(one_day)}
+            for start, end in await connection.execute(across):
+                day = start - start % DAY
+                while day < end:
+                    days.add(day)
+                    day += DAY
+        return days
 
     async def record_spend(self, runs: Sequence[SpendRun]) -> None:
         """Add the runs; one already there (the same pool and start) takes the new end."""
@@ -95,25 +183,6 @@ class SpendRows:
                 query.order_by(table.c.start, table.c.cluster, table.c.pool)
             )
         return [_run(row) for row in rows]
-
-    async def spend_parts(
-        self, since: float, until: float, size: int = SPEND_PART
-    ) -> AsyncIterator[list[SpendRun]]:
-        """The runs that overlap [since, until), ``size`` at a time, streamed from the
-        database (a server-side cursor on PostgreSQL), the event loop free between parts."""
-        table = schema.spend_runs
-        query = (
-            sa.select(table)
-            .where(table.c.end > since, table.c.start < until)
-            .order_by(table.c.start, table.c.cluster, table.c.pool)
-            .execution_options(yield_per=size)
-        )
-        read: dict[str, tuple[tuple[str, str], ...]] = {}
-        async with self.engine.connect() as connection:
-            result = await connection.stream(query)
-            async for rows in result.partitions(size):
-                # made into runs in a worker thread: the loop only fetches
-                yield await asyncio.to_thread(_runs, rows, read)
 
     async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:
         if not done:

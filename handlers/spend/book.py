@@ -32,10 +32,13 @@ class SavingsBook:
         await self.store.keep_changes_done(changes_done(ended))
         return len(ended)
 
-    async def between(self, since: float, until: float, labels: Labels) -> list[Saving]:
-        """The savings that overlap [since, until), with each cluster's target and labels."""
+    async def between(self, since: float, until: float) -> list[Saving]:
+        """The savings that overlap [since, until), with each cluster's target."""
         await self.catch_up()
-        return [
-            replace(s, target=target_of(s.cluster), labels=labels.get(s.cluster, ()))
-            for s in await self.store.savings_between(since, until)
-        ]
+        found = await self.store.savings_between(since, until)
+        return [replace(s, target=target_of(s.cluster)) for s in found]
+
+
+def labelled(savings: list[Saving], labels: Labels) -> list[Saving]:
+    """The savings with each cluster's labels, for grouping by label."""
+    return [replace(s, labels=labels[s.cluster]) if s.cluster in labels else s for s in savings]

@@ -28,9 +28,9 @@ from handlers.ports import Clock
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.schedules.model import ScheduleState
 from handlers.schedules.ports import ScheduleStore
-from handlers.spend.chart import Chart, daily
+from handlers.spend.chart import Chart, chart_of
 from handlers.spend.report import NOTE, SpendReport
-from handlers.spend.totals import Spend, overall, totals
+from handlers.spend.totals import Spend, Tally, overall
 from handlers.sweep.alert import IDLE_PAYING
 from handlers.sweep.report import SweepReport
 from handlers.sweep.rules import Recommendation
@@ -186,15 +186,15 @@ class Digest:
     async def _build(self, until: float) -> tuple[Reply, Spend, Chart]:
         """The digest, this week's spend, and its chart, from one read of the ledger."""
         week, before = until - WEEK, until - 2 * WEEK
-        runs = await self.spend.runs(before, until)
-        saved = await self.spend.saved(runs, before, until)
-        chart = daily(runs, saved, week, until, "all clusters, last 7d")
-        this = totals(runs, week, until, saved=saved)
-        last = totals(runs, before, week, saved=saved)
+        now, then = Tally(week, until), Tally(before, week)
+        saved = await self.spend.read([now, then])  # summed by the database
+        chart = chart_of(now, saved, "all clusters, last 7d")
+        this, last = now.totals(saved), then.totals(saved)
         whole, previous = overall(this), overall(last)
         # a week is compared with the one before only when clusterbot watched that one
         # whole: a ledger begun midweek would make any change look like thousands of percent
-        watched = min((r.start for r in runs), default=until)
+        starts = [t.first for t in (now, then) if t.first is not None]
+        watched = min(starts, default=until)
         whole_week = watched <= before + COVERED
         if not whole_week:
             last = {}

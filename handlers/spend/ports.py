@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from handlers.spend.chart import Chart
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import ChangeDone, Saving
-
-SPEND_PART = 1000  # ledger runs read at once by a report
+from handlers.spend.totals import PLACEMENT, Sums
 
 
 class Charts(Protocol):
@@ -36,11 +35,23 @@ class SpendStore(Protocol):
         """The runs that overlap [since, until), of one cluster or of all."""
         ...
 
-    def spend_parts(
-        self, since: float, until: float, size: int = SPEND_PART
-    ) -> AsyncIterator[list[SpendRun]]:
-        """The same runs, of all clusters, ``size`` at a time: a report over a year of them
-        holds one part at once."""
+    async def spend_sums(
+        self,
+        since: float,
+        until: float,
+        *,
+        cluster: str | None = None,
+        columns: Sequence[str] = PLACEMENT,
+        daily: bool = False,
+    ) -> tuple[list[Sums], list[SpendRun]]:
+        """The node-hours of the runs that overlap [since, until), clipped to it, summed by
+        the database by ``columns`` (of ``PLACEMENT``), idleness and price; of one cluster
+        (its full name or its id) or of all. With ``daily``, by UTC day too, for the runs
+        within one day, and the runs that span more returned as they are."""
+        ...
+
+    async def spend_watched(self, since: float, until: float) -> set[float]:
+        """The UTC days (their midnights) within [since, until) that any run covers."""
         ...
 
     async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:

@@ -4,17 +4,16 @@ cost while clusterbot watched them, and the part spent idle, from the spend ledg
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
 
 from handlers.costs import money
 from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_back
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
-from handlers.spend.book import Labels, SavingsBook
+from handlers.spend.book import Labels, SavingsBook, labelled
 from handlers.spend.chart import Chart, chart_of
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.ports import Charts, SpendStore
@@ -31,7 +30,6 @@ from handlers.spend.totals import (
     by_pool,
     by_target,
     overall,
-    totals,
 )
 from handlers.words import plural
 
@@ -48,10 +46,6 @@ ROWS = 40  # groups shown; the rest are summed on one line
 SERIES = 7  # groups stacked in the chart's bars; the rest as one
 
 COST_USAGE = "/cluster cost [CLUSTER] [since 30d] [by pool|target|label KEY]"
-
-
-class Folds(Protocol):
-    def add(self, runs: Iterable[SpendRun]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -110,39 +104,62 @@ class SpendReport:
         """The ledger's runs, and the runs still open, up to now."""
         return await self.store.spend_between(since, until) + await self.keeper.open_runs(until)
 
-    async def saved(self, runs: list[SpendRun], since: float, until: float) -> list[Saving]:
-        """What remedies and schedules saved over [since, until), each cluster's labels
-        taken from its runs."""
-        return await self.saved_with({run.cluster: run.labels for run in runs}, since, until)
+    async def read(self, tallies: Sequence[Tally], cluster: str | None = None) -> list[Saving]:
+        """Fill each tally from the database (of ``cluster``, or of all) and read the
+        savings of the period they cover, the queries at once; the savings labelled."""
+        since = min(t.since for t in tallies)
+        until = max(t.until for t in tallies)
+        saving = asyncio.ensure_future(self.book.between(since, until))
+        try:
+            await asyncio.gather(*(self.summed(t, cluster) for t in tallies))
+        except BaseException:
+            saving.cancel()
+            raise
+        saved = await saving
+        labels: Labels = {}
+        for tally in tallies:
+            labels.update(tally.labels)
+        return labelled(saved, labels)
 
-    async def saved_with(self, labels: Labels, since: float, until: float) -> list[Saving]:
-        return await self.book.between(since, until, labels)
-
-    async def tally(self, tally: Tally) -> Tally:
-        """``tally`` folded over the ledger a part at a time, each part off the event loop,
-        and over the runs still open: memory and the loop's pauses bounded by a part, however
-        long the period."""
-        await self.fold(tally, tally.since, tally.until)
+    async def summed(self, tally: Tally, cluster: str | None) -> Tally:
+        """``tally`` filled from the database's sums (of ``cluster``, or of all): its groups'
+        spend, each day's, the days a sweep watched, and the runs still open; what the
+        event loop and memory hold is a row a group, a day and a run across days."""
+        since, until, store = tally.since, tally.until, self.store
+        (sums, _), (days, spanning), watched = await asyncio.gather(
+            store.spend_sums(since, until, cluster=cluster),
+            store.spend_sums(since, until, cluster=cluster, columns=(), daily=True),
+            # the fleet's days are its own days; a cluster's report asks for the fleet's
+            _nothing() if cluster is None else store.spend_watched(since, until),
+        )
+        tally.add_sums(sums)
+        tally.add_days(days, spanning)
+        tally.watch(watched)
+        tally.add(await self.keeper.open_runs(until))
         return tally
 
-    async def fold(self, sink: Folds, since: float, until: float) -> None:
-        """Every run of [since, until) into ``sink``, a part of the ledger at a time."""
-        async for part in self.store.spend_parts(since, until):
-            await asyncio.to_thread(sink.add, part)
-        sink.add(await self.keeper.open_runs(until))
+    async def series_summed(self, series: GroupDays, cluster: str | None) -> None:
+        """Each day's spend of the table's first groups, summed by the database."""
+        tally = series.tally
+        sums, spanning = await self.store.spend_sums(
+            tally.since, tally.until, cluster=cluster, columns=tally.group.columns, daily=True
+        )
+        series.add_sums(sums)
+        series.add(spanning)
+        series.add(await self.keeper.open_runs(tally.until))
 
     async def month(self, until: float) -> tuple[str, Spend, dict[str, float]]:
         """This calendar month (UTC) up to ``until``: its name, what it cost, and what was
         saved by each cause."""
         at = datetime.fromtimestamp(until, UTC)
         start = datetime(at.year, at.month, 1, tzinfo=UTC).timestamp()
-        runs = await self.runs(start, until)
-        saved = await self.saved(runs, start, until)
+        tally = Tally(start, until)
+        saved = await self.read([tally])
         causes: dict[str, float] = {}
         for saving in saved:
             if saving.within(start, until) > 0:
                 causes[saving.cause] = causes.get(saving.cause, 0.0) + saving.saved(start, until)
-        return at.strftime("%B %Y"), overall(totals(runs, start, until, saved=saved)), causes
+        return at.strftime("%B %Y"), overall(tally.totals(saved)), causes
 
     async def cost(self, command: Cost, channel: str | None = None) -> Reply:
         until = self.clock()
@@ -153,8 +170,8 @@ class SpendReport:
         def keep(placed: Placed) -> bool:
             return key is None or key in (placed.cluster, placed.cluster.rsplit("/", 1)[-1])
 
-        tally = await self.tally(Tally(since, until, group, keep))
-        saved = await self.saved_with(tally.labels, since, until)
+        tally = Tally(since, until, group, keep)
+        saved = await self.read([tally], key)
         groups = tally.totals(saved)
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"
@@ -194,7 +211,7 @@ class SpendReport:
             # first groups, in a second pass once they are known
             names = list(groups)[:SERIES]
             series = GroupDays(tally, names, others=len(groups) > SERIES)
-            await self.fold(series, since, until)
+            await self.series_summed(series, key)
             title = f"{scope}, last {period}"
             chart = chart_of(tally, saved, title, series)
             said = await self.share_chart(chart, channel, whole)
@@ -278,3 +295,7 @@ def _period(seconds: float) -> str:
     if seconds % TIME_UNITS["d"] == 0:
         return f"{seconds / TIME_UNITS['d']:.0f}d"
     return f"{seconds / HOUR:.0f}h"
+
+
+async def _nothing() -> set[float]:
+    return set()

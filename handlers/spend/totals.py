@@ -24,7 +24,38 @@ class Placed(Protocol):
     def labels(self) -> tuple[tuple[str, str], ...]: ...
 
 
-Grouping = Callable[[Placed], Iterable[str]]
+@dataclass(frozen=True)
+class Grouping:
+    """How a report groups the ledger: each run's group names, and the ledger's columns
+    they are made of (the database sums by those)."""
+
+    name: str
+    columns: tuple[str, ...]
+    names: Callable[[Placed], Iterable[str]]
+
+    def __call__(self, placed: Placed) -> Iterable[str]:
+        return self.names(placed)
+
+
+PLACEMENT = ("cluster", "pool", "target", "labels")  # a run's every column a group may use
+
+
+@dataclass(frozen=True)
+class Sums:
+    """What the database summed of the ledger's runs of one pool at one price and idleness
+    within a period (``SpendStore.spend_sums``): their node-hours, on one UTC day when
+    ``day`` is set. The columns it was not summed by are empty."""
+
+    cluster: str
+    pool: str
+    target: str
+    labels: tuple[tuple[str, str], ...]
+    idle: bool
+    node_hour: float | None
+    node_hours: float
+    day: float | None = None
+    last: float = 0.0  # when the last of these runs began: a cluster's labels are its last
+    first: float = 0.0  # when the first of them began
 
 
 @dataclass
@@ -37,37 +68,38 @@ class Spend:
 
     def add(self, run: SpendRun, since: float, until: float) -> None:
         hours = run.node_hours(since, until)
-        cost = run.cost(since, until)
+        self.count(hours, run.cost(since, until), run.idle)
+
+    def add_sums(self, sums: Sums) -> None:
+        hours, price = sums.node_hours, sums.node_hour
+        self.count(hours, None if price is None and hours else hours * (price or 0.0), sums.idle)
+
+    def count(self, hours: float, cost: float | None, idle: bool) -> None:
         self.node_hours += hours
         if cost is None:
             self.unpriced += hours
             return
         self.cost += cost
-        if run.idle:
+        if idle:
             self.idle += cost
 
 
-def by_cluster(run: Placed) -> Iterable[str]:
-    return (run.cluster.rsplit("/", 1)[-1],)
-
-
-def by_pool(run: Placed) -> Iterable[str]:
-    return (f"{run.cluster.rsplit('/', 1)[-1]} / {run.pool}",)
-
-
-def by_target(run: Placed) -> Iterable[str]:
-    return (run.target or "?",)
+by_cluster = Grouping("cluster", ("cluster",), lambda run: (run.cluster.rsplit("/", 1)[-1],))
+by_pool = Grouping(
+    "pool", ("cluster", "pool"), lambda run: (f"{run.cluster.rsplit('/', 1)[-1]} / {run.pool}",)
+)
+by_target = Grouping("target", ("target",), lambda run: (run.target or "?",))
 
 
 def by_label(key: str) -> Grouping:
     """Each run under its cluster's value of the label ``key`` (``(none)`` without it), so
     the groups add up to the whole, as Kubecost allocates by a label."""
 
-    def grouping(run: Placed) -> Iterable[str]:
+    def names(run: Placed) -> Iterable[str]:
         values = dict(run.labels)
         return (f"{key}={values[key]}" if key in values else f"{key} (none)",)
 
-    return grouping
+    return Grouping(f"label {key}", ("labels",), names)
 
 
 def totals(
@@ -123,6 +155,7 @@ class Tally:
         self.days: dict[float, Spend] = {}  # a UTC midnight -> that day's spend
         self.labels: dict[str, tuple[tuple[str, str], ...]] = {}
         self.watched: set[float] = set()  # the days a sweep saw the fleet (any cluster)
+        self.first: float | None = None  # when the first run of the scope began
 
     def add(self, runs: Iterable[SpendRun]) -> None:
         since, until = self.since, self.until
@@ -132,6 +165,7 @@ class Tally:
             self._watched(max(run.start, since), min(run.end, until))
             if self.keep and not self.keep(run):
                 continue
+            self.began(run.start)
             self.labels[run.cluster] = run.labels
             for name in self.group(run):
                 self.groups.setdefault(name, Spend()).add(run, since, until)
@@ -140,6 +174,45 @@ class Tally:
             while day < end:
                 self.days.setdefault(day, Spend()).add(run, max(day, since), min(day + DAY, until))
                 day += DAY
+
+    def add_sums(self, sums: Iterable[Sums]) -> None:
+        """The database's sums of the period, by every column a group may use: the groups'
+        spend and each cluster's labels (not the days)."""
+        last: dict[str, float] = {}
+        for row in sums:
+            if self.keep and not self.keep(row):
+                continue
+            self.began(row.first)
+            if row.last >= last.get(row.cluster, row.last):
+                self.labels[row.cluster], last[row.cluster] = row.labels, row.last
+            for name in self.group(row):
+                self.groups.setdefault(name, Spend()).add_sums(row)
+
+    def add_days(self, sums: Iterable[Sums], spanning: Iterable[SpendRun]) -> None:
+        """The database's sums of each day of the runs within one day, and the runs that
+        span more, split here: the days' spend, and those days as watched (the groups come
+        from ``add_sums``)."""
+        for row in sums:
+            assert row.day is not None, "summed by day"
+            self.days.setdefault(row.day, Spend()).add_sums(row)
+            self.watched.add(row.day)
+        since, until = self.since, self.until
+        for run in spanning:
+            if run.within(since, until) <= 0 or (self.keep and not self.keep(run)):
+                continue
+            start, end = max(run.start, since), min(run.end, until)
+            self._watched(start, end)
+            day = start - start % DAY
+            while day < end:
+                self.days.setdefault(day, Spend()).add(run, max(day, since), min(day + DAY, until))
+                day += DAY
+
+    def began(self, start: float) -> None:
+        self.first = start if self.first is None else min(self.first, start)
+
+    def watch(self, days: Iterable[float]) -> None:
+        """Days a sweep saw the fleet, as the database found them."""
+        self.watched.update(days)
 
     def _watched(self, start: float, end: float) -> None:
         day = start - start % DAY
@@ -214,6 +287,18 @@ class GroupDays:
                     cost = run.cost(max(day, since), min(day + DAY, until))
                     self.spend[int((day - self.first) // DAY)][column] += cost or 0.0
                     day += DAY
+
+    def add_sums(self, sums: Iterable[Sums]) -> None:
+        """The database's sums by day and by the grouping's columns, of the runs within one
+        day (those that span more go through ``add``), already of the report's scope."""
+        rest = len(self.index) if len(self.series) > len(self.index) else None
+        for row in sums:
+            assert row.day is not None, "summed by day"
+            for name in self.tally.group(row):
+                column = self.index.get(name, rest)
+                if column is not None and row.node_hour is not None:
+                    at = int((row.day - self.first) // DAY)
+                    self.spend[at][column] += row.node_hours * row.node_hour
 
     def of(self, day: float) -> tuple[float, ...]:
         return tuple(self.spend[int((day - self.first) // DAY)])

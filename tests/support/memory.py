@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, Unpack
 
@@ -36,9 +36,9 @@ from handlers.keeping import RecordKind
 from handlers.owed.model import Owed
 from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
-from handlers.spend.ports import SPEND_PART
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import ChangeDone, Saving
+from handlers.spend.totals import PLACEMENT, Sums
 from handlers.sweep.rules import IdleRecord
 from handlers.sweep.state import IDLE_RECORD
 from tests.support.memory_owed import MemoryOwed
@@ -110,6 +110,58 @@ class MemoryStore(MemoryOwed):
         ]
         return sorted(found, key=lambda r: (r.start, r.cluster, r.pool))
 
+    async def spend_sums(
+        self,
+        since: float,
+        until: float,
+        *,
+        cluster: str | None = None,
+        columns: Sequence[str] = PLACEMENT,
+        daily: bool = False,
+    ) -> tuple[list[Sums], list[SpendRun]]:
+        self._reach()
+        found: dict[tuple[Any, ...], float] = {}
+        last: dict[tuple[Any, ...], float] = {}
+        first: dict[tuple[Any, ...], float] = {}
+        spanning = []
+        for run in await self.spend_between(since, until):
+            if cluster is not None and cluster not in (run.cluster, run.cluster.rsplit("/")[-1]):
+                continue
+            start, end = max(run.start, since), min(run.end, until)
+            day = start - start % 86400.0
+            if daily and end > day + 86400.0:
+                spanning.append(run)
+                continue
+            placed = {name: getattr(run, name) for name in columns}
+            key = (tuple(sorted(placed.items())), run.idle, run.node_hour, day if daily else None)
+            found[key] = found.get(key, 0.0) + run.nodes * (end - start)
+            last[key] = max(last.get(key, run.start), run.start)
+            first[key] = min(first.get(key, run.start), run.start)
+        sums = [
+            Sums(
+                **{"cluster": "", "pool": "", "target": "", "labels": (), **dict(placed)},
+                idle=idle,
+                node_hour=price,
+                node_hours=seconds / 3600.0,
+                day=day,
+                last=last[placed, idle, price, day],
+                first=first[placed, idle, price, day],
+            )
+            for (placed, idle, price, day), seconds in found.items()
+        ]
+        return sums, spanning
+
+    async def spend_watched(self, since: float, until: float) -> set[float]:
+        self._reach()
+        days = set()
+        for run in await self.spend_between(since, until):
+            start, end = max(run.start, since), min(run.end, until)
+            day = start - start % 86400.0
+            while day < end:
+                days.add(day)
+                day += 86400.0
+        return days
+
     async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:
         self._reach()
         for change in done:
@@ -146,13 +198,6 @@ class MemoryStore(MemoryOwed):
                 )
             )
         return found[::-1]
-
-    async def spend_parts(
-        self, since: float, until: float, size: int = SPEND_PART
-    ) -> AsyncIterator[list[SpendRun]]:
-        found = await self.spend_between(since, until)
-        for at in range(0, len(found), size):
-            yield found[at : at + size]
 
     # -- form submissions ----------------------------------------------------------------------
 
