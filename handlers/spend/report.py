@@ -207,8 +207,7 @@ class SpendReport:
             reply.add(Note(watched))
         reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
         if channel is not None:
-            # each day's sums, folded with the table's; each day's spend of the table's
-            # first groups, in a second pass once they are known
+            # each day's spend of the table's first groups, asked once they are known
             names = list(groups)[:SERIES]
             series = GroupDays(tally, names, others=len(groups) > SERIES)
             await self.series_summed(series, key)

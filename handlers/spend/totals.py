@@ -139,9 +139,10 @@ DAY = 24 * 3600.0
 
 
 class Tally:
-    """The sums of a report, folded a part of the ledger at a time, so that a report over a
-    year of runs holds one part of them at once and passes over each run once: each group's
-    spend, each UTC day's (for the chart) and each cluster's labels (for the savings)."""
+    """The sums of a report: each group's spend, each UTC day's (for the chart), the days
+    watched and each cluster's labels (for the savings). Filled from the database's sums
+    (``add_sums``, ``add_days``), whatever the period a row a group and a day, and from runs
+    (``add``: the runs still open, or a list the caller holds)."""
 
     def __init__(
         self,
@@ -252,8 +253,8 @@ class Tally:
 
 class GroupDays:
     """Each UTC day's spend of a few groups (the table's first ones) and of the rest as one,
-    folded a part of the ledger at a time: a fixed row of floats a day, however many groups
-    the fleet has."""
+    from the database's sums by day and by the grouping's columns: a fixed row of floats a
+    day, however many groups the fleet has."""
 
     def __init__(
         self,
