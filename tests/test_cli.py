@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.factories import cluster_doc
 from tests.support.ports import free_port
+from tests.test_store import HEAD
 
 
 def wait_for(url: str, deadline: float = 20.0) -> None:
@@ -177,9 +178,9 @@ def test_migrate_brings_the_database_to_the_newest_revision(tmp_path: Path) -> N
     ]
     for run in runs:
         assert run.returncode == 0, run.stderr
-        assert run.stdout == f"database {database} is at revision 0012, the newest\n"
+        assert run.stdout == f"database {database} is at revision {HEAD}, the newest\n"
     # the first run migrated and said so in one log line; the second had nothing to do
-    assert "migrated from revision none to 0012" in runs[0].stderr
+    assert f"migrated from revision none to {HEAD}" in runs[0].stderr
     assert "migrated" not in runs[1].stderr
     unreachable = {**env, "CLUSTERBOT_DATABASE_URL": "postgresql+asyncpg://u:pw@127.0.0.1:9/x"}
     failed = subprocess.run(

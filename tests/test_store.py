@@ -129,7 +129,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0013"
+HEAD = "0013"  # the newest migration; test_cli reads it too
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:
