@@ -32,8 +32,6 @@ from bot.app import ClusterbotService
 from bot.settings import Settings
 from bot.store import Store, schema
 from bot.store.store import _request_row
-from handlers.changes.plan import ChangePlan
-from handlers.changes.resize import ResizeDetail
 from handlers.costs import money
 from handlers.domain.names import Target
 from handlers.entities import ApprovalRequest, Origin, RequestState
@@ -42,6 +40,7 @@ from handlers.spend.report import Cost
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import savings
 from tests.support.postgres import postgres_available
+from tests.test_spend import succeeded
 
 CLUSTERS = 1_000
 DAYS = 90
@@ -55,6 +54,11 @@ TARGET = Target("bench-project-0", "us-central1")
 
 def cluster_name(n: int) -> str:
     return f"{TARGET.parent}/modelDevelopmentClusters/c{n:04d}"
+
+
+def night(request_id: str, before: float, after: float, at: float, cluster: str) -> Any:
+    """A scheduled night's change, succeeded, as the store keeps it."""
+    return succeeded(request_id, Origin.SCHEDULE, before, after, at, cluster)
 
 
 def ledger(now: float) -> tuple[list[SpendRun], list[ApprovalRequest]]:
@@ -75,36 +79,14 @@ def ledger(now: float) -> tuple[list[SpendRun], list[ApprovalRequest]]:
                                    TARGET.parent, labels)  # fmt: skip
                     runs.append(run)
             if scheduled:
-                nights.append(night(f"off-{n}-{day}", name, 2 * GPU_HOUR, 0.0, evening))
-                nights.append(night(f"on-{n}-{day}", name, 0.0, 2 * GPU_HOUR, morning + DAY))
+                nights.append(night(f"off-{n}-{day}", 2 * GPU_HOUR, 0.0, evening, name))
+                nights.append(night(f"on-{n}-{day}", 0.0, 2 * GPU_HOUR, morning + DAY, name))
         for week in range(0, DAYS, 7):
             began = start + week * DAY
             ended = min(began + 7 * DAY, now)
             runs.append(SpendRun(name, "login", began, ended, 1, LOGIN_HOUR, False, TARGET.parent,
                                  labels))  # fmt: skip
     return runs, nights
-
-
-def night(request_id: str, cluster: str, before: float, after: float, at: float) -> ApprovalRequest:
-    plan: ChangePlan[ResizeDetail] = ChangePlan(
-        cluster=cluster,
-        detail=ResizeDetail(),
-        update_mask=("node_pools",),
-        cost_before=before,
-        cost_after=after,
-        fingerprint="f",
-    )
-    return ApprovalRequest(
-        id=request_id,
-        plan=plan,
-        requester="schedule",
-        channel="C0BENCH",
-        created_at=at - 60,
-        expires_at=at + 3600,
-        state=RequestState.SUCCEEDED,
-        origin=Origin.SCHEDULE,
-        finished_at=at,
-    )
 
 
 async def seed(store: Store, now: float) -> tuple[int, int]:

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.store import schema
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import ChangeDone, Saving
-from handlers.spend.totals import PLACEMENT, Sums
+from handlers.spend.totals import DAY, PLACEMENT, Sums, days_of
 
 
 def _row(run: SpendRun) -> dict[str, Any]:
@@ -72,15 +72,6 @@ def _sums(row: Any, read: dict[str, tuple[tuple[str, str], ...]]) -> Sums:
         last=float(row["last"]),
         first=float(row["first"]),
     )
-
-
-def _runs(
-    rows: Sequence[sa.Row[Any]], read: dict[str, tuple[tuple[str, str], ...]]
-) -> list[SpendRun]:
-    return [_run(row, read) for row in rows]
-
-
-DAY = 86400.0
 
 
 class Period:
@@ -145,10 +136,7 @@ class SpendRows:
         async with self.engine.connect() as connection:
             days = {float(day) for (day,) in await connection.execute(one_day)}
             for start, end in await connection.execute(across):
-                day = start - start % DAY
-                while day < end:
-                    days.add(day)
-                    day += DAY
+                days.update(days_of(start, end))
         return days
 
     async def record_spend(self, runs: Sequence[SpendRun]) -> None:

@@ -3,7 +3,7 @@ over any period, with the part spent while the cluster was idle and what was sav
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -138,6 +138,14 @@ def overall(groups: dict[str, Spend]) -> Spend:
 DAY = 24 * 3600.0
 
 
+def days_of(start: float, end: float) -> Iterator[float]:
+    """The UTC midnights of the days [start, end) touches."""
+    day = start - start % DAY
+    while day < end:
+        yield day
+        day += DAY
+
+
 class Tally:
     """The sums of a report: each group's spend, each UTC day's (for the chart), the days
     watched and each cluster's labels (for the savings). Filled from the database's sums
@@ -170,11 +178,7 @@ class Tally:
             self.labels[run.cluster] = run.labels
             for name in self.group(run):
                 self.groups.setdefault(name, Spend()).add(run, since, until)
-            start, end = max(run.start, since), min(run.end, until)
-            day = start - start % DAY
-            while day < end:
-                self.days.setdefault(day, Spend()).add(run, max(day, since), min(day + DAY, until))
-                day += DAY
+            self._by_day(run)
 
     def add_sums(self, sums: Iterable[Sums]) -> None:
         """The database's sums of the period, by every column a group may use: the groups'
@@ -201,12 +205,14 @@ class Tally:
         for run in spanning:
             if run.within(since, until) <= 0 or (self.keep and not self.keep(run)):
                 continue
-            start, end = max(run.start, since), min(run.end, until)
-            self._watched(start, end)
-            day = start - start % DAY
-            while day < end:
-                self.days.setdefault(day, Spend()).add(run, max(day, since), min(day + DAY, until))
-                day += DAY
+            self._watched(max(run.start, since), min(run.end, until))
+            self._by_day(run)
+
+    def _by_day(self, run: SpendRun) -> None:
+        """A run's spend on each UTC day of the period it covers."""
+        since, until = self.since, self.until
+        for day in days_of(max(run.start, since), min(run.end, until)):
+            self.days.setdefault(day, Spend()).add(run, max(day, since), min(day + DAY, until))
 
     def began(self, start: float) -> None:
         self.first = start if self.first is None else min(self.first, start)
@@ -216,10 +222,7 @@ class Tally:
         self.watched.update(days)
 
     def _watched(self, start: float, end: float) -> None:
-        day = start - start % DAY
-        while day < end:
-            self.watched.add(day)
-            day += DAY
+        self.watched.update(days_of(start, end))
 
     def totals(self, saved: Iterable[Saving] = ()) -> dict[str, Spend]:
         """Each group's spend and savings, largest spend first (as ``totals``)."""
@@ -243,11 +246,9 @@ class Tally:
                 continue
             start = max(saving.start, self.since)
             end = self.until if saving.end is None else min(saving.end, self.until)
-            day = start - start % DAY
-            while day < end:
+            for day in days_of(start, end):
                 if day in days:
                     days[day].saved += saving.saved(max(day, self.since), min(day + DAY, end))
-                day += DAY
         return sorted(days.items())
 
 
@@ -282,12 +283,9 @@ class GroupDays:
                 column = self.index.get(name, rest)
                 if column is None:
                     continue
-                start, end = max(run.start, since), min(run.end, until)
-                day = start - start % DAY
-                while day < end:
+                for day in days_of(max(run.start, since), min(run.end, until)):
                     cost = run.cost(max(day, since), min(day + DAY, until))
                     self.spend[int((day - self.first) // DAY)][column] += cost or 0.0
-                    day += DAY
 
     def add_sums(self, sums: Iterable[Sums]) -> None:
         """The database's sums by day and by the grouping's columns, of the runs within one
