@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "listing": ("listing", "run"),
     "sweep": ("sweep", "run"),
     "cost": ("cost", "run"),
+    "nights": ("nights", "run"),
     "big_queue": ("big_queue", "run"),
     "big_queue_acks": ("big_queue", "acks_while_sweeping"),
     "ack": ("ack", "run"),

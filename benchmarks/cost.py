@@ -127,13 +127,14 @@ async def peak_mb(work: Callable[[], Awaitable[Any]]) -> float:
         tracemalloc.stop()
 
 
-async def fresh_postgres() -> str:
+async def fresh_postgres(name: str = BENCH_DB) -> str:
+    """An empty database ``name`` on the local PostgreSQL: its URL."""
     admin = create_async_engine(f"{POSTGRES}/postgres", isolation_level="AUTOCOMMIT")
     async with admin.connect() as connection:
-        await connection.execute(sa.text(f"DROP DATABASE IF EXISTS {BENCH_DB}"))
-        await connection.execute(sa.text(f"CREATE DATABASE {BENCH_DB}"))
+        await connection.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
+        await connection.execute(sa.text(f"CREATE DATABASE {name}"))
     await admin.dispose()
-    return f"{POSTGRES}/{BENCH_DB}"
+    return f"{POSTGRES}/{name}"
 
 
 async def one(results: Results, database: str, url: str) -> None:

@@ -127,6 +127,7 @@ class ClusterbotService:
             alert_channel=self.chat.alert_channel,
             sweep_interval=settings.sweep_interval,
             concurrency=settings.vertex_concurrency,
+            writes_per_minute=settings.vertex_writes_per_minute,
             lease=lease,
             crash=crash,
             release_grace=settings.release_grace_seconds,

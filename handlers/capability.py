@@ -128,6 +128,8 @@ class Capability(Generic[S]):
     listener: Callable[[S], SweepListener | None] | None = None
     # what it does when a request ends (its alert says how), made from its service
     on_ended: Callable[[S], RequestEnded | None] | None = None
+    # what it does the moment a request ends, before anything is said in chat
+    on_settled: Callable[[S], RequestEnded | None] | None = None
     # its part of every Home tab, made from its service (None: none)
     home: Callable[[S], HomePart | None] | None = None
 
@@ -167,6 +169,9 @@ class Options:
     alert_channel: str | None  # None: no idle alerts are posted
     sweep_interval: float
     concurrency: int = 32  # control-plane calls at once (settings: vertex_concurrency)
+    # changes a minute per project and region that a crowd (a schedule's night) may send:
+    # the control plane's write quota (settings: vertex_writes_per_minute); None: unpaced
+    writes_per_minute: int | None = None
     lease: float = LEASE
     read_deadline: float = READ_DEADLINE
     crash: CrashPoint = no_crash

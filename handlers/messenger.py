@@ -29,9 +29,11 @@ class MessengerError(Exception):
         not_postable: bool = False,
         policy: str | None = None,
         passing: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(code)
         self.code = code
+        self.retry_after = retry_after  # a rate limit's: seconds until the call may come again
         self.not_postable = not_postable
         self.policy = policy
         # the platform's own passing trouble (a rate limit, its outage, no connection): the
@@ -57,7 +59,9 @@ class Messenger(Protocol):
     ) -> MessageId:
         """Post a message for everyone in the channel (or in the thread under ``thread``);
         returns its id. ``key`` is carried with the message, unseen, so that ``find`` can
-        tell later whether a post whose answer was lost arrived.
+        tell later whether a post whose answer was lost arrived; a post with a key is an owed
+        item's, which the engine tries again, so under a rate limit it is refused at once
+        (``ratelimited``, with ``retry_after``) instead of waiting for its turn.
         Raises ``MessengerError`` when the platform refuses it."""
         ...
 
@@ -70,11 +74,19 @@ class Messenger(Protocol):
         ...
 
     async def update(
-        self, channel: str, message: MessageId, reply: Reply, *, progress: bool = False
+        self,
+        channel: str,
+        message: MessageId,
+        reply: Reply,
+        *,
+        progress: bool = False,
+        owed: bool = False,
     ) -> None:
         """Replace a message the bot posted (an edit: repeating it changes nothing). A
         ``progress`` edit may be held back under a rate limit, and dropped for a newer edit
-        of the same message; any other edit always arrives."""
+        of the same message; any other edit always arrives. An ``owed`` item's edit is
+        refused at once under a rate limit (``ratelimited``, with ``retry_after``): the
+        engine tries it again then."""
         ...
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:

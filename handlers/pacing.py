@@ -1,11 +1,13 @@
-"""Long loops that keep the event loop free: a loop over thousands of clusters gives the loop
-back every ``TURN`` of work, so that no ack waits behind it."""
+"""Long loops that keep the event loop free (a loop over thousands of clusters gives the loop
+back every ``TURN`` of work, so that no ack waits behind it), and changes paced to the control
+plane's write quota."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable
+from bisect import bisect_right, insort
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TypeVar
 
 TURN = 0.002  # seconds of work on clusters between two turns of the event loop
@@ -21,3 +23,47 @@ async def paced(items: Iterable[T]) -> AsyncIterator[T]:
         if time.perf_counter() - since >= TURN:
             await asyncio.sleep(0)
             since = time.perf_counter()
+
+
+class WriteQuota:
+    """Changes sent to the control plane at most ``per_minute`` a minute per project and
+    region, as Google's request quotas count them (cloud.google.com/vertex-ai/docs/quotas:
+    requests per minute, per project and supported region; past them a call is refused with
+    429 RESOURCE_EXHAUSTED).
+
+    Each change takes a slot in a sliding minute: ``slot`` gives the moment its call may go,
+    the next one free, and keeps it for that change, so that a thousand changes due at once
+    are spread over the minutes the quota allows, in the order they asked, instead of all
+    coming back at the same moment. A change a person asked for (``ahead``) goes at once and
+    is counted: what waits is the mass of a schedule's night, never a person's click."""
+
+    WINDOW = 60.0
+
+    def __init__(self, per_minute: int, clock: Callable[[], float]) -> None:
+        self.per_minute = max(1, per_minute)
+        self.clock = clock
+        self.slots: dict[str, list[float]] = {}  # scope -> slots given, in order
+        self.kept: dict[str, float] = {}  # a change's key -> its slot
+
+    def slot(self, key: str, scope: str, *, ahead: bool = False) -> float:
+        """When the change ``key`` may send its call in ``scope`` (``project/region``): now or
+        later; the slot is the change's from now on (``done`` lets it go)."""
+        if key in self.kept:
+            return self.kept[key]
+        now = self.clock()
+        if len(self.kept) > 4 * self.per_minute:  # slots of changes taken up elsewhere
+            for stale in [k for k, at in self.kept.items() if at < now - self.WINDOW]:
+                del self.kept[stale]
+        given = self.slots.setdefault(scope, [])
+        del given[: bisect_right(given, now - self.WINDOW)]
+        if ahead or len(given) < self.per_minute:
+            at = now
+        else:
+            at = max(now, given[-self.per_minute] + self.WINDOW)
+        insort(given, at)
+        self.kept[key] = at
+        return at
+
+    def done(self, key: str) -> None:
+        """The change's call went (or will not): its slot stays counted, not kept."""
+        self.kept.pop(key, None)

@@ -21,6 +21,7 @@ from handlers.home import HomePart
 from handlers.intake import Intake
 from handlers.owed.engine import Engine, Room
 from handlers.owed.posting import Outbox
+from handlers.pacing import WriteQuota
 from handlers.policy import Policy
 from handlers.reading.clusters import ClusterDirectory
 from handlers.reading.reports import Reports
@@ -100,6 +101,8 @@ def build(
     swept.sweeper.listeners = tuple(listener for listener in listeners if listener is not None)
     ended = [c.on_ended(made) for c, made in capabilities if c.on_ended]
     core.ledger.on_ended.extend(hook for hook in ended if hook is not None)
+    settled = [c.on_settled(made) for c, made in capabilities if c.on_settled]
+    core.ledger.on_settled.extend(hook for hook in settled if hook is not None)
     parts = [c.home(made) for c, made in capabilities if c.home]
     return Services(
         engine=core.engine,
@@ -163,6 +166,9 @@ def _core(
         nodes=ports.nodes,
         window=options.send_window,
         node_window=options.node_window,
+        quota=None
+        if options.writes_per_minute is None
+        else WriteQuota(options.writes_per_minute, clock),
     )
     engine.add(executor)
     approvals = Approvals(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.slack.budget import Budget, Pacer
+from bot.slack.budget import Budget, Crowded, Pacer
 from tests.conftest import ManualClock
 
 
@@ -93,3 +93,29 @@ async def test_a_call_held_up_on_the_way_counts_from_its_answer(clock: ManualClo
     assert [at - start for at in arrived] == [10, 10, 70]
     # Slack's own window (arrival times) never holds more than two
     assert all(sum(1 for b in arrived if a - 60 < b <= a) <= 2 for a in arrived)
+
+
+async def test_an_owed_call_with_no_room_is_handed_back_with_a_turn_of_its_own(
+    clock: ManualClock,
+) -> None:
+    """An owed item's post waits at most ``PATIENCE`` for room: a crowd is handed back, each
+    with a later turn a limit's spacing after the one before, in the order it came."""
+    pacer = pacer_on(clock, {"chat.postMessage": 6})  # one every 10 s
+    sent: list[int] = []
+
+    def sender(n: int):  # type: ignore[no-untyped-def]
+        async def send() -> None:
+            sent.append(n)
+
+        return send
+
+    turns: list[float] = []
+    for n in range(10):
+        try:
+            await pacer.must("chat.postMessage C1", sender(n), patient=False)
+        except Crowded as crowded:
+            turns.append(crowded.seconds)
+    assert sent == [0, 1, 2, 3, 4, 5]  # the window's room, at once
+    assert turns == [60.0, 70.0, 80.0, 90.0]  # then one turn each, never all at once
+    await pacer.must("chat.postMessage C1", sender(10))  # a patient call still waits its room
+    assert sent[-1] == 10 and clock.now >= 60

@@ -130,6 +130,7 @@ def make_bot(
     database: Any = None,
     digest_firings: Firings | None = None,
     registry: Registry = REGISTRY,
+    writes_per_minute: int | None = None,
 ) -> Bot:
     """A bot on in-memory ports; with ``same_world_as``, a new process (a restart, another
     replica) on the first one's store, control plane and Slack; ``activity`` reads Slurm in
@@ -179,6 +180,7 @@ def make_bot(
         alert_channel=ALERTS,
         sweep_interval=sweep_interval,
         crash=crash,
+        writes_per_minute=writes_per_minute,
         # a tick waits for the work it started (a chart drawn in a thread, a store's write):
         # what a test asserts after it is done, on a loaded machine too; the tests of the
         # patience itself set their own

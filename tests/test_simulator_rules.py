@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from bot.vertex.client import VertexClient
-from handlers.domain.errors import AbortedError, AlreadyExistsError, InvalidArgumentError
+from handlers.domain.errors import (
+    AbortedError,
+    AlreadyExistsError,
+    InvalidArgumentError,
+    error_from_response,
+)
 from handlers.domain.models import Cluster
 from handlers.domain.names import Target
-from tests.conftest import Simulator
+from handlers.domain.shortage import Shortage, shortage_of
+from tests.conftest import DEMO_FIXTURES, Simulator
 from tests.support.factories import cluster_doc
 
 TRAIN01 = "projects/demo-project/locations/us-central1/modelDevelopmentClusters/train01"
@@ -386,3 +393,33 @@ async def test_unknown_paths_and_bad_json_are_aip193(simulator: Simulator) -> No
     ) as r:
         assert r.status == 400
         assert "Invalid JSON" in (await r.json())["error"]["message"]
+
+
+async def test_changes_past_the_request_quota_are_refused_as_google_refuses_them(
+    simulator: Simulator,
+) -> None:
+    """Two changes a minute per project and region: the third there is refused unapplied,
+    429 RESOURCE_EXHAUSTED with RATE_LIMIT_EXCEEDED, which the bot reads as a rate limit;
+    other projects and regions have their own, and the next minute has room again."""
+    assert (await simulator.admin("GET", "quota"))["writes_per_minute"] == 600
+    await simulator.admin("POST", "quota", {"writes_per_minute": 2})
+    headers = {"Authorization": "Bearer test"}
+
+    async def patch(cluster: str, nodes: int) -> tuple[int, bytes]:
+        url = f"{simulator.url}/v1beta1/{cluster}"
+        async with simulator.session.get(url, headers=headers) as reply:
+            doc = await reply.json()
+        doc["nodePools"][0]["scalingSpec"] = {"minNodeCount": nodes, "maxNodeCount": nodes}
+        params = {"updateMask": "node_pools"}
+        async with simulator.session.patch(url, json=doc, params=params, headers=headers) as reply:
+            return reply.status, await reply.read()
+
+    names = [c["name"] for c in json.loads(DEMO_FIXTURES.read_text())["clusters"]]
+    train01, cpu01, eval01, side01 = names
+    answers = [await patch(c, 3) for c in (train01, cpu01, eval01, side01, cpu01)]
+    assert [status for status, _ in answers] == [200, 200, 200, 200, 429], answers
+    said = shortage_of(error_from_response(429, answers[-1][1], None))
+    assert said is not None and said.kind == Shortage.RATE
+    simulator.clock.advance(61)
+    assert (await patch(cpu01, 5))[0] == 200
+    assert (await simulator.admin("GET", "quota"))["refused"] == 1

@@ -88,6 +88,17 @@ class Budget:
 
 
 Send = Callable[[], Awaitable[None]]
+PATIENCE = 2.0  # seconds an owed item's call waits for room before it is handed back
+
+
+class Crowded(Exception):
+    """No room for this call for a while: ``seconds`` until its turn. Raised for an owed
+    item's call (``patient=False``), which the engine tries again then instead of holding one
+    of its places while it waits."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no room for {seconds:.1f} s")
+        self.seconds = seconds
 
 
 class Pacer:
@@ -110,6 +121,8 @@ class Pacer:
         self.superseded_at: dict[str, float] = {}
         self._generations = itertools.count(1)
         self._flusher: asyncio.Task[None] | None = None
+        # key -> the latest turn given to a call handed back: each gets a turn of its own
+        self.turns: dict[str, float] = {}
 
     def _forget_old(self) -> None:
         """Drop what is remembered of messages nothing has touched for an hour."""
@@ -126,18 +139,37 @@ class Pacer:
     def _lock(self, message: str) -> asyncio.Lock:
         return self.locks.setdefault(message, asyncio.Lock())
 
-    async def must(self, key: str, send: Send, message: str | None = None) -> None:
+    def _turn(self, key: str, delay: float) -> float:
+        """Seconds until a call handed back may come again: after the window has room, and
+        after every call handed back before it, spaced as the limit spaces calls, so that a
+        crowd comes back one by one in the order it was turned away."""
+        now, limit = self.budget.clock(), self.budget._limit(key) or 60
+        at = max(now + delay, self.turns.get(key, 0.0) + WINDOW / limit)
+        self.turns[key] = at
+        if len(self.turns) > 1000:
+            self.turns = {k: t for k, t in self.turns.items() if t > now}
+        return at - now
+
+    async def must(
+        self, key: str, send: Send, message: str | None = None, *, patient: bool = True
+    ) -> None:
         """Send as soon as the budget allows; a progress edit kept aside for the same message
-        is dropped, since this one supersedes it."""
+        is dropped, since this one supersedes it. Not ``patient`` (an owed item's call, which
+        the engine tries again): ``Crowded`` when there is no room within ``PATIENCE``."""
         if message is not None:
             self.aside.pop(message, None)
             self.superseded[message] = next(self._generations)
             self.superseded_at[message] = self.budget.clock()
             self._forget_old()
         self.waiting += 1
+        waited = 0.0
         try:
             while (delay := self.budget.wait(key)) > 0:
+                if not patient and waited + delay > PATIENCE:
+                    # others took the room it waited for: its turn, not a longer wait
+                    raise Crowded(self._turn(key, delay))
                 await self.sleep(delay)
+                waited += delay
             place = self.budget.spend(key)
         finally:
             self.waiting -= 1

@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.redact import Redactor
-from bot.slack.budget import Budget, Pacer
+from bot.slack.budget import Budget, Crowded, Pacer, Send
 from bot.slack.render import mrkdwn, render
 from handlers.messenger import MessengerError
 from handlers.replies import Line, Reply, plain
@@ -163,7 +163,7 @@ class SlackMessenger:
             )
             posted.append(str(response["ts"]))
 
-        await self.pacer.must(f"chat.postMessage {channel}", send)
+        await self._must(f"chat.postMessage {channel}", send, patient=key is None)
         return posted[0]
 
     async def find(
@@ -197,7 +197,13 @@ class SlackMessenger:
         return None
 
     async def update(
-        self, channel: str, message: str, reply: Reply, *, progress: bool = False
+        self,
+        channel: str,
+        message: str,
+        reply: Reply,
+        *,
+        progress: bool = False,
+        owed: bool = False,
     ) -> None:
         ts = message  # a Slack message is named by its channel and its ts
 
@@ -210,7 +216,7 @@ class SlackMessenger:
         if progress:
             await self.pacer.maybe("chat.update", which, send)
         else:
-            await self.pacer.must("chat.update", send, which)
+            await self._must("chat.update", send, which, patient=not owed)
 
     async def whisper(self, channel: str, user: str, reply: Reply) -> None:
         async def send() -> None:
@@ -263,6 +269,15 @@ class SlackMessenger:
 
         await self.pacer.must("files.completeUploadExternal", send)
 
+    async def _must(
+        self, key: str, send: Send, message: str | None = None, *, patient: bool
+    ) -> None:
+        """``Pacer.must``; an owed item's call turned away is the platform's rate limit."""
+        try:
+            await self.pacer.must(key, send, message, patient=patient)
+        except Crowded as crowded:
+            raise MessengerError("ratelimited", retry_after=crowded.seconds) from None
+
     async def _call(self, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
         try:
             return await call
@@ -291,7 +306,13 @@ class LogMessenger:
         return None  # the log keeps nothing to look in
 
     async def update(
-        self, channel: str, message: str, reply: Reply, *, progress: bool = False
+        self,
+        channel: str,
+        message: str,
+        reply: Reply,
+        *,
+        progress: bool = False,
+        owed: bool = False,
     ) -> None:
         self.log.info("message %s in %s now: %s", message, channel, reply.summary)
 

@@ -255,7 +255,7 @@ class Approvals:
         await self.engine.run(change_key(request_id))
         fresh = await self.store.get_request(request_id)
         if fresh is not None and fresh.state in (RequestState.APPROVED, RequestState.EXECUTING):
-            await self.ledger.redraw(fresh)
+            await self.ledger.redraw(fresh, progress=True)
 
     async def _clicked(self, request_id: str, card_message: str | None) -> ApprovalRequest | None:
         """The request a card's button names. A click proves the card exists: a draft whose

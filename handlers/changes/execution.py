@@ -38,15 +38,18 @@ from handlers.domain.errors import (
     VertexError,
 )
 from handlers.domain.models import Cluster
+from handlers.domain.names import ClusterName
 from handlers.entities import (
     ApprovalRequest,
     KeptSpec,
     OperationKind,
+    Origin,
     RequestState,
     TrackedOperation,
 )
 from handlers.owed.engine import Attempt
 from handlers.owed.model import Done, Later, Outcome
+from handlers.pacing import WriteQuota
 from handlers.ports import Clock, ControlPlane, NodeUpdater, RequestStore
 from handlers.reading.clusters import error_text
 
@@ -56,6 +59,10 @@ LOOK_RETRY = 15.0  # a look-up that failed, or a Slurm that did not answer, is t
 GIVE_UP = 15 * 60.0  # a change that cannot be looked at or settled for this long: unknown
 FIRST_POLL = 1.0
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING)
+# asked by a person, one at a time: sent at once, counted in the write quota; the rest (a
+# schedule's night, a pipeline's release, the idle policy's own action) come in crowds and
+# wait for their slot
+BY_PEOPLE = frozenset({Origin.COMMAND, Origin.IDLE, Origin.HEALTH})
 
 
 def change_key(request_id: str) -> str:
@@ -78,8 +85,10 @@ class Executor:
         nodes: NodeUpdater | None = None,
         window: float = SEND_WINDOW,
         node_window: float = NODE_WINDOW,
+        quota: WriteQuota | None = None,
     ) -> None:
         self.store = store
+        self.quota = quota
         self.vertex = vertex
         self.planes = Planes(vertex, nodes, window=window, node_window=node_window)
         self.ledger = ledger
@@ -90,8 +99,28 @@ class Executor:
         if request is None or request.state not in IN_FLIGHT:
             return Done("nothing left to send")
         if request.state == RequestState.APPROVED:
-            return await self._execute(request, attempt)
+            waiting = self._slot(request, attempt.key)
+            if waiting is not None:
+                return waiting
+            try:
+                return await self._execute(request, attempt)
+            finally:
+                if self.quota is not None:
+                    self.quota.done(attempt.key)
         return await self._look(request, attempt)
+
+    def _slot(self, request: ApprovalRequest, key: str) -> Later | None:
+        """Later, at its slot, when the write quota has no room for this change now."""
+        if self.quota is None:
+            return None
+        try:
+            scope = ClusterName.parse(request.plan.cluster).target.parent
+        except ValueError:
+            return None
+        at = self.quota.slot(key, scope, ahead=request.origin in BY_PEOPLE)
+        if at <= self.clock():
+            return None
+        return Later(at, "waiting for its place in the control plane's write quota")
 
     async def _execute(self, request: ApprovalRequest, attempt: Attempt) -> Outcome:
         plan = request.plan
@@ -231,7 +260,7 @@ class Executor:
             await self.ledger.audit(
                 request.decided_by or "policy", "operation_started", request, operation=name
             )
-            await self.ledger.redraw(request)
+            await self.ledger.redraw(request, progress=True)
         return Done(f"following {name}")
 
     async def _end(self, request: ApprovalRequest, state: RequestState, outcome: str) -> Outcome:

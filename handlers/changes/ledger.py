@@ -71,6 +71,9 @@ class RequestLedger:
         self.people = people
         self.engine = engine
         self.on_ended = list(on_ended)
+        # told the moment a request ends, by the replica that ended it, before any chat: a
+        # schedule's night moves on without waiting for Slack (its own check is the fallback)
+        self.on_settled: list[RequestEnded] = []
         engine.add(self)
 
     async def audit(
@@ -124,12 +127,15 @@ class RequestLedger:
             details=details(**extra),
         )
 
-    async def redraw(self, request: ApprovalRequest) -> None:
-        """Edit the card to show the request as it is now."""
+    async def redraw(self, request: ApprovalRequest, *, progress: bool = False) -> None:
+        """Edit the card to show the request as it is now. A ``progress`` redraw (a step on
+        the way: approved, sent, running) is sent when the chat platform's limits leave room
+        and is otherwise replaced by the next, never waited for: how the request ends is
+        always told (``work``), so a mass of changes never waits on chat."""
         if request.card_message:
             try:
                 await self.messenger.update(
-                    request.channel, request.card_message, request_card(request)
+                    request.channel, request.card_message, request_card(request), progress=progress
                 )
             except MessengerError as error:
                 log.warning("could not redraw the card of %s: %s", request.id, error.code)
@@ -172,6 +178,12 @@ class RequestLedger:
         fresh = await self.store.get_request(request.id)
         if fresh is None or fresh.state != state:
             return False
+        if won:
+            for hook in self.on_settled:
+                try:
+                    await hook(fresh)
+                except Exception:  # a hook's own check catches up later
+                    log.exception("a hook failed after %s ended", request.id)
         await self.engine.run(told.key)
         return won
 
@@ -196,7 +208,7 @@ class RequestLedger:
             request.card_message = await self._find_card(request)
         if request.card_message:
             await self.messenger.update(
-                request.channel, request.card_message, request_card(request)
+                request.channel, request.card_message, request_card(request), owed=True
             )
         elif request.state == RequestState.ABANDONED and not attempt.item.result.get("whisper"):
             await self.tell_not_posted(request)
@@ -204,7 +216,9 @@ class RequestLedger:
         if request.state in EXECUTED:
             reply = thread_reply(request.plan.cluster_id, ending_text(request), ())
             if request.progress_message:
-                await self.messenger.update(request.channel, request.progress_message, reply)
+                await self.messenger.update(
+                    request.channel, request.progress_message, reply, owed=True
+                )
             else:
                 posted = await post_once(
                     attempt,

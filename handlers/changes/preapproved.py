@@ -23,8 +23,8 @@ from handlers.changes.plan import ChangePlan
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.messenger import MessengerError
 from handlers.owed.engine import Attempt
-from handlers.owed.model import Done, GiveUp, Later, Outcome
-from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
+from handlers.owed.model import Done, GiveUp, Outcome
+from handlers.owed.posting import post_once, rate_limited
 from handlers.ports import OpenRequestExistsError
 from handlers.replies import Caution, ChannelRef, Reply, Text
 
@@ -104,7 +104,7 @@ class Cards:
             )
         fresh = await store.get_request(request.id)
         if fresh is not None and fresh.state not in (request.state, RequestState.PENDING):
-            await self.approvals.ledger.redraw(fresh)  # it moved on while its card was posted
+            await self.approvals.ledger.redraw(fresh, progress=True)  # moved on meanwhile
         return Done()
 
     async def _post(self, attempt: Attempt, request: ApprovalRequest) -> str | None:
@@ -136,7 +136,7 @@ class Cards:
         """A rate limit is waited out; a draft's card the bot may not post ends the draft
         (its asker is told why, by ``Approvals.submit``); anything else is tried again."""
         if error.code == "ratelimited":
-            return Later(self.approvals.clock() + RATE_LIMITED_AGAIN, "rate limited")
+            return rate_limited(error, self.approvals.clock())
         if error.not_postable and request.state == RequestState.DRAFT:
             await self.approvals.store.delete_request(request.id)
             return GiveUp(unpostable(error))

@@ -28,9 +28,15 @@ from handlers.ports import Clock
 from handlers.replies import Caution, ChannelRef, Reply, Text
 
 log = logging.getLogger(__name__)
-__all__ = ["POST_WINDOW", "Outbox", "look_for", "post_once", "refused"]
+__all__ = ["POST_WINDOW", "Outbox", "look_for", "post_once", "rate_limited", "refused"]
 RATE_LIMITED_AGAIN = 60.0  # a post Slack still rate-limits after its own waits: tried then
 KIND = "message"
+
+
+def rate_limited(error: MessengerError, now: float) -> Later:
+    """Tried again at the turn the rate limit gives (``retry_after``), else in a minute."""
+    wait = RATE_LIMITED_AGAIN if error.retry_after is None else error.retry_after
+    return Later(now + wait, "rate limited")
 
 
 def refused(error: MessengerError, now: float, cannot: str) -> Outcome:
@@ -38,7 +44,7 @@ def refused(error: MessengerError, now: float, cannot: str) -> Outcome:
     has passed, given up (saying ``cannot`` and why) where the bot may not post; anything
     else is raised, for the engine to try again with backoff."""
     if error.code == "ratelimited":
-        return Later(now + RATE_LIMITED_AGAIN, "rate limited")
+        return rate_limited(error, now)
     if error.not_postable:
         return GiveUp(f"{cannot}: {error.code}")
     raise error
@@ -151,14 +157,14 @@ class Outbox:
         channel, reply = str(subject["channel"]), decode(subject["reply"])
         try:
             if subject.get("edit"):
-                await self.messenger.update(channel, str(subject["edit"]), reply)
+                await self.messenger.update(channel, str(subject["edit"]), reply, owed=True)
             else:
                 await post_once(attempt, self.messenger, channel, reply, thread=subject["thread"])
         except MessengerError as error:
             if error.not_postable:
                 return await self._elsewhere(attempt, channel, reply, error)
             if error.code == "ratelimited":
-                return Later(self.clock() + RATE_LIMITED_AGAIN, "rate limited")
+                return rate_limited(error, self.clock())
             raise
         return Done()
 

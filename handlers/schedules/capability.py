@@ -110,6 +110,7 @@ SCHEDULES_CAPABILITY = Capability(
         ),
     ),
     kinds=(SCHEDULE_KIND,),
+    on_settled=lambda schedules: None if schedules is None else schedules.night_ended,
     # the first run is at start: a wake missed while every replica was down happens then
     jobs=(Job("schedules", lambda s: s.check_all()),),
     forms=(ScheduleForm(),),

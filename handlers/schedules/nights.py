@@ -18,6 +18,7 @@ approved by the policy. A cluster deleted meanwhile ends its schedules, said onc
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -43,6 +44,7 @@ RETRY = 5 * 60.0  # a busy queue at "off", or a wake that failed, is looked at a
 LOOKS = 12  # looks at a busy queue before the night is skipped (an hour)
 POSTPONE = 2 * 3600.0
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING, RequestState.RUNNING)
+AT_ONCE = 32  # schedules checked at a time: a fleet's nights due at one minute go together
 
 
 class Nights:
@@ -58,7 +60,9 @@ class Nights:
         thread: ScheduleThread,
         clock: Clock,
         crash: CrashPoint = no_crash,
+        at_once: int = AT_ONCE,
     ) -> None:
+        self.at_once = max(1, at_once)
         self.store = store
         self.calendar = calendar
         self.directory = directory
@@ -76,13 +80,21 @@ class Nights:
         return self.calendar.next_time(schedule.on, schedule.zone, after)
 
     async def check_all(self) -> None:
-        for schedule in await self.store.schedules([ScheduleState.ACTIVE]):
-            try:
-                await self.check(schedule)
-            except Exception:  # one schedule's trouble must not stop the others
-                log.exception(
-                    "checking schedule %s failed; retrying at the next check", schedule.id
-                )
+        """Check every active schedule, ``at_once`` at a time: a fleet on one schedule goes
+        off together, each change then waiting only for its place in the control plane's
+        write quota (``handlers/pacing.py``), never for another schedule's."""
+        waiting = iter(await self.store.schedules([ScheduleState.ACTIVE]))
+
+        async def checker() -> None:
+            for schedule in waiting:  # shared: each schedule is taken by one checker
+                try:
+                    await self.check(schedule)
+                except Exception:  # one schedule's trouble must not stop the others
+                    log.exception(
+                        "checking schedule %s failed; retrying at the next check", schedule.id
+                    )
+
+        await asyncio.gather(*(checker() for _ in range(self.at_once)))
 
     async def check(self, schedule: Schedule) -> None:
         now, active = self.clock(), schedule.state == ScheduleState.ACTIVE

@@ -183,6 +183,15 @@ class Schedules:
                     log.exception("settling schedule %s failed; retrying later", schedule.id)
         await self.nights.check_all()
 
+    async def night_ended(self, request: ApprovalRequest) -> None:
+        """A night's change ended: its schedule moves on now (asleep, awake), not at the
+        next check, which a fleet's night keeps busy for minutes."""
+        if request.origin != Origin.SCHEDULE:
+            return
+        schedule = await self.store.get_schedule(request.requester.removeprefix("schedule:"))
+        if schedule is not None and schedule.firing_request == request.id:
+            await self.nights.check(schedule)
+
     async def _settle(self, schedule: Schedule) -> None:
         request = await self.approvals.store.get_request(schedule.request_id)
         if request is None or request.state in (RequestState.DRAFT, RequestState.PENDING):

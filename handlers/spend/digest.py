@@ -22,8 +22,8 @@ from handlers.actions import OpenForm, Remedy
 from handlers.costs import money
 from handlers.messenger import Messenger, MessengerError
 from handlers.owed.engine import Attempt, Engine
-from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed, OwedState
-from handlers.owed.posting import RATE_LIMITED_AGAIN, post_once
+from handlers.owed.model import Done, GiveUp, Outcome, Owed, OwedState
+from handlers.owed.posting import post_once, rate_limited
 from handlers.ports import Clock
 from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.schedules.model import ScheduleState
@@ -148,7 +148,7 @@ class Digest:
             message = await post_once(attempt, self.messenger, self.channel, reply)
         except MessengerError as error:
             if error.code == "ratelimited":
-                return Later(now + RATE_LIMITED_AGAIN, "rate limited")
+                return rate_limited(error, now)
             raise
         if "chart" not in attempt.item.result:
             await self._chart(attempt, chart, whole, message)

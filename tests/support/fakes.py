@@ -48,7 +48,13 @@ class FakeMessenger:
         return found[1] if found is not None and found[0] == channel else None
 
     async def update(
-        self, channel: str, message: str, reply: Reply, *, progress: bool = False
+        self,
+        channel: str,
+        message: str,
+        reply: Reply,
+        *,
+        progress: bool = False,
+        owed: bool = False,
     ) -> None:
         if message in self.refuse_edits:
             raise MessengerError(self.refuse_edits[message])

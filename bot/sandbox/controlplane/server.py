@@ -13,10 +13,11 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.controlplane import secrets, slurm
+from bot.sandbox.controlplane import quota, secrets, slurm
 from bot.sandbox.controlplane.cluster_routes import sim_clusters
 from bot.sandbox.controlplane.faults import Fault
 from bot.sandbox.controlplane.http import STATE, json_body
+from bot.sandbox.controlplane.quota import QUOTA
 from bot.sandbox.controlplane.rpc import STATUS_OF_HTTP, SimError, invalid
 from bot.sandbox.controlplane.rules import check_update_mode
 from bot.sandbox.controlplane.slurm_routes import sim_jobs, sim_nodes, sim_reservations, sim_slurm
@@ -126,6 +127,7 @@ async def _guarded(
         request[FAULT] = fault
     state.advance()
     try:
+        request.app[QUOTA].check(request.method, path, state.clock())
         response = await handler(request)
     except SimError as error:
         response = error_response(error)
@@ -385,6 +387,7 @@ def create_app(state: SimulatorState, prefix: str = "") -> web.Application:
     app.router.add_route("*", "/_sim/reservations", sim_reservations)
     app.router.add_route("*", "/_sim/clusters", sim_clusters)
     secrets.add_routes(app)
+    quota.install(app)
     return app
 
 
