@@ -131,7 +131,7 @@ async def fresh_postgres(name: str = BENCH_DB) -> str:
     """An empty database ``name`` on the local PostgreSQL: its URL."""
     admin = create_async_engine(f"{POSTGRES}/postgres", isolation_level="AUTOCOMMIT")
     async with admin.connect() as connection:
-        await connection.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
+        await connection.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         await connection.execute(sa.text(f"CREATE DATABASE {name}"))
     await admin.dispose()
     return f"{POSTGRES}/{name}"

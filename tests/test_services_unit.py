@@ -37,6 +37,7 @@ from handlers.spend.capability import CHARTS, DIGEST_CRON, DIGEST_FIRINGS, SPEND
 from handlers.spend.digest import DigestStore, Firings
 from handlers.spend.runs import SPEND_RECORD
 from handlers.sweep.rules import Status
+from handlers.sweep.sweep import SWEEP_LEASE
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.support.fakes import FakeMessenger
@@ -830,3 +831,27 @@ async def test_a_forms_life_runs_on_the_core_alone(bot: Bot) -> None:
     assert "Resize request: c1 / gpu" in text(card)
     refused = await flow.submitted("U0CAROL", state, fine)  # a viewer: shown at the last field
     assert list(refused) == ["max"] and len(bot.cards()) == 1, refused
+
+
+async def test_a_sweep_cut_off_as_its_lease_is_taken_gives_it_back(bot: Bot) -> None:
+    """The service vanishes (its sweep is cancelled) just after the database gave the sweep's
+    lease and before the answer came back: the lease is given back, not held until it runs
+    out while a replacement waits."""
+    given = asyncio.Event()
+    store = bot.store
+    take = store.take_lease
+
+    async def given_then_cut_off(*args: Any, **kwargs: Any) -> bool:
+        taken = await take(*args, **kwargs)
+        given.set()
+        await asyncio.Event().wait()  # the answer never comes back: cut off here
+        return taken
+
+    store.take_lease = given_then_cut_off  # type: ignore[method-assign]
+    sweeping = asyncio.create_task(bot.services.sweeper.sweep(force=True))
+    await given.wait()
+    assert store.leases[SWEEP_LEASE]["owner"] == "me"
+    sweeping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sweeping
+    assert store.leases[SWEEP_LEASE]["owner"] is None

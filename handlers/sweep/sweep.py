@@ -94,9 +94,15 @@ class Sweeper:
         an interval ago; returns the report, or None when this replica did not sweep."""
         gap = 0.0 if force else self.interval * 0.9
         async with self.lock:
-            if not await self.leases.take_lease(
-                SWEEP_LEASE, self.owner, self.clock(), self.lease, gap
-            ):
+            try:
+                took = await self.leases.take_lease(
+                    SWEEP_LEASE, self.owner, self.clock(), self.lease, gap
+                )
+            except asyncio.CancelledError:
+                # cut off once the database may have given it: given back all the same
+                await self.leases.finish_lease(SWEEP_LEASE, self.owner, self.clock())
+                raise
+            if not took:
                 return None
             try:
                 report = await self._sweep(alerts)
