@@ -56,12 +56,15 @@ class Messenger(Protocol):
         reply: Reply,
         thread: MessageId | None = None,
         key: str | None = None,
+        waited_for: bool = False,
     ) -> MessageId:
         """Post a message for everyone in the channel (or in the thread under ``thread``);
         returns its id. ``key`` is carried with the message, unseen, so that ``find`` can
         tell later whether a post whose answer was lost arrived; a post with a key is an owed
         item's, which the engine tries again, so under a rate limit it is refused at once
-        (``ratelimited``, with ``retry_after``) instead of waiting for its turn.
+        (``ratelimited``, with ``retry_after``) instead of waiting for its turn, unless a
+        person is ``waited_for`` it (a card they asked for): that one waits for the next
+        room, ahead of the crowd.
         Raises ``MessengerError`` when the platform refuses it."""
         ...
 

@@ -150,7 +150,12 @@ class SlackMessenger:
         return {"text": text, "blocks": blocks}
 
     async def post(
-        self, channel: str, reply: Reply, thread: str | None = None, key: str | None = None
+        self,
+        channel: str,
+        reply: Reply,
+        thread: str | None = None,
+        key: str | None = None,
+        waited_for: bool = False,
     ) -> str:
         posted: list[str] = []
         content = self._content(reply)
@@ -163,7 +168,7 @@ class SlackMessenger:
             )
             posted.append(str(response["ts"]))
 
-        await self._must(f"chat.postMessage {channel}", send, patient=key is None)
+        await self._must(f"chat.postMessage {channel}", send, patient=key is None or waited_for)
         return posted[0]
 
     async def find(
@@ -294,7 +299,12 @@ class LogMessenger:
         self._ids = itertools.count(1)
 
     async def post(
-        self, channel: str, reply: Reply, thread: str | None = None, key: str | None = None
+        self,
+        channel: str,
+        reply: Reply,
+        thread: str | None = None,
+        key: str | None = None,
+        waited_for: bool = False,
     ) -> str:
         ts = f"log-{next(self._ids)}"
         self.log.info("message %s to %s: %s", ts, channel, reply.summary)

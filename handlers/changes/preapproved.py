@@ -111,8 +111,12 @@ class Cards:
         """The card, posted once where it was asked; an approved change's card the bot may
         not post there goes to the alert channel, saying why (None)."""
         messenger = self.approvals.messenger
+        # a person waits for the card of what they asked: it goes ahead of a crowd of posts
+        waited_for = request.state == RequestState.DRAFT
         try:
-            return await post_once(attempt, messenger, request.channel, request_card(request))
+            return await post_once(
+                attempt, messenger, request.channel, request_card(request), waited_for=waited_for
+            )
         except MessengerError as error:
             pending = request.state == RequestState.DRAFT
             if not error.not_postable or pending or self.alert_channel in (None, request.channel):

@@ -88,6 +88,7 @@ async def post_once(
     *,
     thread: MessageId | None = None,
     name: str = "message",
+    waited_for: bool = False,
 ) -> MessageId:
     """Post ``reply`` for this item once, whatever attempt it takes; returns its id. ``name``
     tells one post of an item from another (a digest's message and its chart's); the step
@@ -102,7 +103,9 @@ async def post_once(
             return found
     await attempt.sending(attempt.engine.post_window)
     try:
-        message = await messenger.post(channel, reply, thread=thread, key=key)
+        message = await messenger.post(
+            channel, reply, thread=thread, key=key, waited_for=waited_for
+        )
     except MessengerError as error:
         if error.code != "connection_failed":  # refused: it did not arrive
             await attempt.sent()

@@ -28,7 +28,12 @@ class FakeMessenger:
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def post(
-        self, channel: str, reply: Reply, thread: str | None = None, key: str | None = None
+        self,
+        channel: str,
+        reply: Reply,
+        thread: str | None = None,
+        key: str | None = None,
+        waited_for: bool = False,
     ) -> str:
         refused = self.refuse or self.refuse_in.get(channel)
         if refused:
