@@ -114,10 +114,9 @@ class Settings(BaseSettings):
     # target go out together for up to 32 targets, and stays far from a connection pool's
     # limits (aiohttp's default is 100).
     vertex_concurrency: int = Field(32, ge=1, le=256)
-    # Changes a minute this replica sends per project and region when they come in crowds (a
-    # schedule's night for a whole fleet): each waits for its slot instead of running into
-    # the quota. Vertex AI's quotas page gives 60 "job or long-running operation submission
-    # requests" a minute per region, and a change submits one; raise it with the quota.
+    # Changes a minute per project and region sent by crowds (a fleet's night), each waiting
+    # for its slot: Vertex AI's quotas page gives 60 "job or long-running operation
+    # submission requests" a minute per region, and a change submits one.
     vertex_writes_per_minute: int = Field(60, ge=1, le=100_000)
     vertex_retry_deadline: float = Field(120.0, gt=0, le=3600)
     # seconds one control-plane call may take (the server is told a little less:
