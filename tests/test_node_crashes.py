@@ -72,7 +72,11 @@ def test_a_crash_at_any_step_of_a_resume_sends_one_node_update(
             one.start()
             if point in EARLY:  # the sweep's alert is cut off between its post and record
                 wait_until(lambda: f"exiting at {point}" in one.log.read_text(), limit=60)
-            posted = wait_until(lambda: alert(box), limit=60, what="the health alert")
+            try:
+                posted = wait_until(lambda: alert(box), limit=60, what="the health alert")
+            except AssertionError as error:  # what the channel and the replica show instead
+                seen = [(m.get("text") or "")[:80] for m in box.messages()]
+                raise AssertionError(f"{error}: {seen}\n{one.log.read_text()[-3000:]}") from None
             box.click("alice", posted["ts"], "health_resume")
             card = box.card("Resume node request: train01")
             if point == "held":  # the control plane holds the update; slurmctld applies it later

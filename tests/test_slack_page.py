@@ -142,9 +142,9 @@ COUNT_DRAWS = """() => {
 
 
 async def test_an_event_draws_only_what_it_changed(page: Page, stack: SlackStack) -> None:
-    """A channel of 70 messages: a new message, an edit and a thread reply each draw one
-    message (the reply its parent, for its count), every other node stays the one it was,
-    and the view stays at the bottom."""
+    """A channel of 70 messages: loading it again draws nothing, a new message, an edit and a
+    thread reply each draw one message (the reply its parent, for its count), every other node
+    stays the one it was, and the view stays at the bottom."""
     client = AsyncWebClient(token=TOKEN, base_url=stack.api_url)
     posted = [
         await client.chat_postMessage(channel="C0MLINFRA", text=f"line {n}\n" + "words " * 40)
@@ -157,6 +157,8 @@ async def test_an_event_draws_only_what_it_changed(page: Page, stack: SlackStack
         }
     }""")
     await page.evaluate(COUNT_DRAWS)
+    await page.evaluate("loadMessages()")  # as after the event stream reconnects
+    assert await page.evaluate("window.drawn") == []
 
     newest = await client.chat_postMessage(channel="C0MLINFRA", text="the newest")
     await expect(page.locator(f'.message[data-ts="{newest["ts"]}"]')).to_be_visible()

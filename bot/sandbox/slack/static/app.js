@@ -224,6 +224,7 @@ function renderMessage(message, { inThread = false, replies = null } = {}) {
   if (message.ephemeral_to) content.appendChild(el("div", "ephemeral-note", "Only visible to you"));
   if (!inThread) {
     replies = replies || state.messages.filter((m) => m.thread_ts === message.ts && m.ts !== message.ts);
+    node.drawnFrom = drawnKey(message, replies);
     if (replies.length) {
       const link = el("button", "replies", `${replies.length} ${replies.length === 1 ? "reply" : "replies"} · last at ${timeOf(replies[replies.length - 1].ts)}`);
       link.type = "button";
@@ -233,6 +234,11 @@ function renderMessage(message, { inThread = false, replies = null } = {}) {
   }
   node.appendChild(content);
   return node;
+}
+
+// What a channel node shows: its message as sent and its thread's replies.
+function drawnKey(message, replies) {
+  return JSON.stringify([message, replies.map((reply) => reply.ts)]);
 }
 
 function topLevel(message) {
@@ -257,18 +263,34 @@ function followBottom(list) {
   }, true); // an image's load does not bubble: it is caught on its way down
 }
 
-// The whole channel, drawn once it is loaded; each event after draws only what it changed.
+// The whole channel, drawn from what was loaded: a message whose node already shows it (the
+// same message, the same replies) keeps that node, so a reload (the page's first, or one after
+// the event stream reconnects) draws only what changed while it was away.
 function render() {
   const list = $("messages");
   const stick = nearBottom(list);
-  list.replaceChildren();
   const replies = new Map(); // each thread's replies, counted once, not once per message
   for (const m of state.messages) {
     if (!topLevel(m)) replies.set(m.thread_ts, [...(replies.get(m.thread_ts) || []), m]);
   }
   const top = state.messages.filter(topLevel);
+  const same = list.dataset.channel === state.channel;
+  list.dataset.channel = state.channel;
+  const drawn = new Map(same ? [...list.querySelectorAll("article.message")].map((n) => [n.dataset.ts, n]) : []);
+  const nodes = top.map((message) => {
+    const its = replies.get(message.ts) || [];
+    const node = drawn.get(message.ts);
+    if (node && node.drawnFrom === drawnKey(message, its)) return node;
+    return renderMessage(message, { replies: its });
+  });
+  const kept = new Set(nodes);
+  for (const node of [...list.children]) if (!kept.has(node)) node.remove();
+  let cursor = list.firstElementChild;
+  for (const node of nodes) {
+    if (node === cursor) cursor = cursor.nextElementSibling;
+    else list.insertBefore(node, cursor);
+  }
   if (!top.length) list.appendChild(el("div", "empty", "No messages yet. Type <code>/cluster help</code> below."));
-  for (const message of top) list.appendChild(renderMessage(message, { replies: replies.get(message.ts) || [] }));
   if (stick) list.scrollTop = list.scrollHeight;
   renderThread();
 }
