@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from pathlib import Path
 
 from handlers.policy import Policy
@@ -38,10 +40,18 @@ async def test_metrics_after_a_scripted_flow(tmp_path: Path) -> None:
         await stack.click("bob", card["ts"], "approve")
         await stack.wait(lambda ms: any("done, finished in" in text_of(m) for m in ms), limit=20)
         await stack.wait(lambda ms: any("Idle cluster: cpu01" in text_of(m) for m in ms))
-        async with stack.session.get(f"{stack.url}/metrics") as reply:
-            assert reply.status == 200
-            assert reply.headers["Content-Type"].startswith("text/plain")
-            text = await reply.text()
+        # the idle gauges are the last sweep's (one every 0.3 s): read until a sweep after
+        # the resize has set them, as a scrape would
+        deadline = time.monotonic() + 30
+        while True:
+            async with stack.session.get(f"{stack.url}/metrics") as reply:
+                assert reply.status == 200
+                assert reply.headers["Content-Type"].startswith("text/plain")
+                text = await reply.text()
+            swept = "clusterbot_idle_clusters 1" in text and "cost_per_hour 1.552" in text
+            if swept or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
     samples = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert all(LINE.match(line) for line in samples), [s for s in samples if not LINE.match(s)]
     for series in SERIES:
