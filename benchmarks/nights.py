@@ -4,12 +4,14 @@ The simulator holds 1,000 clusters in one project and region, each with a GPU po
 nodes, and refuses changes past a request quota of ``QUOTA`` a minute (as Vertex AI does,
 ``bot/sandbox/controlplane/quota.py``); every call is ``LATENCY_MS`` slow and a resize runs
 ``UPDATE_SECONDS``. The Slack stand-in enforces Slack's tiers. The 1,000 schedules are stored
-as approved ones are, all going off at the same minute and on again ``ON_AFTER`` later, and
-serve is told the quota (``CLUSTERBOT_VERTEX_WRITES_PER_MINUTE``).
+as approved ones are (each with its card in the channel, whose thread tells its nights), all
+going off at the same minute and on again ``ON_AFTER`` later, and serve is told the quota
+(``CLUSTERBOT_VERTEX_WRITES_PER_MINUTE``).
 
 It counts before it reports: every pool at zero and back at 2 in the simulator, exactly one
-PATCH per cluster each way, no change refused for the quota, and the channel's messages and
-429s at the stand-in. The bound is what the quota allows: the last of N changes can go
+PATCH per cluster each way, no change refused for the quota, and the channel's messages (in
+the channel itself: the roll-ups; and in the schedules' threads) and 429s at the stand-in.
+The bound is what the quota allows: the last of N changes can go
 ``ceil(N / QUOTA) - 1`` minutes after the first, and its resize then runs ``UPDATE_SECONDS``;
 a night's first look comes at most one schedule check after its time.
 """
@@ -61,9 +63,24 @@ def bound(clusters: int) -> float:
     return (math.ceil(clusters / QUOTA) - 1) * 60 + UPDATE_SECONDS + CHECK_SECONDS
 
 
-async def store_schedules(database: str, names: list[str], off_at: float) -> None:
+async def schedule_cards(session: aiohttp.ClientSession, box: str, names: list[str]) -> list[str]:
+    """Each schedule's card, as its approval left it in the channel (posted before Slack's
+    tiers are set): the thread where its nights are told."""
+    token = call(f"{box}/sandbox/api/config")["bot_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    cards = []
+    for name in names:
+        text = f"Schedule request: {name}, approved"
+        async with session.post(
+            f"{box}/api/chat.postMessage", json={"channel": CHANNEL, "text": text}, headers=headers
+        ) as reply:
+            cards.append(str((await reply.json())["ts"]))
+    return cards
+
+
+async def store_schedules(database: str, names: list[str], cards: list[str], off_at: float) -> None:
     """Each cluster's schedule, in force as its approval leaves it: off at ``off_at``'s
-    minute every day (UTC), on ``ON_AFTER`` minutes later."""
+    minute every day (UTC), on ``ON_AFTER`` minutes later, its card's thread its own."""
     off = time.gmtime(off_at)
     on = time.gmtime(off_at + ON_AFTER * 60)
     store = Store.from_url(database)
@@ -81,6 +98,7 @@ async def store_schedules(database: str, names: list[str], off_at: float) -> Non
                 channel=CHANNEL,
                 created_at=time.time(),
                 request_id=f"r-{index}",
+                thread=cards[index],
                 state=ScheduleState.ACTIVE,
                 approved_by="policy",
                 next_off=off_at,
@@ -142,12 +160,14 @@ async def run(results: Results) -> None:
         simulator_process(fixtures, extra=extra) as (vertex, _pid),
         slack_and_sink(box_port, sink_port) as (box, _sink),
     ):
+        async with aiohttp.ClientSession() as session:
+            cards = await schedule_cards(session, box, names)
         call(f"{vertex}/_sim/quota", {"writes_per_minute": QUOTA})
         call(f"{vertex}/_sim/faults", {"latency_ms": LATENCY_MS})
         call(f"{box}/sandbox/api/config", {"rate_limits": TIERS})
         # off at the next minute that leaves serve time to start: the calendar's minute
         off_at = (int(time.time() + 75) // 60 + 1) * 60.0
-        await store_schedules(database, names, off_at)
+        await store_schedules(database, names, cards, off_at)
         env = serve_env(
             box,
             vertex=vertex,
@@ -198,8 +218,11 @@ async def report(
     slack = call(f"{box}/sandbox/api/config")
     async with session.get(f"{box}/sandbox/api/messages?channel={CHANNEL}") as reply:
         messages = (await reply.json())["messages"]
-    times = sorted(float(m["ts"]) for m in messages if float(m["ts"]) >= off_at - 60)
+    since = [m for m in messages if float(m["ts"]) >= off_at - 60]
+    times = sorted(float(m["ts"]) for m in since)
     busiest = max((sum(1 for t in times if s <= t < s + 60) for s in times), default=0)
+    top = [m for m in since if not m.get("thread_ts")]
+    rollups = sum(1 for m in top if str(m.get("text", "")).startswith("Schedules: "))
     limit = bound(CLUSTERS)
     add = results.add
     add("nights", "all asleep after the off time", asleep, "s", note=f"bound {limit:.0f} s")
@@ -208,6 +231,7 @@ async def report(
     add("nights", "awake: time / the quota's bound", awake / limit, "x", at_most=1.3)
     add("nights", "PATCHes, one per cluster each way", len(patches), "")
     add("nights", "changes refused for the quota", refused, "", at_most=0)
-    add("nights", "messages in the channel", len(times), "")
+    add("nights", "messages posted, threads included", len(times), "")
+    add("nights", "messages in the channel itself", len(top), "", note=f"{rollups} roll-ups")
     add("nights", "most messages in one minute", busiest, "", at_most=60)
     add("nights", "Slack 429s", slack["ratelimited"], "", at_most=0)

@@ -85,10 +85,17 @@ class ApprovalRequest:
     progress_message: str | None = None  # the thread message that shows progress and the end
     executing_at: float | None = None
     mention_message: str | None = None  # the thread reply that told the requester how it ended
+    card_thread: str | None = None  # the thread its card is posted in (None: the channel)
 
     @property
     def kind(self) -> str:
         return self.plan.kind
+
+    @property
+    def lines_thread(self) -> str | None:
+        """Where its lines go (progress, the end, the mention): the card's thread, or the
+        thread the card itself is in (a chat thread is one level deep)."""
+        return self.card_thread or self.card_message
 
     @property
     def cluster(self) -> str:

@@ -246,6 +246,14 @@ class RequestStore(KeptSpecStore, Protocol):
         ...
 
     async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]: ...
+
+    async def asked_in(
+        self, channel: str, origin: str, since: float, until: float
+    ) -> list[tuple[str, RequestState]]:
+        """Each request of ``origin`` asked in ``channel`` from ``since`` until before
+        ``until``: its cluster and its state, oldest first."""
+        ...
+
     async def open_requests(self, cluster: str) -> list[ApprovalRequest]: ...
     async def start_following(
         self, request_id: str, operation: TrackedOperation, owe: Sequence[Owed] = ()

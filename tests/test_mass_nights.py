@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,13 @@ from handlers.entities import RequestState
 from handlers.pacing import WriteQuota
 from handlers.schedules.capability import SCHEDULES_CAPABILITY
 from handlers.schedules.model import Phase, Schedule, ScheduleState
+from handlers.schedules.rollup import KIND as ROLLUP
+from handlers.schedules.rollup import rollup_key
 from handlers.schedules.times import Weekly
 from tests.conftest import ManualClock
 from tests.support.factories import cluster_doc
 from tests.support.memory import FakeActivity
+from tests.support.text_adapter import text
 from tests.test_schedules import scheduled_bot
 from tests.test_services_unit import INFRA, running
 from tests.test_store import open_store
@@ -130,4 +134,56 @@ async def test_a_fleets_night_goes_out_at_the_quotas_pace_and_a_person_goes_firs
     clock.advance(2)
     await bot.services.engine.run_due([FOLLOW])
     # asleep as each change ended, not at the next check (which a fleet keeps busy)
+    assert {s.phase for s in await store.schedules()} == {Phase.ASLEEP}
+
+
+async def test_a_fleets_night_is_one_message_in_the_channel_and_a_card_in_each_thread(
+    clock: ManualClock, store: Store
+) -> None:
+    """Twelve schedules going off together: one roll-up in the channel, drawn once the
+    minute's nights are asked and again as they end; each night's card and end in its own
+    schedule's thread; a night asked late in the minute is added to the finished roll-up."""
+    clock.now = (time.time() // 60 + 1) * 60  # the start of a minute
+    bot = scheduled_bot(clock, store)
+    for index in range(FLEET):
+        cluster = bot.plane.add(running(cluster_doc(cluster_id=f"f{index:02d}", nodes=2), 2))
+        bot.activity.queues[cluster.name] = (0, 0)  # type: ignore[attr-defined]
+        await store.add_schedule(replace(fleet_schedule(index, clock.now), thread=f"t{index}"))
+    nights = bot.services.of(SCHEDULES_CAPABILITY)
+    assert nights is not None
+    await nights.check_all()
+    top = [(ts, r) for c, ts, r, t in bot.messenger.posted if c == INFRA and t is None]
+    assert top == []  # not yet: the minute's last nights may still be asked
+    for index in range(FLEET):  # each card in its schedule's thread
+        cards = [r for _, _, r, t in bot.messenger.posted if t == f"t{index}"]
+        assert any(text(r).startswith("# Resize request: f") for r in cards), index
+
+    clock.advance(65)  # the minute is over and its asks have landed
+    await bot.services.engine.run_due([ROLLUP])
+    [(rollup, reply)] = [(ts, r) for c, ts, r, t in bot.messenger.posted if c == INFRA and not t]
+    assert reply.summary == f"Schedules: {FLEET} nights asked · {FLEET} under way", reply.summary
+    assert "Under way: f00, f01, f02" in text(reply)
+
+    for operation in list(bot.plane.started):
+        bot.plane.finish(operation)
+    clock.advance(2)
+    await bot.services.engine.run_due([FOLLOW])  # the nights end; each ask for a redraw
+    clock.advance(11)
+    await bot.services.engine.run_due([ROLLUP])
+    last = [r for _, ts, r in bot.messenger.edits if ts == rollup][-1]
+    assert last.summary == f"Schedules: {FLEET} nights asked · {FLEET} done", last.summary
+    assert await bot.services.engine.owed_now([ROLLUP]) == []  # done: all ended, minute over
+    for index in range(FLEET):  # and each end in its own thread
+        said = [text(r) for _, _, r, t in bot.messenger.posted if t == f"t{index}"]
+        assert any(t.startswith(f"*f{index:02d}*: done, finished in") for t in said), said
+
+    # a night asked in the same minute after the roll-up was done: drawn again with it
+    late = await store.get_request((await store.schedules())[0].firing_request or "")
+    assert late is not None
+    rollups = nights.nights.asking.rollup
+    await bot.services.engine.owe(*rollups.owed_with(replace(late, id="r-late")))
+    assert [i.key for i in await bot.services.engine.owed_now([ROLLUP])] == [
+        rollup_key(INFRA, clock.now // 60 * 60 - 60)
+    ]
+    assert len(await store.schedules()) == FLEET
     assert {s.phase for s in await store.schedules()} == {Phase.ASLEEP}

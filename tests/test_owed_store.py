@@ -5,6 +5,7 @@ many, and only its holder renews, marks or ends it."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from handlers.owed.model import Owed, OwedState
 from tests.test_store import Rows, store
@@ -76,3 +77,28 @@ async def test_handing_back_frees_at_once(store: Rows) -> None:
     assert [i.key for i in await store.claim_owed("B", 101.0, 15.0, 10, ["k"])] == ["a"]
     await store.release_owed("A")
     assert [i.key for i in await store.claim_owed("B", 101.0, 15.0, 10, ["k"])] == ["b"]
+
+
+async def test_an_item_owed_again_is_due_again_at_the_sooner_time(store: Rows) -> None:
+    """A summary owed ``again`` (a roll-up whose nights change): a done one is due again at
+    the new time, a due one keeps the sooner of its two times, a dropped one stays dropped;
+    what its attempts left (its message) is kept."""
+    again = [replace(item(k, due_at=150.0), again=True) for k in ("done", "due", "dropped")]
+    await store.owe([item("done"), item("due", due_at=200.0), item("dropped")])
+    for key, state in (("done", OwedState.DONE), ("dropped", OwedState.DROPPED)):
+        await store.claim_owed_item(key, "A", 100.0, 15.0)
+        await store.mark_owed(key, "A", result={"message": "m1"})
+        await store.settle_owed(key, "A", state=state, done_at=101.0)
+    assert await store.owe(again) == {"done", "due"}
+    kept = {k: await store.get_owed(k) for k in ("done", "due", "dropped")}
+    assert {k: (i.state, i.due_at) for k, i in kept.items() if i is not None} == {
+        "done": (OwedState.DUE, 150.0),
+        "due": (OwedState.DUE, 150.0),
+        "dropped": (OwedState.DROPPED, 100.0),
+    }
+    done = kept["done"]
+    assert done is not None and done.result == {"message": "m1"} and done.done_at is None
+    await store.owe([replace(item("due", due_at=300.0), again=True)])  # later: kept sooner
+    due = await store.get_owed("due")
+    assert due is not None and due.due_at == 150.0
+    assert await store.owe([item("done", due_at=400.0)]) == set()  # owed once, as before

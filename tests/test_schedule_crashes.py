@@ -130,3 +130,6 @@ def test_a_crash_at_any_step_of_a_night_loses_nothing(
         if night == "on":
             back = [t for t in box.messages() if "back on: cpu 4:4" in str(t["blocks"])]
             assert len(back) == 1, lines
+        # each night's roll-up in the channel once, its last drawing saying how it ended
+        rollups = [m["text"] for m in box.messages() if m["text"].startswith("Schedules: ")]
+        assert rollups == ["Schedules: 1 night asked · 1 done"] * asked, rollups

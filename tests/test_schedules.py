@@ -242,7 +242,11 @@ async def test_a_night_off_and_on_through_the_change_path(clock: ManualClock, st
     await check(bot)
     asleep = await store.get_schedule(schedule.id)
     assert asleep.phase == Phase.ASLEEP and asleep.kept == {"gpu": (1, 4)}
-    assert "back on at Tue 24 Mar 08:00 CET" in thread(bot, schedule)[-1]
+    # the night's card and how it ended are told in the schedule's thread, not the channel
+    lines = thread(bot, schedule)
+    assert any("asleep: gpu at zero nodes; back on at Tue 24 Mar 08:00 CET" in t for t in lines)
+    assert any(t.startswith("# Resize request: c1 / gpu") for t in lines)
+    assert "*c1*: done, finished in 2 s" in lines
 
     clock.now = at(2026, 3, 24, 8, 0)
     await check(bot)

@@ -24,6 +24,7 @@ from handlers.changes.resize import ResizeDetail
 from handlers.entities import (
     ApprovalRequest,
     AuditEntry,
+    Origin,
     RequestState,
     Submission,
     TrackedOperation,
@@ -129,7 +130,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0013"  # the newest migration; test_cli reads it too
+HEAD = "0014"  # the newest migration; test_cli reads it too
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:
@@ -463,6 +464,35 @@ async def test_a_submission_is_taken_once_and_found_when_left_unfinished(store: 
     assert await store.receive_submission(first) is True
     await store.drop_submission("V2:h1")
     assert [s.key for s in await store.unfinished_submissions("", 1000.0)] == ["V1:h1"]
+
+
+async def test_the_requests_of_an_origin_asked_in_a_window_in_a_channel(store: Rows) -> None:
+    """A roll-up's nights: asked by schedules in its channel in its window, with their card
+    in a thread (kept as asked)."""
+    base = a_request("r1")
+
+    def asked(n: int, at: float, channel: str = "C1", origin: Origin = Origin.SCHEDULE) -> None:
+        cluster = f"projects/p/locations/r/modelDevelopmentClusters/c{n}"
+        plan = base.plan.model_copy(update={"cluster": cluster})
+        request = dataclasses.replace(
+            base, id=f"r{n}", plan=plan, channel=channel, origin=origin, created_at=at
+        )
+        request.card_thread = f"t{n}"
+        requests.append(request)
+
+    requests: list[ApprovalRequest] = []
+    asked(1, 60.0)
+    asked(2, 119.9)
+    asked(3, 120.0)  # the next window
+    asked(4, 90.0, channel="C2")
+    asked(5, 90.0, origin=Origin.COMMAND)
+    for request in requests:
+        await store.add_request(request)
+    found = await store.asked_in("C1", str(Origin.SCHEDULE), 60.0, 120.0)
+    clusters = [c.rsplit("/", 1)[-1] for c, _ in found]
+    assert clusters == ["c1", "c2"] and {s for _, s in found} == {base.state}
+    kept = await store.get_request("r2")
+    assert kept is not None and kept.card_thread == "t2" and kept.lines_thread == "t2"
 
 
 async def test_requests_since_are_the_requesters_own(store: Rows) -> None:

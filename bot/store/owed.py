@@ -46,18 +46,35 @@ def _item(row: sa.Row[Any]) -> Owed:
 
 async def insert_owed(connection: AsyncConnection, items: Sequence[Owed]) -> set[str]:
     """Insert the items whose keys are not taken, in the caller's transaction (so that an
-    item is owed with the state change that makes it so); returns the keys inserted."""
-    if not items:
-        return set()
+    item is owed with the state change that makes it so); an item owed ``again`` whose key is
+    taken by one due or done is made due (at the sooner time). Returns the keys inserted or
+    made due."""
     table = schema.owed
     dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    statement = (
-        dialect.insert(table)
-        .values([_row(item) for item in items])
-        .on_conflict_do_nothing(index_elements=[table.c.key])
-        .returning(table.c.key)
-    )
-    return {row.key for row in await connection.execute(statement)}
+    inserted: set[str] = set()
+    once = [item for item in items if not item.again]
+    if once:
+        statement = (
+            dialect.insert(table)
+            .values([_row(item) for item in once])
+            .on_conflict_do_nothing(index_elements=[table.c.key])
+            .returning(table.c.key)
+        )
+        inserted |= {row.key for row in await connection.execute(statement)}
+    for item in (item for item in items if item.again):  # each its own row: few, and alike
+        insert = dialect.insert(table).values(_row(item))
+        sooner = sa.case(
+            (table.c.state == str(OwedState.DONE), insert.excluded.due_at),
+            (table.c.due_at < insert.excluded.due_at, table.c.due_at),
+            else_=insert.excluded.due_at,
+        )
+        statement = insert.on_conflict_do_update(
+            index_elements=[table.c.key],
+            set_={"state": str(OwedState.DUE), "due_at": sooner, "done_at": None},
+            where=table.c.state.in_([str(OwedState.DUE), str(OwedState.DONE)]),
+        ).returning(table.c.key)
+        inserted |= {row.key for row in await connection.execute(statement)}
+    return inserted
 
 
 class OwedRows:

@@ -24,7 +24,7 @@ requests = sa.Table(
     sa.Column("plan", sa.Text, nullable=False),
     sa.Column("requester", sa.String(64), nullable=False),
     sa.Column("channel", sa.String(64), nullable=False),
-    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False, index=True),
     sa.Column("expires_at", sa.Float, nullable=False),
     sa.Column("state", sa.String(16), nullable=False, index=True),
     sa.Column("card_ts", sa.String(32), key="card_message"),
@@ -39,6 +39,7 @@ requests = sa.Table(
     sa.Column("progress_ts", sa.String(32), key="progress_message"),
     sa.Column("executing_at", sa.Float),
     sa.Column("mention_ts", sa.String(32), key="mention_message"),
+    sa.Column("card_thread_ts", sa.String(32), key="card_thread"),
 )
 OPEN_REQUEST_INDEX = "one_open_request_per_cluster"
 # A cluster has at most one request under way: two people asking at once, on two replicas,

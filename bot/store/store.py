@@ -248,6 +248,24 @@ class Store(
         table = schema.requests
         return await self._requests(table.c.requester == requester, table.c.created_at >= since)
 
+    async def asked_in(
+        self, channel: str, origin: str, since: float, until: float
+    ) -> list[tuple[str, RequestState]]:
+        table = schema.requests
+        query = (
+            sa.select(table.c.cluster, table.c.state)
+            .where(
+                table.c.created_at >= since,
+                table.c.created_at < until,
+                table.c.channel == channel,
+                table.c.origin == origin,
+            )
+            .order_by(table.c.created_at)
+        )
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query)).all()
+        return [(str(cluster), RequestState(state)) for cluster, state in rows]
+
     async def start_following(
         self, request_id: str, operation: TrackedOperation, owe: Sequence[Owed] = ()
     ) -> bool:

@@ -244,7 +244,7 @@ class Executor:
             request_id=request.id,
             cluster=request.cluster,
             channel=request.channel,
-            thread=request.card_message,
+            thread=request.lines_thread,
             started_at=started,
             next_poll_at=now if poll_now else now + FIRST_POLL,
             progress=progress,

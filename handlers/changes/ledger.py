@@ -225,7 +225,7 @@ class RequestLedger:
                     self.messenger,
                     request.channel,
                     reply,
-                    thread=request.card_message,
+                    thread=request.lines_thread,
                     name="end",
                 )
                 request.progress_message = posted
@@ -241,7 +241,7 @@ class RequestLedger:
                 self.messenger,
                 request.channel,
                 ending_mention(request),
-                thread=request.card_message,
+                thread=request.lines_thread,
                 name="mention",
             )
             await self.store.update_request(request.id, mention_message=posted)

@@ -14,6 +14,7 @@ posted in the alert channel instead, saying why; the change went ahead either wa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from handlers.changes.approval_card import CARD, card_key, request_card
@@ -23,7 +24,7 @@ from handlers.changes.plan import ChangePlan
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.messenger import MessengerError
 from handlers.owed.engine import Attempt
-from handlers.owed.model import Done, GiveUp, Outcome
+from handlers.owed.model import Done, GiveUp, Outcome, Owed
 from handlers.owed.posting import post_once, rate_limited
 from handlers.ports import OpenRequestExistsError
 from handlers.replies import Caution, ChannelRef, Reply, Text
@@ -57,20 +58,27 @@ class Cards:
         origin: Origin,
         approver: str,
         request_id: str | None = None,
+        thread: str | None = None,
+        also: Callable[[ApprovalRequest], Sequence[Owed]] | None = None,
     ) -> ApprovalRequest:
         """Keep the request approved by ``approver``, its change and its card owed; send the
-        change, then post the card. ``Refused`` when the cluster has a request open."""
+        change, then post the card (in ``thread``, when given: a schedule's night goes in its
+        schedule's thread, so that a fleet's night is not a thousand cards in the channel),
+        and what ``also`` owes with the request (its channel's roll-up) in the same step.
+        ``Refused`` when the cluster has a request open."""
         approvals, engine = self.approvals, self.approvals.engine
         request = approvals.new_request(
             actor, channel, plan, origin, request_id, RequestState.APPROVED
         )
         request.decided_by, request.decided_at = approver, request.created_at
+        request.card_thread = thread
         owed = [
             engine.due(KIND, change_key(request.id), {"request": request.id}),
             engine.due(CARD, card_key(request.id), {"request": request.id}),
         ]
+        with_it = also(request) if also else ()
         try:
-            await approvals.store.add_request(request, owe=owed)
+            await approvals.store.add_request(request, owe=[*owed, *with_it])
         except OpenRequestExistsError:
             raise await approvals._busy(plan) from None
         await approvals.ledger.asked(request)
@@ -115,7 +123,12 @@ class Cards:
         waited_for = request.state == RequestState.DRAFT
         try:
             return await post_once(
-                attempt, messenger, request.channel, request_card(request), waited_for=waited_for
+                attempt,
+                messenger,
+                request.channel,
+                request_card(request),
+                thread=request.card_thread,
+                waited_for=waited_for,
             )
         except MessengerError as error:
             pending = request.state == RequestState.DRAFT

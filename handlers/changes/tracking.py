@@ -228,8 +228,8 @@ class Tracker:
         reply = thread_reply(cluster_id(operation.cluster), text, note)
         if operation.thread is None:  # a card posted after its change was sent
             request = await self.requests.get_request(operation.request_id)
-            if request is not None and request.card_message:
-                operation.thread = request.card_message
+            if request is not None and request.lines_thread:
+                operation.thread = request.lines_thread
                 await self.store.update_operation(operation.name, thread=operation.thread)
         try:
             if operation.progress_message is None:

@@ -37,6 +37,9 @@ class Owed:
     note: str | None = None  # why the last attempt did not end it, or how it ended
     done_at: float | None = None
     result: dict[str, Any] = field(default_factory=dict)  # what an attempt left for the next
+    # owing it again makes it due again, even once done, at the sooner of the two times (a
+    # summary drawn anew when what it sums changes); never stored
+    again: bool = False
 
 
 class OwedChanges(TypedDict, total=False):

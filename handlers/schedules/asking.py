@@ -1,5 +1,6 @@
 """Asking a night's change: approved as the schedule was and sent before anything is said in
-chat (``Cards.submit_approved``: a wake needs no Slack), while the schedule's approver still
+chat (``Cards.submit_approved``: a wake needs no Slack), its card in the schedule's thread and
+its minute's roll-up owed in the channel (``rollup.py``), while the schedule's approver still
 holds the role. An approver who no longer does approves nothing in their name: the "off" is
 asked on a card for a current approver, and a wake, which only gives back what the schedule
 took, is approved by the policy."""
@@ -15,17 +16,25 @@ from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.policy import may_approve
 from handlers.ports import RoleSource
 from handlers.schedules.model import Phase, Schedule
+from handlers.schedules.rollup import NightRollup
 from handlers.schedules.thread import ScheduleThread
 
 
 class NightAsking:
     def __init__(
-        self, approvals: Approvals, cards: Cards, roles: RoleSource, thread: ScheduleThread
+        self,
+        *,
+        approvals: Approvals,
+        cards: Cards,
+        roles: RoleSource,
+        thread: ScheduleThread,
+        rollup: NightRollup,
     ) -> None:
         self.approvals = approvals
         self.cards = cards
         self.roles = roles
         self.thread = thread
+        self.rollup = rollup
 
     async def ask(self, schedule: Schedule, plan: ChangePlan[Any]) -> ApprovalRequest:
         """The night's request under the id the schedule kept; ``CommandError`` when it
@@ -34,7 +43,14 @@ class NightAsking:
         actor, approver = f"schedule:{schedule.id}", await self.approver(schedule)
         if approver is not None:
             return await self.cards.submit_approved(
-                actor, schedule.channel, plan, Origin.SCHEDULE, approver, request_id
+                actor,
+                schedule.channel,
+                plan,
+                Origin.SCHEDULE,
+                approver,
+                request_id,
+                thread=schedule.thread,
+                also=self.rollup.owed_with,
             )
         asked = await self.approvals.submit(
             actor, schedule.channel, plan, Origin.SCHEDULE, request_id=request_id

@@ -26,6 +26,7 @@ from handlers.schedules.labels import LabelSchedules
 from handlers.schedules.nights import Nights
 from handlers.schedules.ports import Calendar, ScheduleStore
 from handlers.schedules.profiles import SCHEDULE_PROFILES
+from handlers.schedules.rollup import NightRollup
 from handlers.schedules.service import Schedules
 from handlers.schedules.sweeping import ScheduleSweep
 from handlers.schedules.thread import ScheduleThread
@@ -33,6 +34,7 @@ from handlers.schedules.thread import ScheduleThread
 # the schedules' store, and the calendar that says when their times come
 SCHEDULE_STORE: Port[ScheduleStore] = Port("schedules", ScheduleStore)
 CALENDAR: Port[Calendar] = Port("calendar", Calendar)
+CHECK_EVERY = 30.0  # seconds between looks at every schedule, unless the options say
 
 
 def build(kernel: Kernel) -> Schedules | None:
@@ -43,13 +45,29 @@ def build(kernel: Kernel) -> Schedules | None:
     if store is None or calendar is None:
         return None
     thread = ScheduleThread(store, kernel.outbox)
+    # a fleet's nights in one message per channel and window: a minute, or two checks
+    window = 2 * kernel.options.checks.get("schedules", CHECK_EVERY)
+    rollup = NightRollup(
+        engine=kernel.engine,
+        requests=ports.requests,
+        messenger=ports.messenger,
+        clock=ports.clock,
+        window=window,
+    )
+    kernel.engine.add(rollup)
     nights = Nights(
         store=store,
         calendar=calendar,
         directory=kernel.directory,
         activity=ports.activity,
         approvals=approvals,
-        asking=NightAsking(approvals, kernel.cards, ports.roles, thread),
+        asking=NightAsking(
+            approvals=approvals,
+            cards=kernel.cards,
+            roles=ports.roles,
+            thread=thread,
+            rollup=rollup,
+        ),
         thread=thread,
         clock=ports.clock,
         crash=kernel.options.crash,
@@ -112,7 +130,7 @@ SCHEDULES_CAPABILITY = Capability(
     kinds=(SCHEDULE_KIND,),
     on_settled=lambda schedules: None if schedules is None else schedules.night_ended,
     # the first run is at start: a wake missed while every replica was down happens then
-    jobs=(Job("schedules", lambda s: s.check_all()),),
+    jobs=(Job("schedules", lambda s: s.check_all(), every=CHECK_EVERY),),
     forms=(ScheduleForm(),),
     clicks=CLICKS,
 )

@@ -185,9 +185,10 @@ class Schedules:
 
     async def night_ended(self, request: ApprovalRequest) -> None:
         """A night's change ended: its schedule moves on now (asleep, awake), not at the
-        next check, which a fleet's night keeps busy for minutes."""
+        next check, which a fleet's night keeps busy for minutes; its roll-up is redrawn."""
         if request.origin != Origin.SCHEDULE:
             return
+        await self.nights.asking.rollup.ended(request)
         schedule = await self.store.get_schedule(request.requester.removeprefix("schedule:"))
         if schedule is not None and schedule.firing_request == request.id:
             await self.nights.check(schedule)

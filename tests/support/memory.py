@@ -81,6 +81,15 @@ class MemoryStore(MemoryOwed):
         self._reach()
         return self._where(lambda r: r.requester == requester and r.created_at >= since)
 
+    async def asked_in(
+        self, channel: str, origin: str, since: float, until: float
+    ) -> list[tuple[str, RequestState]]:
+        self._reach()
+        asked = self._where(
+            lambda r: r.channel == channel and r.origin == origin and since <= r.created_at < until
+        )
+        return [(r.plan.cluster, r.state) for r in asked]
+
     # -- the spend ledger ----------------------------------------------------------------------
 
     async def record_spend(self, runs: Sequence[SpendRun]) -> None:

@@ -27,6 +27,13 @@ class MemoryOwed:
         for item in items:
             if item.key in new:
                 self.owed[item.key] = copy.deepcopy(item)
+            elif item.again and self.owed[item.key].state != OwedState.DROPPED:
+                kept = self.owed[item.key]
+                sooner = kept.state == OwedState.DUE and kept.due_at < item.due_at
+                due_at = kept.due_at if sooner else item.due_at
+                self.owed[item.key] = replace(kept, state=OwedState.DUE, due_at=due_at)
+                self.owed[item.key].done_at = None
+                new.add(item.key)
         return new
 
     async def owe(self, items: Sequence[Owed]) -> set[str]:

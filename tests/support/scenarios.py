@@ -257,10 +257,12 @@ class Night(Scenario):
         patches = len(box.requests("PATCH"))
         bounds = cpu_bounds(box) if patches else None
         ended = states(url)
+        rollups = [str(m["text"]) for m in messages if str(m["text"]).startswith("Schedules: ")]
         return Outcome(
             counts={
                 "PATCH": patches,
                 "cards": sum(str(m["text"]).startswith("Resize request: cpu01") for m in messages),
+                "roll-ups": len(rollups),
                 "asleep lines": sum(
                     "asleep: cpu at zero nodes" in str(m["blocks"]) for m in messages
                 ),
@@ -269,6 +271,7 @@ class Night(Scenario):
             wanted={
                 "PATCH": nights,
                 "cards": nights,
+                "roll-ups": nights,
                 "asleep lines": 1,
                 "back-on lines": nights - 1,
             },
@@ -276,6 +279,7 @@ class Night(Scenario):
         ).judge(
             (bounds == ((0, 0) if self.night == "off" else (4, 4)), f"the pool left at {bounds}"),
             (ended == ["succeeded"] * nights, f"the requests ended {ended}"),
+            (all(r.endswith("· 1 done") for r in rollups), f"the roll-ups say {rollups}"),
         )
 
 

@@ -53,7 +53,7 @@ PATHS: dict[str, CrashPath] = {
     ),
     # a schedule's night: off and on, each an approved change with its card and its lines
     "night": CrashPath(
-        kinds=frozenset({"card", "message"}),
+        kinds=frozenset({"card", "message", "night-rollup"}),
         modules=frozenset(
             {
                 "handlers/schedules/nights.py",
@@ -75,12 +75,15 @@ PATHS: dict[str, CrashPath] = {
 @cache
 def worker_steps() -> dict[str, str]:
     """Each step an owed-work worker declares, with the kind of its worker."""
+    from bot.store import Store
     from handlers.policy import Policy
     from tests.conftest import ManualClock
     from tests.support.memory import MemoryStore
     from tests.test_services_unit import make_bot
 
-    bot = make_bot(ManualClock(), Policy(), digests=MemoryStore())  # every capability
+    # every capability: those that keep their own rows are given a database (never opened)
+    schedules = Store.from_url("sqlite+aiosqlite:///never-opened.db")
+    bot = make_bot(ManualClock(), Policy(), digests=MemoryStore(), schedules=schedules)
     return bot.services.engine.steps()
 
 

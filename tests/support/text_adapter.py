@@ -114,10 +114,11 @@ PERSON = re.compile(r"^@?([A-Za-z0-9_.-]+)$")
 
 class TextPeople:
     """People as a plain-text chat names them: a person is any principal that is not an
-    email (a pipeline's service account is one), named by their id with or without an @."""
+    email (a pipeline's service account is one) or a ``kind:id`` (a schedule acting), named by
+    their id with or without an @."""
 
     def is_person(self, principal: str) -> bool:
-        return "@" not in principal
+        return "@" not in principal and ":" not in principal
 
     def named(self, word: str) -> str | None:
         found = PERSON.match(word)
