@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from handlers.entities import ApprovalRequest, Origin
-from handlers.spend.book import MARGIN, SavingsBook, labelled
+from handlers.spend.book import MARGIN, SavingsBook, placed
 from handlers.spend.savings import Saving, savings
 from tests.test_spend import succeeded
 from tests.test_store import STORES, Rows, rows_of
@@ -77,7 +77,7 @@ async def test_the_kept_savings_are_the_requests_savings(store: Rows, seed: int)
     for _ in range(8):
         since = START + rng.uniform(-2 * DAY, 25 * DAY)
         until = since + rng.uniform(HOUR, 10 * DAY)
-        got = labelled(await book.between(since, until), labels)
+        got = placed(await book.between(since, until), labels)
         assert seen(got, since, until) == seen(savings(requests, labels), since, until)
         compared += len(got)
     assert compared, "the periods of this history save something"

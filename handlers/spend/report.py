@@ -13,7 +13,7 @@ from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
-from handlers.spend.book import Labels, SavingsBook, labelled
+from handlers.spend.book import Labels, SavingsBook, placed
 from handlers.spend.chart import Chart, chart_of
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.ports import Charts, SpendStore
@@ -106,7 +106,7 @@ class SpendReport:
 
     async def read(self, tallies: Sequence[Tally], cluster: str | None = None) -> list[Saving]:
         """Fill each tally from the database (of ``cluster``, or of all) and read the
-        savings of the period they cover, the queries at once; the savings labelled."""
+        savings of the period they cover, the queries at once; the savings placed."""
         since = min(t.since for t in tallies)
         until = max(t.until for t in tallies)
         saving = asyncio.ensure_future(self.book.between(since, until))
@@ -119,7 +119,7 @@ class SpendReport:
         labels: Labels = {}
         for tally in tallies:
             labels.update(tally.labels)
-        return labelled(saved, labels)
+        return placed(saved, labels)
 
     async def summed(self, tally: Tally, cluster: str | None) -> Tally:
         """``tally`` filled from the database's sums (of ``cluster``, or of all): its groups'
