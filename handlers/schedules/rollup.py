@@ -61,7 +61,8 @@ def rollup_reply(start: float, nights: Sequence[tuple[str, RequestState]]) -> Re
     asked = f"{len(nights):,} {'night' if len(nights) == 1 else 'nights'} asked"
     summary = " · ".join(f"{n:,} {word}" for word, n in counted.most_common())
     reply = Reply(f"Schedules: {asked} · {summary}", public=True).add(
-        Heading(f"Schedules: {asked} together"), Text(summary, ".")
+        Heading(f"Schedules: {asked}{' together' if len(nights) > 1 else ''}"),
+        Text(summary, "."),
     )
     for word, names in sorted(groups.items()):
         if word == "done" and len(groups) > 1:

@@ -65,7 +65,7 @@ def notice_of(schedule: Schedule, off: float) -> tuple[str, Buttons]:
     """The notice before an "off": when, and Skip tonight and Postpone 2 h."""
     text = (
         f"goes to zero at {local(off, schedule.zone)} unless Slurm has work then. "
-        "Operators can skip tonight or postpone it."
+        "Operators can skip tonight or postpone it"
     )
     buttons = Buttons(
         (
