@@ -48,14 +48,15 @@ class Budget:
         self.spent: dict[str, list[float]] = {}  # each key's times, in order
         self.paused_until: dict[str, float] = {}
 
-    def _limit(self, key: str) -> int | None:
+    def limit(self, key: str) -> int | None:
+        """Calls a minute that `key` (a method, or a method and a channel) may make."""
         return self.per_minute.get(key.split(" ", 1)[0])
 
     def wait(self, key: str) -> float:
         """Seconds until ``key`` may be spent (0: now)."""
         now = self.clock()
         pause = self.paused_until.get(key.split(" ", 1)[0], 0.0) - now
-        limit = self._limit(key)
+        limit = self.limit(key)
         if limit is None:
             return max(0.0, pause)
         window = self.spent.setdefault(key, [])
@@ -68,7 +69,7 @@ class Budget:
     def spend(self, key: str) -> float:
         """Take a place in ``key``'s window now; returns it, for ``answered``."""
         now = self.clock()
-        if self._limit(key) is not None:
+        if self.limit(key) is not None:
             bisect.insort(self.spent.setdefault(key, []), now)
         return now
 
@@ -143,7 +144,7 @@ class Pacer:
         """Seconds until a call handed back may come again: after the window has room, and
         after every call handed back before it, spaced as the limit spaces calls, so that a
         crowd comes back one by one in the order it was turned away."""
-        now, limit = self.budget.clock(), self.budget._limit(key) or 60
+        now, limit = self.budget.clock(), self.budget.limit(key) or 60
         at = max(now + delay, self.turns.get(key, 0.0) + WINDOW / limit)
         self.turns[key] = at
         if len(self.turns) > 1000:

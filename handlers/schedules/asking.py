@@ -15,7 +15,7 @@ from handlers.changes.preapproved import Cards
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.policy import may_approve
 from handlers.ports import RoleSource
-from handlers.schedules.model import Phase, Schedule
+from handlers.schedules.model import Phase, Schedule, actor_of
 from handlers.schedules.rollup import NightRollup
 from handlers.schedules.thread import ScheduleThread
 
@@ -40,7 +40,7 @@ class NightAsking:
         """The night's request under the id the schedule kept; ``CommandError`` when it
         cannot be made (the cluster has another request open)."""
         request_id = schedule.firing_request or ""
-        actor, approver = f"schedule:{schedule.id}", await self.approver(schedule)
+        actor, approver = actor_of(schedule.id), await self.approver(schedule)
         if approver is not None:
             return await self.cards.submit_approved(
                 actor,

@@ -40,6 +40,18 @@ class Phase(StrEnum):
 Bounds = dict[str, tuple[int, int]]  # pool id -> (min, max) node count
 
 
+ACTOR = "schedule:"  # who asks a schedule's changes: ``schedule:ID``
+
+
+def actor_of(schedule_id: str) -> str:
+    return f"{ACTOR}{schedule_id}"
+
+
+def schedule_of(principal: str) -> str | None:
+    """The schedule a principal names, if it is a schedule's."""
+    return principal.removeprefix(ACTOR) if principal.startswith(ACTOR) else None
+
+
 @dataclass
 class Schedule:
     id: str

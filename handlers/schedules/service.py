@@ -20,7 +20,7 @@ from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
 from handlers.replies import Note, Reply, Table, notice
 from handlers.schedules.kind import ScheduleDetail
-from handlers.schedules.model import Phase, Schedule, ScheduleState
+from handlers.schedules.model import Phase, Schedule, ScheduleState, actor_of, schedule_of
 from handlers.schedules.nights import POSTPONE, Nights
 from handlers.schedules.times import Weekly, local
 
@@ -189,7 +189,8 @@ class Schedules:
         if request.origin != Origin.SCHEDULE:
             return
         await self.nights.asking.rollup.ended(request)
-        schedule = await self.store.get_schedule(request.requester.removeprefix("schedule:"))
+        named = schedule_of(request.requester)
+        schedule = None if named is None else await self.store.get_schedule(named)
         if schedule is not None and schedule.firing_request == request.id:
             await self.nights.check(schedule)
 
@@ -224,7 +225,7 @@ class Schedules:
         detail = request.plan.detail
         replaced = getattr(detail, "replaces", None)
         if replaced:
-            await self.stop(replaced, ScheduleState.ENDED, actor=f"schedule:{schedule.id}")
+            await self.stop(replaced, ScheduleState.ENDED, actor=actor_of(schedule.id))
         await self.ledger.record(
             request.decided_by or "policy",
             "schedule_started",
