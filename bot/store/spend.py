@@ -91,6 +91,36 @@ class Period:
         self.node_seconds = sa.func.sum(t.c.nodes * (self.end - self.start)).label("seconds")
 
 
+def _split_by_day(
+    period: Period, where: list[sa.ColumnElement[bool]], columns: Sequence[str]
+) -> sa.Select[Any]:
+    """The runs that span days, each split into its days by the database (a recursive step
+    a day, so the rows made are the runs' days, never runs times days), summed by day and by
+    ``columns``, idleness and price: the event loop gets a row a group and a day."""
+    t = schema.spend_runs
+    kept = [t.c[name] for name in columns]
+    first = sa.select(
+        *kept,
+        t.c.idle,
+        t.c.node_hour,
+        t.c.nodes,
+        period.start.label("s"),
+        period.end.label("e"),
+        period.day,
+    ).where(*where, sa.not_(period.one_day))
+    pieces = first.cte("pieces", recursive=True)
+    nxt = (pieces.c.day + DAY).label("day")
+    shared = [pieces.c[name] for name in (*columns, "idle", "node_hour", "nodes", "s", "e")]
+    pieces = pieces.union_all(sa.select(*shared, nxt).where(nxt < pieces.c.e))
+    c = pieces.c
+    start = sa.case((c.s > c.day, c.s), else_=c.day)
+    end = sa.case((c.e < c.day + DAY, c.e), else_=c.day + DAY)
+    keys = [*(c[name] for name in columns), c.idle, c.node_hour, c.day]
+    seconds = sa.func.sum(c.nodes * (end - start)).label("seconds")
+    first_start, last_start = sa.func.min(c.s).label("first"), sa.func.max(c.s).label("last")
+    return sa.select(*keys, seconds, first_start, last_start).group_by(*keys)
+
+
 def _of_cluster(cluster: str) -> sa.ColumnElement[bool]:
     """A cluster by its full name, or by its id (the last part of the name)."""
     column = schema.spend_runs.c.cluster
@@ -120,14 +150,12 @@ class SpendRows:
         query = sa.select(*keys, period.node_seconds, first, last).where(*where)
         if daily:
             query = query.where(period.one_day)
-        spanning: list[SpendRun] = []
         read: dict[str, tuple[tuple[str, str], ...]] = {}
         async with self.engine.connect() as connection:
             rows = (await connection.execute(query.group_by(*keys))).all()
             if daily:
-                across = sa.select(t).where(*where, sa.not_(period.one_day))
-                spanning = [_run(row, read) for row in await connection.execute(across)]
-        return [_sums(row._mapping, read) for row in rows], spanning
+                rows += (await connection.execute(_split_by_day(period, where, columns))).all()
+        return [_sums(row._mapping, read) for row in rows], []
 
     async def spend_watched(self, since: float, until: float) -> set[float]:
         period = Period(since, until, self.engine.dialect.name)

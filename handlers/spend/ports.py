@@ -46,8 +46,9 @@ class SpendStore(Protocol):
     ) -> tuple[list[Sums], list[SpendRun]]:
         """The node-hours of the runs that overlap [since, until), clipped to it, summed by
         the database by ``columns`` (of ``PLACEMENT``), idleness and price; of one cluster
-        (its full name or its id) or of all. With ``daily``, by UTC day too, for the runs
-        within one day, and the runs that span more returned as they are."""
+        (its full name or its id) or of all. With ``daily``, by UTC day too; a store may
+        return the runs that span days as they are (for the caller to split), or sum their
+        days itself (the database does: a row a group and a day, whatever the runs)."""
         ...
 
     async def spend_watched(self, since: float, until: float) -> set[float]:
