@@ -1,6 +1,7 @@
 """Savings kept as rows: what the database gives for a period is what the succeeded requests
-say (``savings``, each until the next change of its cluster), on SQLite and PostgreSQL, and
-each read after the first looks only at the requests that ended since the newest row."""
+say (``savings``, each until the next change of its cluster), one by one and summed by
+cluster and cause and by day, on SQLite and PostgreSQL, and each read after the first looks
+only at the requests that ended since the newest row."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from handlers.entities import ApprovalRequest, Origin
-from handlers.spend.book import MARGIN, SavingsBook, placed
-from handlers.spend.savings import Saving, savings
+from handlers.spend.book import MARGIN, SavingsBook
+from handlers.spend.savings import SavedSum, saved_sums, savings
 from tests.test_spend import succeeded
 from tests.test_store import STORES, Rows, rows_of
 
@@ -49,38 +50,30 @@ def history(seed: int, count: int = 120) -> list[ApprovalRequest]:
     return found
 
 
-def seen(found: list[Saving], since: float, until: float) -> list[tuple[object, ...]]:
-    return [
-        (
-            s.request_id,
-            s.cause,
-            s.start,
-            s.per_hour,
-            s.target,
-            s.labels,
-            round(s.saved(since, until), 6),
-        )
-        for s in found
-        if s.within(since, until) > 0
-    ]
-
-
 @pytest.mark.parametrize("seed", range(3))
 async def test_the_kept_savings_are_the_requests_savings(store: Rows, seed: int) -> None:
     requests = history(seed)
     for request in requests:
         await store.add_request(request)
-    labels = {CLUSTER.format(0): (("team", "ml"),)}
-    book = SavingsBook(store, store)
+    await SavingsBook(store, store).catch_up()
+    want = savings(requests)
     rng = random.Random(seed)
     compared = 0
     for _ in range(8):
         since = START + rng.uniform(-2 * DAY, 25 * DAY)
         until = since + rng.uniform(HOUR, 10 * DAY)
-        got = placed(await book.between(since, until), labels)
-        assert seen(got, since, until) == seen(savings(requests, labels), since, until)
-        compared += len(got)
+        for cluster in (None, CLUSTER.format(1), "c2"):
+            of = [s for s in want if cluster in (None, s.cluster, s.cluster.rsplit("/", 1)[-1])]
+            summed = await store.savings_sums(since, until, cluster)
+            assert sums(summed) == sums(saved_sums(of, since, until)), cluster
+            compared += len(summed)
     assert compared, "the periods of this history save something"
+
+
+def sums(found: list[SavedSum]) -> list[tuple[object, ...]]:
+    return sorted(
+        (s.cluster, s.cause, s.day or 0.0, pytest.approx(s.saved, abs=1e-6)) for s in found
+    )
 
 
 async def test_each_read_after_the_first_looks_only_at_what_ended_since(store: Rows) -> None:
@@ -96,7 +89,8 @@ async def test_each_read_after_the_first_looks_only_at_what_ended_since(store: R
     await store.add_request(later)
     assert await book.catch_up() == near + 1
     assert await book.catch_up() == 1  # the newest row is the late one now
-    found = await book.between(newest + DAY, newest + 2 * DAY)
-    [saving] = [s for s in found if s.request_id == "r-late"]
-    assert (saving.request_id, saving.end) == ("r-late", None)  # still saving
-    assert saving.saved(newest + DAY, newest + 2 * DAY) == pytest.approx(79.5 * 24)
+    # the late change saves still, all of the day after it, on its own cluster
+    found = await store.savings_sums(newest + DAY, newest + 2 * DAY, CLUSTER.format(1))
+    assert [(s.cluster, s.day, s.saved) for s in found if s.day is None] == [
+        (CLUSTER.format(1), None, pytest.approx(79.5 * 24))
+    ]

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
 from handlers.spend.runs import SpendRun
-from handlers.spend.savings import ChangeDone, Saving
+from handlers.spend.savings import ChangeDone, SavedSum
 from handlers.spend.totals import DAY, PLACEMENT, Sums, days_of
 
 
@@ -74,6 +74,12 @@ def _sums(row: Any, read: dict[str, tuple[tuple[str, str], ...]]) -> Sums:
     )
 
 
+def _day_of(at: sa.ColumnElement[Any], dialect: str) -> sa.ColumnElement[Any]:
+    """The UTC midnight of a time (after 1970: SQLite's CAST truncates, the floor here)."""
+    days = sa.func.floor(at / DAY) if dialect == "postgresql" else sa.cast(at / DAY, sa.Integer)
+    return days * DAY
+
+
 class Period:
     """A period's clipping of the ledger's runs, as SQL: each run's start and end within
     [since, until), the UTC day its part starts on, and whether that part ends the same day."""
@@ -82,10 +88,7 @@ class Period:
         t = schema.spend_runs
         self.start = sa.case((t.c.start > since, t.c.start), else_=since)
         self.end = sa.case((t.c.end < until, t.c.end), else_=until)
-        whole = self.start / DAY
-        # times are after 1970: SQLite's CAST truncates, which is the floor here
-        days = sa.func.floor(whole) if dialect == "postgresql" else sa.cast(whole, sa.Integer)
-        self.day = (days * DAY).label("day")
+        self.day = _day_of(self.start, dialect).label("day")
         self.one_day = self.end <= self.day + DAY
         self.overlap = sa.and_(t.c.end > since, t.c.start < until)
         self.node_seconds = sa.func.sum(t.c.nodes * (self.end - self.start)).label("seconds")
@@ -121,12 +124,54 @@ def _split_by_day(
     return sa.select(*keys, seconds, first_start, last_start).group_by(*keys)
 
 
-def _of_cluster(cluster: str) -> sa.ColumnElement[bool]:
+def _of_cluster(
+    cluster: str, column: sa.Column[str] = schema.spend_runs.c.cluster
+) -> sa.ColumnElement[bool]:
     """A cluster by its full name, or by its id (the last part of the name)."""
-    column = schema.spend_runs.c.cluster
     if "/" in cluster:
         return column == cluster
     return column.endswith(f"/{cluster}", autoescape=True)
+
+
+def _savings_sums(
+    since: float, until: float, cluster: str | None, dialect: str
+) -> tuple[sa.Select[Any], sa.Select[Any]]:
+    """The savings within [since, until) summed by cluster and cause, and by UTC day: each
+    succeeded change that cut a cluster's cost saves until the next kept change of that
+    cluster (``lead``), clipped to the period; the days split as the runs' are."""
+    table = schema.changes_done
+    ended = sa.func.lead(table.c.finished_at).over(
+        partition_by=table.c.cluster, order_by=(table.c.finished_at, table.c.request_id)
+    )
+    changes = sa.select(
+        table.c.cluster, table.c.cause, table.c.per_hour, table.c.finished_at, ended.label("ended")
+    ).where(table.c.finished_at < until)
+    if cluster is not None:
+        changes = changes.where(_of_cluster(cluster, table.c.cluster))
+    c = changes.subquery().c
+    start = sa.case((c.finished_at > since, c.finished_at), else_=since)
+    stop = sa.func.coalesce(c.ended, until)
+    end = sa.case((stop < until, stop), else_=until)
+    saving = (c.cause.is_not(None), c.per_hour.is_not(None), end > start)
+    saved = (sa.func.sum(c.per_hour * (end - start)) / 3600.0).label("saved")
+    totals = sa.select(c.cluster, c.cause, saved).where(*saving).group_by(c.cluster, c.cause)
+    first = sa.select(
+        c.per_hour, start.label("s"), end.label("e"), _day_of(start, dialect).label("day")
+    ).where(*saving)
+    pieces = first.cte("saved_pieces", recursive=True)
+    nxt = (pieces.c.day + DAY).label("day")
+    shared = (pieces.c.per_hour, pieces.c.s, pieces.c.e)
+    pieces = pieces.union_all(sa.select(*shared, nxt).where(nxt < pieces.c.e))
+    p = pieces.c
+    part = sa.case((p.e < p.day + DAY, p.e), else_=p.day + DAY) - sa.case(
+        (p.s > p.day, p.s), else_=p.day
+    )
+    daily = (
+        sa.select(p.day, (sa.func.sum(p.per_hour * part) / 3600.0).label("saved"))
+        .group_by(p.day)
+        .order_by(p.day)
+    )
+    return totals, daily
 
 
 class SpendRows:
@@ -215,34 +260,17 @@ class SpendRows:
             found = await connection.scalar(sa.select(sa.func.max(table.c.finished_at)))
         return None if found is None else float(found)
 
-    async def savings_between(self, since: float, until: float) -> list[Saving]:
-        """Each saving's end is the next kept change of its cluster (``lead`` over the
-        cluster's changes, as SQLite and PostgreSQL both compute it)."""
-        table = schema.changes_done
-        ended = (
-            sa.func.lead(table.c.finished_at)
-            .over(partition_by=table.c.cluster, order_by=(table.c.finished_at, table.c.request_id))
-            .label("ended")
-        )
-        changes = sa.select(table, ended).where(table.c.finished_at < until).subquery()
-        query = (
-            sa.select(changes)
-            .where(
-                changes.c.cause.is_not(None),
-                sa.or_(changes.c.ended.is_(None), changes.c.ended > since),
-            )
-            .order_by(changes.c.finished_at, changes.c.request_id)
-        )
+    async def savings_sums(
+        self, since: float, until: float, cluster: str | None = None
+    ) -> list[SavedSum]:
+        totals, daily = _savings_sums(since, until, cluster, self.engine.dialect.name)
         async with self.engine.connect() as connection:
-            rows = await connection.execute(query)
-            return [
-                Saving(
-                    cluster=row.cluster,
-                    cause=row.cause,
-                    start=row.finished_at,
-                    end=row.ended,
-                    per_hour=row.per_hour,
-                    request_id=row.request_id,
-                )
-                for row in rows
+            found = [
+                SavedSum(row.cluster, row.cause, float(row.saved))
+                for row in await connection.execute(totals)
             ]
+            found += [
+                SavedSum("", "", float(row.saved), float(row.day))
+                for row in await connection.execute(daily)
+            ]
+        return found

@@ -187,9 +187,9 @@ class Digest:
         """The digest, this week's spend, and its chart, from one read of the ledger."""
         week, before = until - WEEK, until - 2 * WEEK
         now, then = Tally(week, until), Tally(before, week)
-        saved = await self.spend.read([now, then])  # summed by the database
-        chart = chart_of(now, saved, "all clusters, last 7d")
-        this, last = now.totals(saved), then.totals(saved)
+        await self.spend.read([now, then])  # summed by the database
+        chart = chart_of(now, (), "all clusters, last 7d")
+        this, last = now.totals(), then.totals()
         whole, previous = overall(this), overall(last)
         # a week is compared with the one before only when clusterbot watched that one
         # whole: a ledger begun midweek would make any change look like thousands of percent

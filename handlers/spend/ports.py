@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from handlers.spend.chart import Chart
 from handlers.spend.runs import SpendRun
-from handlers.spend.savings import ChangeDone, Saving
+from handlers.spend.savings import ChangeDone, SavedSum
 from handlers.spend.totals import PLACEMENT, Sums
 
 
@@ -63,7 +63,9 @@ class SpendStore(Protocol):
         """When the newest kept change ended (None: none is kept)."""
         ...
 
-    async def savings_between(self, since: float, until: float) -> list[Saving]:
-        """The savings that overlap [since, until), oldest first, each until the next kept
-        change of its cluster (without target or labels: the caller's)."""
+    async def savings_sums(
+        self, since: float, until: float, cluster: str | None = None
+    ) -> list[SavedSum]:
+        """What the savings saved within [since, until), summed (``saved_sums``): by cluster
+        and cause, and by UTC day; of one cluster (its full name or its id) or of all."""
         ...

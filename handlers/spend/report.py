@@ -13,12 +13,11 @@ from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
-from handlers.spend.book import Labels, SavingsBook, placed
+from handlers.spend.book import SavingsBook
 from handlers.spend.chart import Chart, chart_of
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.ports import Charts, SpendStore
 from handlers.spend.runs import HOUR, SpendRun
-from handlers.spend.savings import Saving
 from handlers.spend.totals import (
     GroupDays,
     Grouping,
@@ -104,22 +103,16 @@ class SpendReport:
         """The ledger's runs, and the runs still open, up to now."""
         return await self.store.spend_between(since, until) + await self.keeper.open_runs(until)
 
-    async def read(self, tallies: Sequence[Tally], cluster: str | None = None) -> list[Saving]:
-        """Fill each tally from the database (of ``cluster``, or of all) and read the
-        savings of the period they cover, the queries at once; the savings placed."""
-        since = min(t.since for t in tallies)
-        until = max(t.until for t in tallies)
-        saving = asyncio.ensure_future(self.book.between(since, until))
-        try:
-            await asyncio.gather(*(self.summed(t, cluster) for t in tallies))
-        except BaseException:
-            saving.cancel()
-            raise
-        saved = await saving
-        labels: Labels = {}
-        for tally in tallies:
-            labels.update(tally.labels)
-        return placed(saved, labels)
+    async def read(self, tallies: Sequence[Tally], cluster: str | None = None) -> None:
+        """Fill each tally from the database (of ``cluster``, or of all): its spend and its
+        savings, each summed there, the queries at once."""
+        await self.book.catch_up()  # the changes that ended since the last report, kept
+        store = self.store
+        summing = asyncio.gather(*(self.summed(t, cluster) for t in tallies))
+        saving = asyncio.gather(*(store.savings_sums(t.since, t.until, cluster) for t in tallies))
+        _, saved = await asyncio.gather(summing, saving)
+        for tally, sums in zip(tallies, saved, strict=True):
+            tally.add_saved(sums)
 
     async def summed(self, tally: Tally, cluster: str | None) -> Tally:
         """``tally`` filled from the database's sums (of ``cluster``, or of all): its groups'
@@ -154,12 +147,8 @@ class SpendReport:
         at = datetime.fromtimestamp(until, UTC)
         start = datetime(at.year, at.month, 1, tzinfo=UTC).timestamp()
         tally = Tally(start, until)
-        saved = await self.read([tally])
-        causes: dict[str, float] = {}
-        for saving in saved:
-            if saving.within(start, until) > 0:
-                causes[saving.cause] = causes.get(saving.cause, 0.0) + saving.saved(start, until)
-        return at.strftime("%B %Y"), overall(tally.totals(saved)), causes
+        await self.read([tally])
+        return at.strftime("%B %Y"), overall(tally.totals()), tally.saved_by()
 
     async def cost(self, command: Cost, channel: str | None = None) -> Reply:
         until = self.clock()
@@ -171,8 +160,8 @@ class SpendReport:
             return key is None or key in (placed.cluster, placed.cluster.rsplit("/", 1)[-1])
 
         tally = Tally(since, until, group, keep)
-        saved = await self.read([tally], key)
-        groups = tally.totals(saved)
+        await self.read([tally], key)
+        groups = tally.totals()
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"
         period = _period(command.since)
@@ -212,7 +201,7 @@ class SpendReport:
             series = GroupDays(tally, names, others=len(groups) > SERIES)
             await self.series_summed(series, key)
             title = f"{scope}, last {period}"
-            chart = chart_of(tally, saved, title, series)
+            chart = chart_of(tally, (), title, series)
             said = await self.share_chart(chart, channel, whole)
             if said is not None:
                 reply.add(Note(said))

@@ -19,6 +19,8 @@ from handlers.domain.names import target_of
 from handlers.entities import ApprovalRequest, Origin
 from handlers.spend.runs import HOUR
 
+DAY = 86400.0
+
 CAUSES = {
     Origin.IDLE: "idle remedies",
     Origin.IDLE_AUTO: "idle remedies",
@@ -45,6 +47,42 @@ class Saving:
 
     def saved(self, since: float, until: float) -> float:
         return self.per_hour * self.within(since, until) / HOUR
+
+
+@dataclass(frozen=True)
+class SavedSum:
+    """What the database summed of the savings within a period: a cluster's, of one cause
+    (``day`` None); or one UTC day's of the period, of every cluster summed (``day`` set:
+    ``cluster`` and ``cause`` empty). Dollars at list prices."""
+
+    cluster: str
+    cause: str
+    saved: float
+    day: float | None = None
+    target: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    pool: str = WHOLE
+
+
+def saved_sums(savings: Iterable[Saving], since: float, until: float) -> list[SavedSum]:
+    """The sums of ``savings`` within [since, until), as the database sums them: by
+    cluster and cause, and by UTC day."""
+    by_cluster: dict[tuple[str, str], float] = {}
+    by_day: dict[float, float] = {}
+    for saving in savings:
+        if saving.within(since, until) <= 0:
+            continue
+        key = (saving.cluster, saving.cause)
+        by_cluster[key] = by_cluster.get(key, 0.0) + saving.saved(since, until)
+        start = max(saving.start, since)
+        end = until if saving.end is None else min(saving.end, until)
+        day = start - start % DAY
+        while day < end:
+            part = saving.saved(max(day, since), min(day + DAY, end))
+            by_day[day] = by_day.get(day, 0.0) + part
+            day += DAY
+    sums = [SavedSum(cluster, cause, saved) for (cluster, cause), saved in by_cluster.items()]
+    return sums + [SavedSum("", "", saved, day) for day, saved in sorted(by_day.items())]
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,12 @@ over any period, with the part spent while the cluster was idle and what was sav
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
+from handlers.domain.names import target_of
 from handlers.spend.runs import SpendRun
-from handlers.spend.savings import Saving
+from handlers.spend.savings import SavedSum, Saving
 
 
 class Placed(Protocol):
@@ -165,6 +166,7 @@ class Tally:
         self.labels: dict[str, tuple[tuple[str, str], ...]] = {}
         self.watched: set[float] = set()  # the days a sweep saw the fleet (any cluster)
         self.first: float | None = None  # when the first run of the scope began
+        self.saved: list[SavedSum] = []  # the savings summed by the database, placed
 
     def add(self, runs: Iterable[SpendRun]) -> None:
         since, until = self.since, self.until
@@ -224,15 +226,36 @@ class Tally:
     def _watched(self, start: float, end: float) -> None:
         self.watched.update(days_of(start, end))
 
+    def add_saved(self, sums: Iterable[SavedSum]) -> None:
+        """The database's sums of the period's savings (``SpendStore.savings_sums``), each
+        cluster's placed by its target and the labels its runs carry."""
+        for row in sums:
+            labels = self.labels.get(row.cluster, row.labels)
+            self.saved.append(replace(row, target=target_of(row.cluster), labels=labels))
+
     def totals(self, saved: Iterable[Saving] = ()) -> dict[str, Spend]:
-        """Each group's spend and savings, largest spend first (as ``totals``)."""
+        """Each group's spend and savings, largest spend first (as ``totals``): the sums
+        added (``add_saved``), and ``saved``, savings one by one."""
         for saving in saved:
             if saving.within(self.since, self.until) <= 0 or (self.keep and not self.keep(saving)):
                 continue
             for name in self.group(saving):
                 spend = self.groups.setdefault(name, Spend())
                 spend.saved += saving.saved(self.since, self.until)
+        for row in self.saved:
+            if row.day is not None or (self.keep and not self.keep(row)):
+                continue
+            for name in self.group(row):
+                self.groups.setdefault(name, Spend()).saved += row.saved
         return dict(sorted(self.groups.items(), key=lambda item: (-item[1].cost, item[0])))
+
+    def saved_by(self) -> dict[str, float]:
+        """What the period's savings saved, by cause (the sums added)."""
+        causes: dict[str, float] = {}
+        for row in self.saved:
+            if row.day is None and (self.keep is None or self.keep(row)):
+                causes[row.cause] = causes.get(row.cause, 0.0) + row.saved
+        return causes
 
     def by_day(self, saved: Iterable[Saving] = ()) -> list[tuple[float, Spend]]:
         """Each UTC day from ``since``'s to ``until``'s: its spend and what was saved."""
@@ -241,6 +264,9 @@ class Tally:
         days = {day: spend for day, spend in days.items() if day < self.until}
         for day, spend in self.days.items():
             days[day] = spend
+        for row in self.saved:  # summed of the scope already, by the database
+            if row.day is not None and row.day in days:
+                days[row.day].saved += row.saved
         for saving in saved:
             if self.keep and not self.keep(saving):
                 continue

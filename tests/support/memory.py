@@ -37,7 +37,7 @@ from handlers.owed.model import Owed
 from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
 from handlers.spend.runs import SpendRun
-from handlers.spend.savings import ChangeDone, Saving
+from handlers.spend.savings import ChangeDone, SavedSum, Saving, saved_sums
 from handlers.spend.totals import PLACEMENT, Sums
 from handlers.sweep.rules import IdleRecord
 from handlers.sweep.state import IDLE_RECORD
@@ -180,8 +180,7 @@ class MemoryStore(MemoryOwed):
         self._reach()
         return max((c.finished_at for c in self.done.values()), default=None)
 
-    async def savings_between(self, since: float, until: float) -> list[Saving]:
-        self._reach()
+    def _savings_between(self, since: float, until: float) -> list[Saving]:
         changes = sorted(
             (c for c in self.done.values() if c.finished_at < until),
             key=lambda c: (c.finished_at, c.request_id),
@@ -207,6 +206,15 @@ class MemoryStore(MemoryOwed):
                 )
             )
         return found[::-1]
+
+    async def savings_sums(
+        self, since: float, until: float, cluster: str | None = None
+    ) -> list[SavedSum]:
+        self._reach()
+        found = self._savings_between(since, until)
+        if cluster is not None:
+            found = [s for s in found if cluster in (s.cluster, s.cluster.rsplit("/", 1)[-1])]
+        return saved_sums(found, since, until)
 
     # -- form submissions ----------------------------------------------------------------------
 
