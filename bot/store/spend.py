@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -53,25 +53,40 @@ def _run(row: sa.Row[Any], read: dict[str, tuple[tuple[str, str], ...]] | None =
     )
 
 
-def _sums(row: Any, read: dict[str, tuple[tuple[str, str], ...]]) -> Sums:
-    text = row.get("labels")
+def _sums(
+    row: Any, read: dict[str, tuple[tuple[str, str], ...]], columns: Collection[str], daily: bool
+) -> Sums:
+    """A row of sums; ``columns``: those it was summed by (only those are read: a row's
+    missing key is a slow miss, and a chart's query answers a row a group and a day)."""
+    text = row["labels"] if "labels" in columns else None
     labels: tuple[tuple[str, str], ...] = ()
-    if text is not None:
+    if text:
         labels = read.get(text) or tuple((str(k), str(v)) for k, v in json.loads(text))
         read[text] = labels
-    day = row.get("day")
     return Sums(
-        cluster=row.get("cluster", ""),
-        pool=row.get("pool", ""),
-        target=row.get("target", ""),
+        cluster=row["cluster"] if "cluster" in columns else "",
+        pool=row["pool"] if "pool" in columns else "",
+        target=row["target"] if "target" in columns else "",
         labels=labels,
         idle=bool(row["idle"]),
         node_hour=row["node_hour"],
         node_hours=float(row["seconds"] or 0.0) / 3600.0,
-        day=None if day is None else float(day),
+        day=float(row["day"]) if daily else None,
         last=float(row["last"]),
         first=float(row["first"]),
     )
+
+
+def _kept(columns: Sequence[str], only: Mapping[str, Sequence[str]]) -> list[Any]:
+    """The columns to sum by; a column ``only`` names keeps those values, the others read
+    as one empty value (summed together)."""
+    t = schema.spend_runs
+    return [
+        sa.case((t.c[name].in_(only[name]), t.c[name]), else_=sa.literal("")).label(name)
+        if name in only
+        else t.c[name]
+        for name in columns
+    ]
 
 
 def _day_of(at: sa.ColumnElement[Any], dialect: str) -> sa.ColumnElement[Any]:
@@ -95,13 +110,12 @@ class Period:
 
 
 def _split_by_day(
-    period: Period, where: list[sa.ColumnElement[bool]], columns: Sequence[str]
+    period: Period, where: list[sa.ColumnElement[bool]], columns: Sequence[str], kept: list[Any]
 ) -> sa.Select[Any]:
     """The runs that span days, each split into its days by the database (a recursive step
     a day, so the rows made are the runs' days, never runs times days), summed by day and by
     ``columns``, idleness and price: the event loop gets a row a group and a day."""
     t = schema.spend_runs
-    kept = [t.c[name] for name in columns]
     first = sa.select(
         *kept,
         t.c.idle,
@@ -185,10 +199,11 @@ class SpendRows:
         cluster: str | None = None,
         columns: Sequence[str] = PLACEMENT,
         daily: bool = False,
+        only: Mapping[str, Sequence[str]] | None = None,
     ) -> tuple[list[Sums], list[SpendRun]]:
         t = schema.spend_runs
         period = Period(since, until, self.engine.dialect.name)
-        kept = [t.c[name] for name in columns]
+        kept = _kept(columns, only or {})
         keys = [*kept, t.c.idle, t.c.node_hour] + ([period.day] if daily else [])
         where = [period.overlap] + ([] if cluster is None else [_of_cluster(cluster)])
         first, last = sa.func.min(t.c.start).label("first"), sa.func.max(t.c.start).label("last")
@@ -199,8 +214,9 @@ class SpendRows:
         async with self.engine.connect() as connection:
             rows = (await connection.execute(query.group_by(*keys))).all()
             if daily:
-                rows += (await connection.execute(_split_by_day(period, where, columns))).all()
-        return [_sums(row._mapping, read) for row in rows], []
+                split = _split_by_day(period, where, columns, kept)
+                rows += (await connection.execute(split)).all()
+        return [_sums(row._mapping, read, columns, daily) for row in rows], []
 
     async def spend_watched(self, since: float, until: float) -> set[float]:
         period = Period(since, until, self.engine.dialect.name)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from handlers.spend.chart import Chart
@@ -43,12 +43,15 @@ class SpendStore(Protocol):
         cluster: str | None = None,
         columns: Sequence[str] = PLACEMENT,
         daily: bool = False,
+        only: Mapping[str, Sequence[str]] | None = None,
     ) -> tuple[list[Sums], list[SpendRun]]:
         """The node-hours of the runs that overlap [since, until), clipped to it, summed by
         the database by ``columns`` (of ``PLACEMENT``), idleness and price; of one cluster
-        (its full name or its id) or of all. With ``daily``, by UTC day too; a store may
-        return the runs that span days as they are (for the caller to split), or sum their
-        days itself (the database does: a row a group and a day, whatever the runs)."""
+        (its full name or its id) or of all. A column ``only`` names may be summed as its
+        values there and one empty value for all others (a store may also ignore it). With
+        ``daily``, by UTC day too; a store may return the runs that span days as they are
+        (for the caller to split), or sum their days itself (the database does: a row a
+        group and a day, whatever the runs)."""
         ...
 
     async def spend_watched(self, since: float, until: float) -> set[float]:

@@ -135,7 +135,12 @@ class SpendReport:
         """Each day's spend of the table's first groups, summed by the database."""
         tally = series.tally
         sums, spanning = await self.store.spend_sums(
-            tally.since, tally.until, cluster=cluster, columns=tally.group.columns, daily=True
+            tally.since,
+            tally.until,
+            cluster=cluster,
+            columns=tally.group.columns,
+            daily=True,
+            only=series.wanted(),  # the rest summed as one: a row a group and a day
         )
         series.add_sums(sums)
         series.add(spanning)

@@ -167,6 +167,8 @@ class Tally:
         self.watched: set[float] = set()  # the days a sweep saw the fleet (any cluster)
         self.first: float | None = None  # when the first run of the scope began
         self.saved: list[SavedSum] = []  # the savings summed by the database, placed
+        # each group's clusters, pools and targets, as the database's sums gave them
+        self.members: dict[str, set[tuple[str, str, str]]] = {}
 
     def add(self, runs: Iterable[SpendRun]) -> None:
         since, until = self.since, self.until
@@ -194,6 +196,7 @@ class Tally:
                 self.labels[row.cluster], last[row.cluster] = row.labels, row.last
             for name in self.group(row):
                 self.groups.setdefault(name, Spend()).add_sums(row)
+                self.members.setdefault(name, set()).add((row.cluster, row.pool, row.target))
 
     def add_days(self, sums: Iterable[Sums], spanning: Iterable[SpendRun]) -> None:
         """The database's sums of each day of the runs within one day, and the runs that
@@ -278,6 +281,9 @@ class Tally:
         return sorted(days.items())
 
 
+NARROWED = 200  # values of a column the chart's query names at most
+
+
 class GroupDays:
     """Each UTC day's spend of a few groups (the table's first ones) and of the rest as one,
     from the database's sums by day and by the grouping's columns: a fixed row of floats a
@@ -298,6 +304,21 @@ class GroupDays:
 
     def names(self) -> tuple[str, ...]:
         return self.series
+
+    def wanted(self) -> dict[str, list[str]]:
+        """The values of the grouping's columns that its named groups hold (the clusters,
+        pools or targets their sums came from), for the database to sum every other value
+        as one: a row a named group, and one for the rest, a day. Labels are not narrowed
+        (a fleet has few sets of them); nor is a column past ``NARROWED`` values."""
+        at = {"cluster": 0, "pool": 1, "target": 2}
+        wanted: dict[str, list[str]] = {}
+        for column in self.tally.group.columns:
+            if column not in at:
+                continue
+            values = {m[at[column]] for n in self.index for m in self.tally.members.get(n, ())}
+            if 0 < len(values) <= NARROWED:
+                wanted[column] = sorted(values)
+        return wanted
 
     def add(self, runs: Iterable[SpendRun]) -> None:
         since, until, keep = self.tally.since, self.tally.until, self.tally.keep

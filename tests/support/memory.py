@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, Unpack
 
@@ -127,6 +127,7 @@ class MemoryStore(MemoryOwed):
         cluster: str | None = None,
         columns: Sequence[str] = PLACEMENT,
         daily: bool = False,
+        only: Mapping[str, Sequence[str]] | None = None,  # every value kept here
     ) -> tuple[list[Sums], list[SpendRun]]:
         self._reach()
         found: dict[tuple[Any, ...], float] = {}
