@@ -23,6 +23,7 @@ from handlers.spend.totals import (
     Grouping,
     Placed,
     Spend,
+    Sums,
     Tally,
     by_cluster,
     by_label,
@@ -103,36 +104,44 @@ class SpendReport:
         """The ledger's runs, and the runs still open, up to now."""
         return await self.store.spend_between(since, until) + await self.keeper.open_runs(until)
 
-    async def read(self, tallies: Sequence[Tally], cluster: str | None = None) -> None:
+    async def read(
+        self, tallies: Sequence[Tally], cluster: str | None = None, *, days: bool = True
+    ) -> None:
         """Fill each tally from the database (of ``cluster``, or of all): its spend and its
-        savings, each summed there, the queries at once."""
+        savings, each summed there, the queries at once; without ``days``, each day's spend
+        is left to the chart's series, which sums it anyway."""
         await self.book.catch_up()  # the changes that ended since the last report, kept
         store = self.store
-        summing = asyncio.gather(*(self.summed(t, cluster) for t in tallies))
+        summing = asyncio.gather(*(self.summed(t, cluster, days) for t in tallies))
         saving = asyncio.gather(*(store.savings_sums(t.since, t.until, cluster) for t in tallies))
         _, saved = await asyncio.gather(summing, saving)
         for tally, sums in zip(tallies, saved, strict=True):
             tally.add_saved(sums)
 
-    async def summed(self, tally: Tally, cluster: str | None) -> Tally:
+    async def summed(self, tally: Tally, cluster: str | None, days: bool = True) -> Tally:
         """``tally`` filled from the database's sums (of ``cluster``, or of all): its groups'
-        spend, each day's, the days a sweep watched, and the runs still open; what the
-        event loop and memory hold is a row a group, a day and a run across days."""
+        spend, each day's (unless not ``days``), the days a sweep watched, and the runs still
+        open; what the event loop and memory hold is a row a group and a day."""
         since, until, store = tally.since, tally.until, self.store
-        (sums, _), (days, spanning), watched = await asyncio.gather(
+        (sums, _), (days_summed, spanning), watched = await asyncio.gather(
             store.spend_sums(since, until, cluster=cluster),
-            store.spend_sums(since, until, cluster=cluster, columns=(), daily=True),
+            store.spend_sums(since, until, cluster=cluster, columns=(), daily=True)
+            if days
+            else _no_days(),
             # the fleet's days are its own days; a cluster's report asks for the fleet's
             _nothing() if cluster is None else store.spend_watched(since, until),
         )
         tally.add_sums(sums)
-        tally.add_days(days, spanning)
+        tally.add_days(days_summed, spanning)
         tally.watch(watched)
         tally.add(await self.keeper.open_runs(until))
         return tally
 
-    async def series_summed(self, series: GroupDays, cluster: str | None) -> None:
-        """Each day's spend of the table's first groups, summed by the database."""
+    async def series_summed(
+        self, series: GroupDays, cluster: str | None, days: bool = False
+    ) -> None:
+        """Each day's spend of the table's first groups, summed by the database; with
+        ``days``, the tally's days too (summed over the groups: it was read without)."""
         tally = series.tally
         sums, spanning = await self.store.spend_sums(
             tally.since,
@@ -144,6 +153,8 @@ class SpendReport:
         )
         series.add_sums(sums)
         series.add(spanning)
+        if days:
+            tally.add_days(sums, spanning)
         series.add(await self.keeper.open_runs(tally.until))
 
     async def month(self, until: float) -> tuple[str, Spend, dict[str, float]]:
@@ -165,8 +176,15 @@ class SpendReport:
             return key is None or key in (placed.cluster, placed.cluster.rsplit("/", 1)[-1])
 
         tally = Tally(since, until, group, keep)
-        await self.read([tally], key)
+        charted = channel is not None  # its days come with the chart's series
+        await self.read([tally], key, days=not charted)
         groups = tally.totals()
+        series = None
+        if charted and groups:
+            # each day's spend of the table's first groups, asked once they are known
+            names = list(groups)[:SERIES]
+            series = GroupDays(tally, names, others=len(groups) > SERIES)
+            await self.series_summed(series, key, days=True)
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"
         period = _period(command.since)
@@ -200,11 +218,7 @@ class SpendReport:
         if watched is not None:
             reply.add(Note(watched))
         reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
-        if channel is not None:
-            # each day's spend of the table's first groups, asked once they are known
-            names = list(groups)[:SERIES]
-            series = GroupDays(tally, names, others=len(groups) > SERIES)
-            await self.series_summed(series, key)
+        if channel is not None and series is not None:
             title = f"{scope}, last {period}"
             chart = chart_of(tally, (), title, series)
             said = await self.share_chart(chart, channel, whole)
@@ -292,3 +306,7 @@ def _period(seconds: float) -> str:
 
 async def _nothing() -> set[float]:
     return set()
+
+
+async def _no_days() -> tuple[list[Sums], list[SpendRun]]:
+    return [], []
