@@ -70,9 +70,10 @@ async def test_the_database_sums_as_the_runs_fold(store: Rows, seed: int) -> Non
             wanted = [pytest.approx(row, abs=1e-6) for row in expected.spend]
             assert series.spend == wanted, (group.name, cluster)
             # a charted report reads its days with the chart's series: the same days
-            charted = await report.summed(Tally(since, until, group, keep), cluster, days=False)
+            charted = Tally(since, until, group, keep, daily=False)
+            await report.summed(charted, cluster)
             assert charted.by_day() == [(d, Spend()) for d, _ in want.by_day()]  # none yet
-            await report.series_summed(GroupDays(charted, names, others=True), cluster, days=True)
+            await report.series_summed(GroupDays(charted, names, others=True), cluster)
             assert charted.watched == want.watched
             for (day, mine), (theirs_day, theirs) in zip(
                 charted.by_day(), want.by_day(), strict=True

@@ -186,7 +186,8 @@ class Digest:
     async def _build(self, until: float) -> tuple[Reply, Spend, Chart]:
         """The digest, this week's spend, and its chart, from one read of the ledger."""
         week, before = until - WEEK, until - 2 * WEEK
-        now, then = Tally(week, until), Tally(before, week)
+        # last week is only compared with this one: its days are not asked
+        now, then = Tally(week, until), Tally(before, week, daily=False)
         await self.spend.read([now, then])  # summed by the database
         chart = chart_of(now, (), "all clusters, last 7d")
         this, last = now.totals(), then.totals()

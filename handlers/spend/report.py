@@ -104,29 +104,26 @@ class SpendReport:
         """The ledger's runs, and the runs still open, up to now."""
         return await self.store.spend_between(since, until) + await self.keeper.open_runs(until)
 
-    async def read(
-        self, tallies: Sequence[Tally], cluster: str | None = None, *, days: bool = True
-    ) -> None:
+    async def read(self, tallies: Sequence[Tally], cluster: str | None = None) -> None:
         """Fill each tally from the database (of ``cluster``, or of all): its spend and its
-        savings, each summed there, the queries at once; without ``days``, each day's spend
-        is left to the chart's series, which sums it anyway."""
+        savings, each summed there, the queries at once."""
         await self.book.catch_up()  # the changes that ended since the last report, kept
         store = self.store
-        summing = asyncio.gather(*(self.summed(t, cluster, days) for t in tallies))
+        summing = asyncio.gather(*(self.summed(t, cluster) for t in tallies))
         saving = asyncio.gather(*(store.savings_sums(t.since, t.until, cluster) for t in tallies))
         _, saved = await asyncio.gather(summing, saving)
         for tally, sums in zip(tallies, saved, strict=True):
             tally.add_saved(sums)
 
-    async def summed(self, tally: Tally, cluster: str | None, days: bool = True) -> Tally:
+    async def summed(self, tally: Tally, cluster: str | None) -> Tally:
         """``tally`` filled from the database's sums (of ``cluster``, or of all): its groups'
-        spend, each day's (unless not ``days``), the days a sweep watched, and the runs still
-        open; what the event loop and memory hold is a row a group and a day."""
+        spend, each day's (where the tally is ``daily``), the days a sweep watched, and the
+        runs still open; what the event loop and memory hold is a row a group and a day."""
         since, until, store = tally.since, tally.until, self.store
         (sums, _), (days_summed, spanning), watched = await asyncio.gather(
             store.spend_sums(since, until, cluster=cluster),
             store.spend_sums(since, until, cluster=cluster, columns=(), daily=True)
-            if days
+            if tally.daily
             else _no_days(),
             # the fleet's days are its own days; a cluster's report asks for the fleet's
             _nothing() if cluster is None else store.spend_watched(since, until),
@@ -137,11 +134,9 @@ class SpendReport:
         tally.add(await self.keeper.open_runs(until))
         return tally
 
-    async def series_summed(
-        self, series: GroupDays, cluster: str | None, days: bool = False
-    ) -> None:
-        """Each day's spend of the table's first groups, summed by the database; with
-        ``days``, the tally's days too (summed over the groups: it was read without)."""
+    async def series_summed(self, series: GroupDays, cluster: str | None) -> None:
+        """Each day's spend of the table's first groups, summed by the database; and the
+        tally's days (summed over the groups), where it was read without them."""
         tally = series.tally
         sums, spanning = await self.store.spend_sums(
             tally.since,
@@ -153,7 +148,7 @@ class SpendReport:
         )
         series.add_sums(sums)
         series.add(spanning)
-        if days:
+        if not tally.daily:
             tally.add_days(sums, spanning)
         series.add(await self.keeper.open_runs(tally.until))
 
@@ -175,16 +170,16 @@ class SpendReport:
         def keep(placed: Placed) -> bool:
             return key is None or key in (placed.cluster, placed.cluster.rsplit("/", 1)[-1])
 
-        tally = Tally(since, until, group, keep)
         charted = channel is not None  # its days come with the chart's series
-        await self.read([tally], key, days=not charted)
+        tally = Tally(since, until, group, keep, daily=not charted)
+        await self.read([tally], key)
         groups = tally.totals()
         series = None
         if charted and groups:
             # each day's spend of the table's first groups, asked once they are known
             names = list(groups)[:SERIES]
             series = GroupDays(tally, names, others=len(groups) > SERIES)
-            await self.series_summed(series, key, days=True)
+            await self.series_summed(series, key)
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"
         period = _period(command.since)

@@ -159,8 +159,13 @@ class Tally:
         until: float,
         group: Grouping = by_cluster,
         keep: Callable[[Placed], bool] | None = None,
+        *,
+        daily: bool = True,
     ) -> None:
         self.since, self.until, self.group, self.keep = since, until, group, keep
+        # whether the database is asked each day's spend with the groups' (a chart's series
+        # sums it anyway; a period only compared with another needs none)
+        self.daily = daily
         self.groups: dict[str, Spend] = {}
         self.days: dict[float, Spend] = {}  # a UTC midnight -> that day's spend
         self.labels: dict[str, tuple[tuple[str, str], ...]] = {}
