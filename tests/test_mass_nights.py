@@ -177,11 +177,13 @@ async def test_a_fleets_night_is_one_message_in_the_channel_and_a_card_in_each_t
         said = [text(r) for _, _, r, t in bot.messenger.posted if t == f"t{index}"]
         assert any(t.startswith(f"*f{index:02d}*: done, finished in") for t in said), said
 
-    # a night asked in the same minute after the roll-up was done: drawn again with it
+    # a night asked in the same minute after the roll-up was done: drawn again as it ends
     late = await store.get_request((await store.schedules())[0].firing_request or "")
     assert late is not None
     rollups = nights.nights.asking.rollup
     await bot.services.engine.owe(*rollups.owed_with(replace(late, id="r-late")))
+    assert await bot.services.engine.owed_now([ROLLUP]) == []  # asked: owed once, done
+    await rollups.ended(replace(late, id="r-late"))
     assert [i.key for i in await bot.services.engine.owed_now([ROLLUP])] == [
         rollup_key(INFRA, clock.now // 60 * 60 - 60)
     ]

@@ -6,9 +6,10 @@ clusters on one schedule make one message in the channel, not a thousand cards.
 The roll-up is owed with each night's request, in the same step, under a key made of the
 channel and the window (the window's first night owes it, the others find it owed), and owed
 again when one of its nights ends (``Owed.again``: due again, even once done), so that its
-last drawing shows every night as it ended. It is done by the engine like any message the
-bot owes: posted once, edited when what it shows changed, and done once its window is over
-and none of its nights is under way.
+last drawing shows every night as it ended. It is posted and edited ahead of the crowd's
+own lines in the threads, which take their turns in Slack's tiers after it. It is done by
+the engine like any message the bot owes: posted once, edited when what it shows changed,
+and done once its window is over and none of its nights is under way.
 """
 
 from __future__ import annotations
@@ -103,18 +104,20 @@ class NightRollup:
         start = asked_at // self.window * self.window
         subject = {"channel": channel, "start": start}
         due = start + self.window * (1 + 1 / 12) if at is None else at
-        item = self.engine.due(KIND, rollup_key(channel, start), subject, at=due)
-        item.again = True
-        return item
+        return self.engine.due(KIND, rollup_key(channel, start), subject, at=due)
 
     def owed_with(self, request: ApprovalRequest) -> Sequence[Owed]:
-        """The roll-up a night's request belongs to, owed with it."""
+        """The roll-up a night's request belongs to, owed with it: once (a thousand asks
+        of one minute never wait on its row); one asked so late that the roll-up was done
+        without it is drawn again when it ends."""
         return [self._item(request.channel, request.created_at)]
 
     async def ended(self, request: ApprovalRequest) -> None:
         """A night ended: its roll-up is drawn again soon (done or not)."""
         soon = self.clock() + self.window / 6
-        await self.engine.owe(self._item(request.channel, request.created_at, at=soon))
+        item = self._item(request.channel, request.created_at, at=soon)
+        item.again = True
+        await self.engine.owe(item)
 
     async def work(self, attempt: Attempt) -> Outcome:
         channel, start = str(attempt.subject["channel"]), float(attempt.subject["start"])
@@ -128,9 +131,10 @@ class NightRollup:
         try:
             # posted now with this drawing; one found after a cut-off post may be older
             posts_now = "message" not in attempt.item.result and not attempt.unsure
-            message = await post_once(attempt, self.messenger, channel, reply)
+            # the channel's one message for the crowd goes ahead of the crowd's own lines
+            message = await post_once(attempt, self.messenger, channel, reply, waited_for=True)
             if not posts_now and attempt.item.result.get("drawn") != drawn:
-                await self.messenger.update(channel, message, reply, owed=True)
+                await self.messenger.update(channel, message, reply)
         except MessengerError as error:
             return refused(error, self.clock(), f"cannot post the roll-up in {channel}")
         if attempt.item.result.get("drawn") != drawn:
