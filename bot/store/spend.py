@@ -109,6 +109,22 @@ class Period:
         self.node_seconds = sa.func.sum(t.c.nodes * (self.end - self.start)).label("seconds")
 
 
+def _in_days(
+    first: sa.Select[Any], name: str, carried: Sequence[str]
+) -> tuple[Any, sa.ColumnElement[Any]]:
+    """The rows of ``first`` (its ``carried`` columns, then ``s`` and ``e``, a start and end
+    within the period, and ``day``, the UTC midnight of ``s``) made into a row a UTC day each
+    covers, by a recursive step a day (the rows made are their days, never rows times days):
+    the rows' columns, and each row's seconds within its day."""
+    pieces = first.cte(name, recursive=True)
+    nxt = (pieces.c.day + DAY).label("day")
+    shared = [pieces.c[column] for column in (*carried, "s", "e")]
+    pieces = pieces.union_all(sa.select(*shared, nxt).where(nxt < pieces.c.e))
+    c = pieces.c
+    end = sa.case((c.e < c.day + DAY, c.e), else_=c.day + DAY)
+    return c, end - sa.case((c.s > c.day, c.s), else_=c.day)
+
+
 def _split_by_day(
     period: Period, where: list[sa.ColumnElement[bool]], columns: Sequence[str], kept: list[Any]
 ) -> sa.Select[Any]:
@@ -125,15 +141,9 @@ def _split_by_day(
         period.end.label("e"),
         period.day,
     ).where(*where, sa.not_(period.one_day))
-    pieces = first.cte("pieces", recursive=True)
-    nxt = (pieces.c.day + DAY).label("day")
-    shared = [pieces.c[name] for name in (*columns, "idle", "node_hour", "nodes", "s", "e")]
-    pieces = pieces.union_all(sa.select(*shared, nxt).where(nxt < pieces.c.e))
-    c = pieces.c
-    start = sa.case((c.s > c.day, c.s), else_=c.day)
-    end = sa.case((c.e < c.day + DAY, c.e), else_=c.day + DAY)
+    c, within = _in_days(first, "pieces", (*columns, "idle", "node_hour", "nodes"))
     keys = [*(c[name] for name in columns), c.idle, c.node_hour, c.day]
-    seconds = sa.func.sum(c.nodes * (end - start)).label("seconds")
+    seconds = sa.func.sum(c.nodes * within).label("seconds")
     first_start, last_start = sa.func.min(c.s).label("first"), sa.func.max(c.s).label("last")
     return sa.select(*keys, seconds, first_start, last_start).group_by(*keys)
 
@@ -172,16 +182,9 @@ def _savings_sums(
     first = sa.select(
         c.per_hour, start.label("s"), end.label("e"), _day_of(start, dialect).label("day")
     ).where(*saving)
-    pieces = first.cte("saved_pieces", recursive=True)
-    nxt = (pieces.c.day + DAY).label("day")
-    shared = (pieces.c.per_hour, pieces.c.s, pieces.c.e)
-    pieces = pieces.union_all(sa.select(*shared, nxt).where(nxt < pieces.c.e))
-    p = pieces.c
-    part = sa.case((p.e < p.day + DAY, p.e), else_=p.day + DAY) - sa.case(
-        (p.s > p.day, p.s), else_=p.day
-    )
+    p, within = _in_days(first, "saved_pieces", ("per_hour",))
     daily = (
-        sa.select(p.day, (sa.func.sum(p.per_hour * part) / 3600.0).label("saved"))
+        sa.select(p.day, (sa.func.sum(p.per_hour * within) / 3600.0).label("saved"))
         .group_by(p.day)
         .order_by(p.day)
     )
