@@ -119,3 +119,41 @@ async def test_an_owed_call_with_no_room_is_handed_back_with_a_turn_of_its_own(
     assert turns == [60.0, 70.0, 80.0, 90.0]  # then one turn each, never all at once
     await pacer.must("chat.postMessage C1", sender(10))  # a patient call still waits its room
     assert sent[-1] == 10 and clock.now >= 60
+
+
+async def test_progress_edits_wait_while_calls_handed_back_are_to_come_back(
+    clock: ManualClock,
+) -> None:
+    """Owed calls turned away with their turns get the room as it frees, before progress
+    edits kept aside: a crowd of progress edits never starves the final edits it waits
+    behind."""
+    pacer = pacer_on(clock, {"chat.update": 6})  # one every 10 s
+    sent: list[str] = []
+
+    def sender(name: str):  # type: ignore[no-untyped-def]
+        async def send() -> None:
+            sent.append(name)
+
+        return send
+
+    for n in range(6):
+        await pacer.must("chat.update", sender(f"card {n}"), f"m{n}")
+    turns = {}
+    for n in range(3):  # the finals, owed: handed back with their turns
+        try:
+            await pacer.must("chat.update", sender(f"final {n}"), f"f{n}", patient=False)
+        except Crowded as crowded:
+            turns[n] = crowded.seconds
+    assert sorted(turns) == [0, 1, 2]
+    for n in range(20):  # a crowd of progress edits, kept aside
+        assert not await pacer.maybe("chat.update", f"p{n}", sender(f"progress {n}"))
+    started = clock.now
+    for n, turn in turns.items():  # each final comes back at its turn and finds room
+        clock.advance(started + turn - clock.now)
+        for _ in range(5):
+            await asyncio.sleep(0)  # the flusher runs meanwhile, as the loop lets it
+        await pacer.must("chat.update", sender(f"final {n}"), f"f{n}", patient=False)
+    finals = [i for i, name in enumerate(sent) if name.startswith("final")]
+    progress = [i for i, name in enumerate(sent) if name.startswith("progress")]
+    assert len(finals) == 3 and (not progress or max(finals) < min(progress)), sent
+    await pacer.close()

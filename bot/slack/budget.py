@@ -151,6 +151,12 @@ class Pacer:
             self.turns = {k: t for k, t in self.turns.items() if t > now}
         return at - now
 
+    def _crowd_waits(self, key: str) -> bool:
+        """Whether calls handed back (owed, each with its turn) are still to come back for
+        ``key``: until the last turn given has passed, the room is theirs, not a progress
+        edit's, which would otherwise take every room that frees and hold them back."""
+        return self.budget.clock() < self.turns.get(key, 0.0) + PATIENCE
+
     async def must(
         self, key: str, send: Send, message: str | None = None, *, patient: bool = True
     ) -> None:
@@ -186,7 +192,12 @@ class Pacer:
     async def maybe(self, key: str, message: str, send: Send) -> bool:
         """Send now if there is room and nothing more important waits; else keep it aside
         (replacing an older one for the same message). True when sent now."""
-        if self.waiting == 0 and self.budget.wait(key) == 0 and message not in self.aside:
+        if (
+            self.waiting == 0
+            and not self._crowd_waits(key)
+            and self.budget.wait(key) == 0
+            and message not in self.aside
+        ):
             place = self.budget.spend(key)
             generation = self.superseded.get(message)
             try:
@@ -206,7 +217,7 @@ class Pacer:
         while self.aside:
             message, (key, send) = next(iter(self.aside.items()))
             delay = self.budget.wait(key)
-            if delay > 0 or self.waiting:
+            if delay > 0 or self.waiting or self._crowd_waits(key):
                 await self.sleep(max(delay, 0.05))
                 continue
             del self.aside[message]
