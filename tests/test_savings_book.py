@@ -5,17 +5,24 @@ only at the requests that ended since the newest row."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from alembic import command
 
+from bot.store import Store
+from bot.store.migrate import _config
 from handlers.entities import ApprovalRequest, Origin
 from handlers.spend.book import MARGIN, SavingsBook
-from handlers.spend.savings import SavedSum, saved_sums, savings
+from handlers.spend.savings import SavedSum, changes_done, saved_sums, savings
 from tests.test_spend import succeeded
-from tests.test_store import STORES, Rows, rows_of
+from tests.test_store import HEAD, STORES, Rows, database, rows_of
+
+__all__ = ["database"]  # the real databases' fixture, shared with the store's tests
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -56,6 +63,12 @@ async def test_the_kept_savings_are_the_requests_savings(store: Rows, seed: int)
     for request in requests:
         await store.add_request(request)
     await SavingsBook(store, store).catch_up()
+    assert await agrees(store, requests, seed), "the periods of this history save something"
+
+
+async def agrees(store: Rows, requests: list[ApprovalRequest], seed: int) -> int:
+    """Compare the database's savings of random periods with the requests' own: how many
+    sums were compared."""
     want = savings(requests)
     rng = random.Random(seed)
     compared = 0
@@ -67,7 +80,37 @@ async def test_the_kept_savings_are_the_requests_savings(store: Rows, seed: int)
             summed = await store.savings_sums(since, until, cluster)
             assert sums(summed) == sums(saved_sums(of, since, until)), cluster
             compared += len(summed)
-    assert compared, "the periods of this history save something"
+    return compared
+
+
+@pytest.mark.parametrize("seed", range(2))
+async def test_changes_kept_out_of_their_order_end_each_other_as_in_time(
+    store: Rows, seed: int
+) -> None:
+    """Batches that arrive late (a replica's slow transaction, a catch-up's margin) with
+    changes older than rows already kept: each saving still ends at its cluster's next change
+    in time, whichever batch brought it."""
+    requests = history(seed + 10)
+    order = list(requests)
+    random.Random(seed).shuffle(order)
+    for at in range(0, len(order), 25):
+        await store.keep_changes_done(changes_done(order[at : at + 25]))
+    await store.keep_changes_done(changes_done(order[:10]))  # kept again: nothing changes
+    assert await agrees(store, requests, seed)
+
+
+async def test_an_upgrade_says_when_each_kept_saving_ended(database: Store) -> None:
+    """Rows kept before a saving's end was kept with it (revision 0014) are given their
+    ends by the upgrade, and read as the requests say."""
+    requests = history(5)
+    async with database.engine.begin() as connection:
+        await connection.run_sync(lambda sync: command.downgrade(_config(sync), "0014"))
+        columns = ("request_id", "cluster", "finished_at", "cause", "per_hour")
+        then = sa.table("changes_done", *(sa.column(name) for name in columns))
+        rows = [dataclasses.asdict(change) for change in changes_done(requests)]
+        await connection.execute(then.insert(), rows)
+    assert await database.migrate() == HEAD
+    assert await agrees(database, requests, 5)
 
 
 def sums(found: list[SavedSum]) -> list[tuple[object, ...]]:

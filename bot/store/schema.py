@@ -206,6 +206,10 @@ changes_done = sa.Table(
     sa.Column("finished_at", sa.Float, nullable=False, index=True),
     sa.Column("cause", sa.String(32)),  # None: the change saved nothing
     sa.Column("per_hour", sa.Float),
+    # the time of the cluster's next kept change (None while this is its newest): when the
+    # saving ended; kept as rows are added (bot/store/spend.py), so no report orders them
+    sa.Column("ended", sa.Float),
+    sa.Index("ix_changes_done_cluster_finished", "cluster", "finished_at"),
 )
 
 # Off-hours schedules (handlers/schedules/): each phase change one conditional UPDATE.

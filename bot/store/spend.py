@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict
@@ -15,6 +16,8 @@ from bot.store import schema
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import ChangeDone, SavedSum
 from handlers.spend.totals import DAY, PLACEMENT, Sums, days_of
+
+LOCK = 0x0C1B_0002  # pg_advisory_xact_lock key: one replica keeps changes done at a time
 
 
 def _row(run: SpendRun) -> dict[str, Any]:
@@ -157,31 +160,52 @@ def _of_cluster(
     return column.endswith(f"/{cluster}", autoescape=True)
 
 
+def _mend_ended(clusters: Collection[str], earliest: float) -> sa.Update:
+    """Each kept change of ``clusters`` whose saving may end at a change kept from
+    ``earliest`` on takes the time of its cluster's next change (in time, then id)."""
+    table = schema.changes_done
+    n = table.alias("n")
+    after = sa.or_(
+        n.c.finished_at > table.c.finished_at,
+        sa.and_(n.c.finished_at == table.c.finished_at, n.c.request_id > table.c.request_id),
+    )
+    following = sa.select(sa.func.min(n.c.finished_at)).where(n.c.cluster == table.c.cluster, after)
+    return (
+        table.update()
+        .where(
+            table.c.cluster.in_(clusters),
+            sa.or_(table.c.ended.is_(None), table.c.ended >= earliest),
+        )
+        .values(ended=following.scalar_subquery())
+    )
+
+
 def _savings_sums(
     since: float, until: float, cluster: str | None, dialect: str
 ) -> tuple[sa.Select[Any], sa.Select[Any]]:
     """The savings within [since, until) summed by cluster and cause, and by UTC day: each
-    succeeded change that cut a cluster's cost saves until the next kept change of that
-    cluster (``lead``), clipped to the period; the days split as the runs' are."""
+    succeeded change that cut a cluster's cost saves until the cluster's next kept change
+    (``ended``, kept with the rows), clipped to the period; the days split as the runs' are."""
     table = schema.changes_done
-    ended = sa.func.lead(table.c.finished_at).over(
-        partition_by=table.c.cluster, order_by=(table.c.finished_at, table.c.request_id)
-    )
     changes = sa.select(
-        table.c.cluster, table.c.cause, table.c.per_hour, table.c.finished_at, ended.label("ended")
-    ).where(table.c.finished_at < until)
+        table.c.cluster, table.c.cause, table.c.per_hour, table.c.finished_at, table.c.ended
+    ).where(
+        table.c.finished_at < until,
+        sa.or_(table.c.ended.is_(None), table.c.ended > since),
+        table.c.cause.is_not(None),
+        table.c.per_hour.is_not(None),
+    )
     if cluster is not None:
         changes = changes.where(_of_cluster(cluster, table.c.cluster))
     c = changes.subquery().c
     start = sa.case((c.finished_at > since, c.finished_at), else_=since)
     stop = sa.func.coalesce(c.ended, until)
     end = sa.case((stop < until, stop), else_=until)
-    saving = (c.cause.is_not(None), c.per_hour.is_not(None), end > start)
     saved = (sa.func.sum(c.per_hour * (end - start)) / 3600.0).label("saved")
-    totals = sa.select(c.cluster, c.cause, saved).where(*saving).group_by(c.cluster, c.cause)
+    totals = sa.select(c.cluster, c.cause, saved).where(end > start).group_by(c.cluster, c.cause)
     first = sa.select(
         c.per_hour, start.label("s"), end.label("e"), _day_of(start, dialect).label("day")
-    ).where(*saving)
+    ).where(end > start)
     p, within = _in_days(first, "saved_pieces", ("per_hour",))
     daily = (
         sa.select(p.day, (sa.func.sum(p.per_hour * within) / 3600.0).label("saved"))
@@ -189,6 +213,17 @@ def _savings_sums(
         .order_by(p.day)
     )
     return totals, daily
+
+
+async def _rows(engine: AsyncEngine, query: sa.Select[Any]) -> list[sa.Row[Any]]:
+    async with engine.connect() as connection:
+        return list((await connection.execute(query)).all())
+
+
+async def _at_once(engine: AsyncEngine, *queries: sa.Select[Any]) -> list[list[sa.Row[Any]]]:
+    """Each query's rows, the queries on connections of their own at once: the database
+    answers a report's few scans side by side, as its one big sum would use its workers."""
+    return list(await asyncio.gather(*(_rows(engine, query) for query in queries)))
 
 
 class SpendRows:
@@ -213,13 +248,12 @@ class SpendRows:
         query = sa.select(*keys, period.node_seconds, first, last).where(*where)
         if daily:
             query = query.where(period.one_day)
+        queries = [query.group_by(*keys)]
+        if daily:
+            queries.append(_split_by_day(period, where, columns, kept))
         read: dict[str, tuple[tuple[str, str], ...]] = {}
-        async with self.engine.connect() as connection:
-            rows = (await connection.execute(query.group_by(*keys))).all()
-            if daily:
-                split = _split_by_day(period, where, columns, kept)
-                rows += (await connection.execute(split)).all()
-        return [_sums(row._mapping, read, columns, daily) for row in rows], []
+        found = await _at_once(self.engine, *queries)
+        return [_sums(row._mapping, read, columns, daily) for rows in found for row in rows], []
 
     async def spend_watched(self, since: float, until: float) -> set[float]:
         period = Period(since, until, self.engine.dialect.name)
@@ -268,10 +302,17 @@ class SpendRows:
         if not done:
             return
         table = schema.changes_done
-        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        postgres = self.engine.dialect.name == "postgresql"
+        dialect = postgresql if postgres else sqlite
         statement = dialect.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
+        mend = _mend_ended({c.cluster for c in done}, min(c.finished_at for c in done))
         async with self.engine.begin() as connection:
+            if postgres:  # one replica keeps rows at a time: each sees the other's to mend
+                await connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK}
+                )
             await connection.execute(statement, [asdict(change) for change in done])
+            await connection.execute(mend)
 
     async def changes_done_until(self) -> float | None:
         table = schema.changes_done
@@ -283,13 +324,6 @@ class SpendRows:
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SavedSum]:
         totals, daily = _savings_sums(since, until, cluster, self.engine.dialect.name)
-        async with self.engine.connect() as connection:
-            found = [
-                SavedSum(row.cluster, row.cause, float(row.saved))
-                for row in await connection.execute(totals)
-            ]
-            found += [
-                SavedSum("", "", float(row.saved), float(row.day))
-                for row in await connection.execute(daily)
-            ]
-        return found
+        by_cluster, by_day = await _at_once(self.engine, totals, daily)
+        found = [SavedSum(row.cluster, row.cause, float(row.saved)) for row in by_cluster]
+        return found + [SavedSum("", "", float(row.saved), float(row.day)) for row in by_day]
