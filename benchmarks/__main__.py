@@ -24,6 +24,7 @@ from benchmarks.harness import Figure, Results
 # the others' imports
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "startup": ("startup", "run"),
+    "ready": ("ready", "run"),
     "listing": ("listing", "run"),
     "sweep": ("sweep", "run"),
     "cost": ("cost", "run"),
