@@ -165,9 +165,9 @@ def _mend_ended(clusters: Collection[str], earliest: float) -> sa.Update:
     ``earliest`` on takes the time of its cluster's next change (in time, then id)."""
     table = schema.changes_done
     n = table.alias("n")
-    after = sa.or_(
-        n.c.finished_at > table.c.finished_at,
-        sa.and_(n.c.finished_at == table.c.finished_at, n.c.request_id > table.c.request_id),
+    after = sa.and_(  # a range of the (cluster, time) index, ties told apart by id
+        n.c.finished_at >= table.c.finished_at,
+        sa.or_(n.c.finished_at > table.c.finished_at, n.c.request_id > table.c.request_id),
     )
     following = sa.select(sa.func.min(n.c.finished_at)).where(n.c.cluster == table.c.cluster, after)
     return (

@@ -23,9 +23,9 @@ def upgrade() -> None:
     op.create_index("ix_changes_done_cluster_finished", "changes_done", ["cluster", "finished_at"])
     op.execute(
         "UPDATE changes_done SET ended = (SELECT min(n.finished_at) FROM changes_done AS n"
-        " WHERE n.cluster = changes_done.cluster AND (n.finished_at > changes_done.finished_at"
-        " OR (n.finished_at = changes_done.finished_at"
-        " AND n.request_id > changes_done.request_id)))"
+        " WHERE n.cluster = changes_done.cluster AND n.finished_at >= changes_done.finished_at"
+        " AND (n.finished_at > changes_done.finished_at"
+        " OR n.request_id > changes_done.request_id))"
     )
 
 
