@@ -304,15 +304,22 @@ class SpendRows:
         table = schema.changes_done
         postgres = self.engine.dialect.name == "postgresql"
         dialect = postgresql if postgres else sqlite
-        statement = dialect.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
-        mend = _mend_ended({c.cluster for c in done}, min(c.finished_at for c in done))
+        statement = (
+            dialect.insert(table)
+            .on_conflict_do_nothing(index_elements=["request_id"])
+            .returning(table.c.cluster, table.c.finished_at)
+        )
         async with self.engine.begin() as connection:
             if postgres:  # one replica keeps rows at a time: each sees the other's to mend
                 await connection.execute(
                     sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK}
                 )
-            await connection.execute(statement, [asdict(change) for change in done])
-            await connection.execute(mend)
+            added = (await connection.execute(statement, [asdict(c) for c in done])).all()
+            if added:  # only the rows added move an end: those kept before changed nothing
+                clusters = {row.cluster for row in added}
+                await connection.execute(
+                    _mend_ended(clusters, min(row.finished_at for row in added))
+                )
 
     async def changes_done_until(self) -> float | None:
         table = schema.changes_done

@@ -18,6 +18,7 @@ from handlers.spend.chart import Chart, chart_of
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.ports import Charts, SpendStore
 from handlers.spend.runs import HOUR, SpendRun
+from handlers.spend.savings import SavedSum
 from handlers.spend.totals import (
     GroupDays,
     Grouping,
@@ -106,12 +107,17 @@ class SpendReport:
 
     async def read(self, tallies: Sequence[Tally], cluster: str | None = None) -> None:
         """Fill each tally from the database (of ``cluster``, or of all): its spend and its
-        savings, each summed there, the queries at once."""
-        await self.book.catch_up()  # the changes that ended since the last report, kept
+        savings, each summed there, the queries at once (the savings once the changes that
+        ended since the last report are kept)."""
         store = self.store
+
+        async def saving() -> list[list[SavedSum]]:
+            await self.book.catch_up()
+            sums = (store.savings_sums(t.since, t.until, cluster) for t in tallies)
+            return list(await asyncio.gather(*sums))
+
         summing = asyncio.gather(*(self.summed(t, cluster) for t in tallies))
-        saving = asyncio.gather(*(store.savings_sums(t.since, t.until, cluster) for t in tallies))
-        _, saved = await asyncio.gather(summing, saving)
+        _, saved = await asyncio.gather(summing, saving())
         for tally, sums in zip(tallies, saved, strict=True):
             tally.add_saved(sums)
 
