@@ -35,7 +35,7 @@ class PrivatePostgres:
 
     def _run(self, *command: str) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=60)
+        subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=180)
 
     def init(self) -> None:
         self._run(
@@ -43,18 +43,19 @@ class PrivatePostgres:
         )
 
     def start(self) -> None:
+        """Start it and wait until it accepts (two minutes at most: a loaded machine's crash
+        recovery after an immediate stop); a start that fails says why, from its log."""
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''"
-        self._run(
-            str(self.bindir / "pg_ctl"),
-            "-D",
-            str(self.data),
-            "-l",
-            str(self.log),
-            "-o",
-            options,
-            "-w",
-            "start",
-        )
+        ctl = str(self.bindir / "pg_ctl")
+        try:
+            self._run(ctl, "-D", str(self.data), "-l", str(self.log), "-o", options, "-w",
+                      "-t", "120", "start")  # fmt: skip
+        except subprocess.CalledProcessError as error:
+            said = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+            raise RuntimeError(
+                f"the private PostgreSQL on port {self.port} did not start "
+                f"({error.stderr.decode(errors='replace').strip()}); its log ends:\n{said}"
+            ) from error
 
     def stop(self) -> None:
         """Stop at once, connections cut: what a replica sees when its database goes away."""
