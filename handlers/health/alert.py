@@ -110,7 +110,7 @@ def health_card(
     health = ClusterHealth.from_dict(episode.health or {})
     if not episode.open:
         return _healed(episode, cluster_id, target, note)
-    what = _summary(health)
+    what = summary(health)
     reply = Reply(f"Health: {cluster_id}: {what}", public=True).add(
         Heading(f"Health: {cluster_id}"),
         *health_parts(cluster_id, target, health, now),
@@ -148,7 +148,8 @@ def _since(episode: Episode, health: ClusterHealth) -> float:
     return min([*dated, episode.opened_at])
 
 
-def _summary(health: ClusterHealth) -> str:
+def summary(health: ClusterHealth) -> str:
+    """What is wrong, in a few words: ``2 nodes down/drained, 3 jobs held up``."""
     parts = []
     if health.nodes:
         troubles = sorted({str(n.trouble) for n in health.nodes})

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from handlers.domain.names import target_of
 from handlers.entities import ApprovalRequest, Origin, RequestState
+from handlers.health import burst as bursts
 from handlers.health import episodes
 from handlers.health.alert import gone_card, health_card
 from handlers.health.channels import HealthPolicy
@@ -28,8 +29,9 @@ from handlers.health.episodes import HealthRecord
 from handlers.health.kinds import DRAIN, RESUME
 from handlers.keeping import Kept, change, save_all
 from handlers.messenger import MessageId, Messenger, MessengerError
+from handlers.owed.burst import BURST, WAIT, not_owed, rollup_key, rollup_thread
 from handlers.owed.engine import Attempt, Engine
-from handlers.owed.model import Done, GiveUp, Outcome
+from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed
 from handlers.owed.posting import Outbox, refused
 from handlers.owed.wire import decode, encode
 from handlers.pacing import paced
@@ -61,6 +63,18 @@ def _marked(record: HealthRecord, episode: Episode, at: float) -> HealthRecord:
     if now is None or now.opened_at != episode.opened_at or now.posting or now.alert_message:
         return record
     return replace(record, episode=replace(now, posting=at))
+
+
+def _to_post(episode: Episode, now: float) -> bool:
+    """Whether the episode's alert is owed and not posted yet (nor on its way)."""
+    snoozed = episode.snoozed_until is not None and episode.snoozed_until > now
+    return (
+        episode.owed
+        and episode.open
+        and not episode.alert_message
+        and not snoozed
+        and (not episode.posting)
+    )
 
 
 def drawn_as(episode: Episode) -> str:
@@ -162,22 +176,49 @@ class HealthAlerts:
 
     async def swept(self, seen: Sequence[Seen]) -> int:
         """Each swept cluster's health alert, told as its episode says (posted by the engine:
-        none is counted here)."""
+        none is counted here); a channel's burst of new alerts in one roll-up's thread."""
         records = await self.records.get_many([item.cluster.name for item in seen])
+        now = self.clock()
+        to_post: dict[str, list[HealthRecord]] = {}
+        async for record, _ in paced(records.values()):
+            channel, episode = self.channel_of(record), record.episode
+            if channel is not None and episode is not None and _to_post(episode, now):
+                to_post.setdefault(channel, []).append(record)
+        for channel, posts in to_post.items():
+            if len(posts) >= BURST:
+                await self._burst(channel, posts, now)
         async for record, _ in paced(records.values()):
             await self.tell(record)
         return 0
+
+    def _item(self, record: HealthRecord, burst: str | None = None) -> Owed:
+        assert record.episode is not None
+        version = drawn_as(record.episode)
+        subject = {"cluster": record.cluster, "version": version}
+        if burst is not None:
+            subject["burst"] = burst
+        return self.engine.due(KIND, f"{KIND}:{record.cluster}:{version}", subject)
+
+    async def _burst(self, channel: str, posts: Sequence[HealthRecord], at: float) -> None:
+        """The new alerts of one channel (``BURST`` or more) not owed yet, owed with their
+        roll-up in one write, and the roll-up sent first."""
+        new = await not_owed(self.engine, posts, lambda r: self._item(r).key, KIND)
+        if len(new) < BURST:
+            return
+        key = rollup_key(bursts.KIND, channel, at)
+        said = bursts.rollup_reply([r.episode for r in new if r.episode is not None], at)
+        rollup = self.outbox.item(channel, said, key=key)
+        await self.engine.owe(rollup, *(self._item(record, key) for record in new))
+        await self.outbox.sent_now(rollup)
 
     async def tell(self, record: HealthRecord) -> None:
         """Owe the drawing of the record's episode, when it is owed, and do it now."""
         episode = record.episode
         if episode is None or not episode.owed:
             return
-        version = drawn_as(episode)
-        key = f"{KIND}:{record.cluster}:{version}"
-        subject = {"cluster": record.cluster, "version": version}
-        await self.engine.owe(self.engine.due(KIND, key, subject))
-        await self.engine.run(key)
+        item = self._item(record)
+        await self.engine.owe(item)
+        await self.engine.run(item.key)
 
     async def work(self, attempt: Attempt) -> Outcome:
         """Draw the episode where it is owed: post it, or edit its alert. One drawing of a
@@ -200,13 +241,19 @@ class HealthAlerts:
         now = self.clock()
         message = episode.alert_message
         card = health_card(episode, cluster_id, target, now)
+        thread = None
+        if message is None and isinstance(subject.get("burst"), str):
+            thread = await rollup_thread(self.engine, str(subject["burst"]))
+            if thread == WAIT:
+                return Later(now + 2.0, "its burst's roll-up is not posted yet")
         try:
             if channel is None:
                 pass  # nowhere to post: the episode is kept, and shown by /cluster health
             elif message is not None:
                 await self.messenger.update(channel, message, card)
             elif episode.open and not (episode.snoozed_until and episode.snoozed_until > now):
-                message = await self._post(attempt, record.cluster, episode, channel, card)
+                posting = (record.cluster, episode, channel, thread)
+                message = await self._post(attempt, posting, card)
         except MessengerError as error:
             outcome = refused(error, now, f"cannot post a health alert in {channel}")
             if isinstance(outcome, GiveUp):  # kept, and shown by /cluster health
@@ -216,11 +263,16 @@ class HealthAlerts:
         return Done()
 
     async def _post(
-        self, attempt: Attempt, cluster: str, episode: Episode, channel: str, card: Reply
+        self,
+        attempt: Attempt,
+        posting: tuple[str, Episode, str, MessageId | None],
+        card: Reply,
     ) -> MessageId:
         """Post the episode's alert once, whichever drawing of it does: the post is marked
         on the episode before it is sent, and a drawing that finds the mark without a
-        message looks for the post (by the episode's key) before sending another."""
+        message looks for the post (by the episode's key) before sending another. ``posting``:
+        the cluster, its episode, the channel, and the roll-up's thread (None: the channel)."""
+        cluster, episode, channel, thread = posting
         key = f"{KIND}:{cluster}:{episode.opened_at:.3f}"
         if episode.posting:
             sent = 0.0 if episode.posting is True else float(episode.posting)
@@ -228,7 +280,7 @@ class HealthAlerts:
                 # another drawing's post may still be on its way: look once it cannot be
                 raise MessengerError("post_in_flight", passing=True)
             try:
-                found = await self.messenger.find(channel, key, episode.opened_at)
+                found = await self.messenger.find(channel, key, episode.opened_at, thread)
             except MessengerError as error:
                 if error.passing:  # the look may work later: never post again without it
                     raise
@@ -244,7 +296,7 @@ class HealthAlerts:
                 # its way; this one looks for it later rather than post beside it
                 raise MessengerError("post_in_flight", passing=True)
         await attempt.sending(attempt.engine.post_window)
-        message = await self.messenger.post(channel, card, key=key)
+        message = await self.messenger.post(channel, card, key=key, thread=thread)
         attempt.step("health-alert-posted")
         await attempt.sent()
         return message

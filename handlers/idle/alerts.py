@@ -28,10 +28,12 @@ from handlers.changes.resize import plan_scale_to_zero
 from handlers.costs import PriceBook
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.errors import UserError
+from handlers.idle import burst as bursts
 from handlers.messenger import Messenger, MessengerError
+from handlers.owed.burst import BURST, WAIT, not_owed, rollup_key, rollup_thread, thread_of
 from handlers.owed.engine import Attempt, Engine
-from handlers.owed.model import Done, GiveUp, Outcome
-from handlers.owed.posting import post_once, refused
+from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed
+from handlers.owed.posting import Outbox, post_once, refused
 from handlers.pacing import paced
 from handlers.ports import Clock, ControlPlane, IdleRecordStore
 from handlers.replies import Button, Code, Line, Reply, Strong, UserRef
@@ -43,6 +45,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 ALERT = "idle-alert"
+
+
+def alert_key(cluster: str, alerted_at: float) -> str:
+    return f"{ALERT}:{cluster}:{alerted_at:.3f}"
 
 
 class AlertBoard:
@@ -60,6 +66,7 @@ class AlertBoard:
         rules: IdleRules,
         clock: Clock,
         engine: Engine | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         self.records = records
         self.messenger = messenger
@@ -67,6 +74,7 @@ class AlertBoard:
         self.rules = rules
         self.clock = clock
         self.engine = engine
+        self.outbox = outbox  # owes a burst's roll-up
         if engine is not None:
             engine.add(self)
 
@@ -103,8 +111,9 @@ class AlertBoard:
             return record.alert_channel, record.alert_message
         if record.alerted_at is None or self.channel is None or self.messenger is None:
             return None
-        key = f"{ALERT}:{record.cluster}:{record.alerted_at:.3f}"
-        found = await self.messenger.find(self.channel, key, record.alerted_at - 5.0)
+        key = alert_key(record.cluster, record.alerted_at)
+        thread = None if self.engine is None else await thread_of(self.engine, key)
+        found = await self.messenger.find(self.channel, key, record.alerted_at - 5.0, thread)
         return (self.channel, found) if found is not None else None
 
     async def work(self, attempt: Attempt) -> Outcome:
@@ -117,10 +126,17 @@ class AlertBoard:
             return GiveUp("no alert channel")
         now = self.clock()
         card = alert_card(entry, now, self.rules.auto_action)
+        thread = None
+        burst = attempt.subject.get("burst")
+        if isinstance(burst, str) and self.engine is not None:
+            found = await rollup_thread(self.engine, burst)
+            if found == WAIT:
+                return Later(now + 2.0, "its burst's roll-up is not posted yet")
+            thread = found
         try:
             if "thread" in attempt.subject:
                 return await self._remind(attempt, entry, card)
-            posted = await post_once(attempt, self.messenger, self.channel, card)
+            posted = await post_once(attempt, self.messenger, self.channel, card, thread=thread)
         except MessengerError as error:
             return refused(error, now, f"cannot post the idle alert in {self.channel}")
         channel = self.channel
@@ -130,6 +146,7 @@ class AlertBoard:
                 r,
                 alert_message=posted,
                 alert_channel=channel,
+                alert_thread=thread,
                 alert=entry.to_dict(),
                 alert_open=True,
             ),
@@ -143,28 +160,66 @@ class AlertBoard:
         channel, thread = str(attempt.subject["channel"]), str(attempt.subject["thread"])
         said = reminder(entry, self.clock())
         await post_once(attempt, self.messenger, channel, said, thread=thread)
-        await self.messenger.update(channel, thread, card)
+        # the alert itself: the thread's first message, or a reply in a burst's roll-up
+        await self.messenger.update(channel, str(attempt.subject.get("card", thread)), card)
         await self.update(
             entry.cluster, lambda r: replace(r, alert=entry.to_dict(), alert_open=True)
         )
         return Done()
 
     async def post(
-        self, entry: IdleEntry, alerted_at: float, posted: tuple[str, str] | None = None
+        self,
+        entry: IdleEntry,
+        alerted_at: float,
+        posted: tuple[str, str, str | None] | None = None,
+        burst: str | None = None,
     ) -> bool:
         """Owe the alert of the alerting at ``alerted_at`` and post it now; whether a new
         one was owed (one owed before, for the same alerting, is not owed again). With the
-        period's alert ``posted`` (channel, message), a reminder in its thread instead."""
+        period's alert ``posted`` (channel, message, the roll-up it is in), a reminder in its
+        thread instead; with ``burst``, the alert goes in that roll-up's thread."""
         if self.engine is None or not self.enabled:
             return False
-        key = f"{ALERT}:{entry.cluster}:{alerted_at:.3f}"
+        item = self._alert(entry, alerted_at, posted, burst)
+        self.engine.crash("idle-alert-due")  # the record says alerted; nothing owed yet
+        new = await self.engine.owe(item)
+        await self.engine.run(item.key)
+        return bool(new)
+
+    def _alert(
+        self,
+        entry: IdleEntry,
+        alerted_at: float,
+        posted: tuple[str, str, str | None] | None = None,
+        burst: str | None = None,
+    ) -> Owed:
+        assert self.engine is not None
         subject: dict[str, Any] = {"entry": entry.to_dict(), "alerted_at": alerted_at}
         if posted is not None:
-            subject |= {"channel": posted[0], "thread": posted[1]}
-        self.engine.crash("idle-alert-due")  # the record says alerted; nothing owed yet
-        new = await self.engine.owe(self.engine.due(ALERT, key, subject))
-        await self.engine.run(key)
-        return bool(new)
+            channel, message, rollup = posted
+            subject |= {"channel": channel, "thread": rollup or message, "card": message}
+        elif burst is not None:
+            subject["burst"] = burst
+        return self.engine.due(ALERT, alert_key(entry.cluster, alerted_at), subject)
+
+    async def burst(self, due: Sequence[tuple[IdleEntry, float]], at: float) -> str | None:
+        """The alerts a sweep at ``at`` finds due and not posted (``due``: each entry and its
+        alerting's time) that are not owed yet, owed together with their roll-up, in one
+        write, and the roll-up sent: its key (None where no roll-up is made: fewer than
+        ``BURST`` to owe, or nowhere to post it). Those owed before keep their place."""
+        if len(due) < BURST or self.outbox is None or self.engine is None or not self.enabled:
+            return None
+        assert self.channel is not None
+        new = await not_owed(self.engine, due, lambda d: alert_key(d[0].cluster, d[1]), ALERT)
+        if len(new) < BURST:
+            return None
+        key = rollup_key(bursts.KIND, self.channel, at)
+        said = bursts.rollup_reply([entry for entry, _ in new], at)
+        rollup = self.outbox.item(self.channel, said, key=key)
+        self.engine.crash("idle-alert-due")  # the records say alerted; nothing owed yet
+        await self.engine.owe(rollup, *(self._alert(entry, t, burst=key) for entry, t in new))
+        await self.outbox.sent_now(rollup)
+        return key
 
     async def remedy_ended(self, request: ApprovalRequest) -> None:
         """A request started from an alert ended: say how on the alert; unless it went
@@ -258,10 +313,18 @@ class IdleAlerts:
 
     async def swept(self, seen: Sequence[Seen]) -> int:
         """Each swept cluster's alert, posted, redrawn or reminded as its verdict says."""
+        due = [
+            (item.entry, item.record.alerted_at)
+            for item in seen
+            if item.entry and item.verdict and item.record and item.record.alerted_at
+            if not item.record.alert_message
+            if item.verdict.alert or item.verdict.status == Status.IDLE
+        ]
+        burst = await self.board.burst(due, self.clock()) if len(due) >= BURST else None
         posted = 0
         async for item in paced(seen):
             assert item.entry and item.verdict and item.record
-            posted += await self.announce(item.entry, item.verdict, item.record)
+            posted += await self.announce(item.entry, item.verdict, item.record, burst)
         return posted
 
     async def notes(self) -> Mapping[str, Note]:
@@ -276,9 +339,12 @@ class IdleAlerts:
             record, "deleted", (Strong("Deleted"), ": the cluster no longer exists.")
         )
 
-    async def announce(self, entry: IdleEntry, verdict: Verdict, record: IdleRecord) -> int:
-        """Post a due alert, close one that no longer applies, run a due auto-action; returns
-        how many alerts were posted."""
+    async def announce(
+        self, entry: IdleEntry, verdict: Verdict, record: IdleRecord, burst: str | None = None
+    ) -> int:
+        """Post a due alert (in ``burst``'s roll-up thread, where the sweep made one), close
+        one that no longer applies, run a due auto-action; returns how many alerts were
+        posted."""
         if not self.board.enabled:
             return 0
         if verdict.ended_alert and record.alert_message and record.alert_channel:
@@ -291,17 +357,18 @@ class IdleAlerts:
                 text = (Strong("No longer idle"), f": {verdict.ended_alert}.")
             await self.board.edit(record, "no longer idle", text)
             await self.board.update(
-                entry.cluster, lambda r: replace(r, alert_message=None, alert_channel=None)
+                entry.cluster,
+                lambda r: replace(r, alert_message=None, alert_channel=None, alert_thread=None),
             )
             return 0
         if verdict.alert:
             assert record.alerted_at is not None  # the rules set it with the alert
             if record.alert_message and record.alert_channel:
                 # the period's alert exists: remind in its thread, one message per period
-                posted = (record.alert_channel, record.alert_message)
+                posted = (record.alert_channel, record.alert_message, record.alert_thread)
                 await self.board.post(entry, record.alerted_at, posted)
                 return 0
-            return int(await self.board.post(entry, record.alerted_at))
+            return int(await self.board.post(entry, record.alerted_at, burst=burst))
         if verdict.status == Status.IDLE and record.alerted_at and not record.alert_message:
             # alerted, and the post never recorded (its replica died between the two): owed
             # again under the same key, so posted at most once

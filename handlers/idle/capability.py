@@ -26,6 +26,7 @@ def build(kernel: Kernel) -> IdleClicks:
         rules=kernel.policy.section(IDLE_RULES),
         clock=ports.clock,
         engine=kernel.engine,
+        outbox=kernel.outbox,
     )
     remedies = Remedies(board, kernel.approvals, ports.control_plane, kernel.prices)
     return IdleClicks(board, remedies, ports.clock)

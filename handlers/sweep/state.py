@@ -68,6 +68,7 @@ class IdleRecord:
     alerted_at: float | None = None  # last alert in the current idle period
     alert_message: str | None = None  # the alert message, while it is current
     alert_channel: str | None = None
+    alert_thread: str | None = None  # the roll-up whose thread holds the alert (a burst's)
     snoozed_until: float | None = None
     snoozed_by: str | None = None
     kept_by: str | None = None
