@@ -29,7 +29,7 @@ from handlers.health.episodes import HealthRecord
 from handlers.health.kinds import DRAIN, RESUME
 from handlers.keeping import Kept, change, save_all
 from handlers.messenger import MessageId, Messenger, MessengerError
-from handlers.owed.burst import BURST, WAIT, not_owed, rollup_key, rollup_thread
+from handlers.owed.burst import BURST, WAIT, not_owed, owe_burst, rollup_key, rollup_thread
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed
 from handlers.owed.posting import Outbox, refused
@@ -205,11 +205,13 @@ class HealthAlerts:
         new = await not_owed(self.engine, posts, lambda r: self._item(r).key, KIND)
         if len(new) < BURST:
             return
-        key = rollup_key(bursts.KIND, channel, at)
         said = bursts.rollup_reply([r.episode for r in new if r.episode is not None], at)
-        rollup = self.outbox.item(channel, said, key=key)
-        await self.engine.owe(rollup, *(self._item(record, key) for record in new))
-        await self.outbox.sent_now(rollup)
+        await owe_burst(
+            self.outbox,
+            channel,
+            (rollup_key(bursts.KIND, channel, at), said),
+            lambda key: (self._item(record, key) for record in new),
+        )
 
     async def tell(self, record: HealthRecord) -> None:
         """Owe the drawing of the record's episode, when it is owed, and do it now."""

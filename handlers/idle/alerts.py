@@ -30,7 +30,7 @@ from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.errors import UserError
 from handlers.idle import burst as bursts
 from handlers.messenger import Messenger, MessengerError
-from handlers.owed.burst import BURST, WAIT, not_owed, rollup_key, rollup_thread, thread_of
+from handlers.owed import burst as rollups
 from handlers.owed.engine import Attempt, Engine
 from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed
 from handlers.owed.posting import Outbox, post_once, refused
@@ -112,7 +112,7 @@ class AlertBoard:
         if record.alerted_at is None or self.channel is None or self.messenger is None:
             return None
         key = alert_key(record.cluster, record.alerted_at)
-        thread = None if self.engine is None else await thread_of(self.engine, key)
+        thread = None if self.engine is None else await rollups.thread_of(self.engine, key)
         found = await self.messenger.find(self.channel, key, record.alerted_at - 5.0, thread)
         return (self.channel, found) if found is not None else None
 
@@ -129,8 +129,8 @@ class AlertBoard:
         thread = None
         burst = attempt.subject.get("burst")
         if isinstance(burst, str) and self.engine is not None:
-            found = await rollup_thread(self.engine, burst)
-            if found == WAIT:
+            found = await rollups.rollup_thread(self.engine, burst)
+            if found == rollups.WAIT:
                 return Later(now + 2.0, "its burst's roll-up is not posted yet")
             thread = found
         try:
@@ -206,20 +206,21 @@ class AlertBoard:
         """The alerts a sweep at ``at`` finds due and not posted (``due``: each entry and its
         alerting's time) that are not owed yet, owed together with their roll-up, in one
         write, and the roll-up sent: its key (None where no roll-up is made: fewer than
-        ``BURST`` to owe, or nowhere to post it). Those owed before keep their place."""
-        if len(due) < BURST or self.outbox is None or self.engine is None or not self.enabled:
+        ``BURST`` to owe, or no outbox, engine or channel). Those owed before keep their place."""
+        engine, channel, outbox = self.engine, self.channel, self.outbox
+        if len(due) < rollups.BURST or outbox is None or engine is None or channel is None:
             return None
-        assert self.channel is not None
-        new = await not_owed(self.engine, due, lambda d: alert_key(d[0].cluster, d[1]), ALERT)
-        if len(new) < BURST:
+        new = await rollups.not_owed(engine, due, lambda d: alert_key(d[0].cluster, d[1]), ALERT)
+        if len(new) < rollups.BURST:
             return None
-        key = rollup_key(bursts.KIND, self.channel, at)
         said = bursts.rollup_reply([entry for entry, _ in new], at)
-        rollup = self.outbox.item(self.channel, said, key=key)
-        self.engine.crash("idle-alert-due")  # the records say alerted; nothing owed yet
-        await self.engine.owe(rollup, *(self._alert(entry, t, burst=key) for entry, t in new))
-        await self.outbox.sent_now(rollup)
-        return key
+        return await rollups.owe_burst(
+            outbox,
+            channel,
+            (rollups.rollup_key(bursts.KIND, channel, at), said),
+            lambda key: (self._alert(entry, t, burst=key) for entry, t in new),
+            "idle-alert-due",  # the records say alerted; nothing owed yet
+        )
 
     async def remedy_ended(self, request: ApprovalRequest) -> None:
         """A request started from an alert ended: say how on the alert; unless it went
@@ -320,7 +321,7 @@ class IdleAlerts:
             if not item.record.alert_message
             if item.verdict.alert or item.verdict.status == Status.IDLE
         ]
-        burst = await self.board.burst(due, self.clock()) if len(due) >= BURST else None
+        burst = await self.board.burst(due, self.clock()) if self.board.enabled else None
         posted = 0
         async for item in paced(seen):
             assert item.entry and item.verdict and item.record

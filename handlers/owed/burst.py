@@ -10,12 +10,13 @@ not be posted there. An alert owed before the burst keeps its place."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypeVar
 
 from handlers.costs import money
 from handlers.owed.engine import Engine
-from handlers.owed.model import OwedState
+from handlers.owed.model import Owed, OwedState
+from handlers.owed.posting import Outbox
 from handlers.replies import Note, Reply, Text, Time
 
 BURST = 5  # alerts to post in one channel, found by one sweep, that make a roll-up
@@ -69,3 +70,22 @@ async def not_owed(engine: Engine, due: Sequence[T], key: Callable[[T], str], ki
     states = (OwedState.DUE, OwedState.DROPPED)
     owed = {item.key for item in await engine.store.owed_items(kinds=[kind], states=states)}
     return [what for what in due if key(what) not in owed]
+
+
+async def owe_burst(
+    outbox: Outbox,
+    channel: str,
+    rollup: tuple[str, Reply],
+    alerts: Callable[[str], Iterable[Owed]],
+    step: str | None = None,
+) -> str:
+    """Owe a burst's roll-up (``rollup``: its key and what it says) and its ``alerts`` (made
+    with that key) in one write, then send the roll-up: its key. ``step``: the crash point
+    passed before the write."""
+    key, said = rollup
+    item = outbox.item(channel, said, key=key)
+    if step is not None:
+        outbox.engine.crash(step)
+    await outbox.engine.owe(item, *alerts(key))
+    await outbox.sent_now(item)
+    return key
