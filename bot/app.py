@@ -135,7 +135,9 @@ class ClusterbotService:
             send_window=change_window,
             node_window=node_window,
             post_window=settings.slack_timeout + 5.0,
-            patience=tick_seconds,
+            # a tick returns before the next is due: one still running then skips it, and the
+            # changes and polls whose room freed meanwhile wait a whole tick more
+            patience=tick_seconds / 2,
             checks={
                 "releases": settings.release_check_seconds,
                 "schedules": settings.schedule_check_seconds,

@@ -57,6 +57,7 @@ class Messenger(Protocol):
         thread: MessageId | None = None,
         key: str | None = None,
         waited_for: bool = False,
+        progress: bool = False,
     ) -> MessageId:
         """Post a message for everyone in the channel (or in the thread under ``thread``);
         returns its id. ``key`` is carried with the message, unseen, so that ``find`` can
@@ -64,7 +65,10 @@ class Messenger(Protocol):
         item's, which the engine tries again, so under a rate limit it is refused at once
         (``ratelimited``, with ``retry_after``) instead of waiting for its turn, unless a
         person is ``waited_for`` it (a card they asked for): that one waits for the next
-        room, ahead of the crowd.
+        room, ahead of the crowd. A ``progress`` post (a running change's thread message, the
+        least of all) is made only when there is room now and nothing more important waits,
+        else refused at once (``ratelimited``): it never holds its caller or takes a card's
+        room.
         Raises ``MessengerError`` when the platform refuses it."""
         ...
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from bisect import bisect_right, insort
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TypeVar
 
@@ -44,6 +45,8 @@ class WriteQuota:
         self.clock = clock
         self.slots: dict[str, list[float]] = {}  # scope -> slots given, in order
         self.kept: dict[str, float] = {}  # a change's key -> its slot
+        self.went: dict[str, deque[float]] = {}  # scope -> when its calls were answered
+        self.flying: dict[str, set[str]] = {}  # scope -> the changes whose call is on its way
 
     def slot(self, key: str, scope: str, *, ahead: bool = False) -> float:
         """When the change ``key`` may send its call in ``scope`` (``project/region``): now or
@@ -67,3 +70,31 @@ class WriteQuota:
     def done(self, key: str) -> None:
         """The change's call went (or will not): its slot stays counted, not kept."""
         self.kept.pop(key, None)
+
+    def go(self, key: str, scope: str, *, ahead: bool = False) -> float:
+        """When the change ``key``, about to send its call, may send it: now (and it is on its
+        way until ``answered``) or later. The control plane counts a call when it arrives,
+        which is after its slot by however long the re-read and the records before it took:
+        a change whose slot came early must not go before the minute allows it. The calls
+        of the last minute are counted at their answer (after their arrival), and every
+        call still on its way as now, so that this count never falls below the server's."""
+        now = self.clock()
+        went = self.went.setdefault(scope, deque())
+        while went and went[0] + self.WINDOW <= now:  # as the time given below is reckoned
+            went.popleft()
+        flying = self.flying.setdefault(scope, set())
+        over = len(went) + len(flying) - self.per_minute
+        if ahead or over < 0 or key in flying:
+            flying.add(key)
+            return now
+        # when enough answered calls have left the minute (one on its way still counts)
+        return went[min(over, len(went) - 1)] + self.WINDOW if went else now + 1.0
+
+    def answered(self, key: str, scope: str) -> bool:
+        """The change's call came back: counted at this moment; whether it was on its way."""
+        flying = self.flying.get(scope)
+        if flying is None or key not in flying:
+            return False
+        flying.discard(key)
+        self.went.setdefault(scope, deque()).append(self.clock())
+        return True

@@ -19,7 +19,8 @@ from handlers.costs import PriceBook
 from handlers.dispatch import Dispatcher
 from handlers.home import HomePart
 from handlers.intake import Intake
-from handlers.owed.engine import AT_ONCE, Engine, Room
+from handlers.owed.engine import AT_ONCE, Engine
+from handlers.owed.model import Room
 from handlers.owed.posting import Outbox
 from handlers.pacing import WriteQuota
 from handlers.policy import Policy
@@ -171,8 +172,10 @@ def _core(
         else WriteQuota(options.writes_per_minute, clock),
     )
     # changes in a room of their own: a change whose quota slot has come never waits behind
-    # a crowd of chat items due earlier (a fleet's night owes a card and lines per cluster)
-    engine.add(executor, room=Room(AT_ONCE))
+    # a crowd of chat items due earlier (a fleet's night owes a card and lines per cluster);
+    # twice the shared room's places, so that the changes a minute's quota frees go in a
+    # few ticks (each change a read and a PATCH)
+    engine.add(executor, room=Room(2 * AT_ONCE))
     approvals = Approvals(
         store=ports.requests,
         directory=directory,
@@ -193,7 +196,7 @@ def _core(
         ledger=ledger,
         clock=clock,
     )
-    engine.add(tracker, room=Room(POLLS_AT_ONCE, spread=options.poll_stagger))
+    engine.add(tracker, room=Room(POLLS_AT_ONCE, spread=options.poll_stagger, leaves=True))
     return _Core(engine, outbox, ledger, executor, approvals, tracker)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from bot.slack.budget import Budget, Crowded, Pacer
 from tests.conftest import ManualClock
 
@@ -157,3 +159,34 @@ async def test_progress_edits_wait_while_calls_handed_back_are_to_come_back(
     progress = [i for i, name in enumerate(sent) if name.startswith("progress")]
     assert len(finals) == 3 and (not progress or max(finals) < min(progress)), sent
     await pacer.close()
+
+
+async def test_a_progress_post_goes_only_when_there_is_room_now(clock: ManualClock) -> None:
+    """A running change's first thread message never waits for room: with the channel's
+    window spent, or a card waiting for it, it is turned away at once (the poll goes on,
+    and shows it at a later one), and the clock has not moved."""
+    pacer = pacer_on(clock, {"chat.postMessage": 2})
+    sent: list[str] = []
+
+    def sender(name: str):  # type: ignore[no-untyped-def]
+        async def send() -> None:
+            sent.append(name)
+
+        return send
+
+    await pacer.now("chat.postMessage C1", sender("first"))
+    await pacer.must("chat.postMessage C1", sender("card"))
+    started = clock.now
+    with pytest.raises(Crowded) as crowded:
+        await pacer.now("chat.postMessage C1", sender("progress"))
+    assert crowded.value.seconds == 60.0  # the first leaves the window in a minute
+    assert clock.now == started and sent == ["first", "card"]
+    await pacer.now("chat.postMessage C2", sender("elsewhere"))  # another channel has room
+    # a card waiting for room comes first: the progress post is turned away meanwhile
+    waiting = asyncio.create_task(pacer.must("chat.postMessage C1", sender("card 2")))
+    await asyncio.sleep(0)
+    assert pacer.waiting == 1
+    with pytest.raises(Crowded):
+        await pacer.now("chat.postMessage C1", sender("progress"))
+    await waiting
+    assert sent == ["first", "card", "elsewhere", "card 2"]

@@ -14,7 +14,6 @@ import pytest
 
 from bot.store import Store
 from handlers.changes.execution import KIND
-from handlers.changes.tracking import FOLLOW
 from handlers.domain.operations import SlurmJob
 from handlers.entities import RequestState
 from handlers.pacing import WriteQuota
@@ -28,7 +27,7 @@ from tests.support.factories import cluster_doc
 from tests.support.memory import FakeActivity
 from tests.support.text_adapter import text
 from tests.test_schedules import scheduled_bot
-from tests.test_services_unit import INFRA, running
+from tests.test_services_unit import INFRA, poll, running
 from tests.test_store import open_store
 
 FLEET = 12
@@ -132,7 +131,7 @@ async def test_a_fleets_night_goes_out_at_the_quotas_pace_and_a_person_goes_firs
     for operation in list(bot.plane.started):
         bot.plane.finish(operation)
     clock.advance(2)
-    await bot.services.engine.run_due([FOLLOW])
+    await poll(bot)
     # asleep as each change ended, not at the next check (which a fleet keeps busy)
     assert {s.phase for s in await store.schedules()} == {Phase.ASLEEP}
 
@@ -167,7 +166,7 @@ async def test_a_fleets_night_is_one_message_in_the_channel_and_a_card_in_each_t
     for operation in list(bot.plane.started):
         bot.plane.finish(operation)
     clock.advance(2)
-    await bot.services.engine.run_due([FOLLOW])  # the nights end; each ask for a redraw
+    await poll(bot)  # the nights end; each ask for a redraw
     clock.advance(11)
     await bot.services.engine.run_due([ROLLUP])
     last = [r for _, ts, r in bot.messenger.edits if ts == rollup][-1]

@@ -223,3 +223,40 @@ async def test_a_kind_with_a_room_of_its_own_neither_waits_nor_crowds_the_others
     held.set()
     await asyncio.wait([r.task for r in one.running.values()])
     assert await one.run_due() == 2 and len(changes.sent) == 4
+
+
+@dataclass
+class Ender:
+    """A poll that ends its item and owes a message about it, which it asks the engine to
+    send at once (as a change's end is told from the poll that found it)."""
+
+    sender: Sender
+    kind: str = "poll"
+    steps: tuple[str, ...] = ()
+    ran_inline: list[bool] = field(default_factory=list)
+
+    async def work(self, attempt: Attempt) -> Outcome:
+        told = attempt.engine.due("send", f"send:{attempt.key}", {})
+        await attempt.engine.owe(told)
+        self.ran_inline.append(await attempt.engine.run(told.key))
+        return Done()
+
+
+@pytest.mark.parametrize("leaves", [False, True])
+async def test_a_room_that_leaves_what_it_owes_never_sends_it_itself(
+    clock: ManualClock, leaves: bool
+) -> None:
+    """Polls in a room that ``leaves`` what they owe do not send it from the poll (where a
+    chat rate limit would hold the room's places): it is due, and the next tick sends it in
+    its own room; a room that does not leave it sends it at once, as before."""
+    store, sender = MemoryStore(), Sender()
+    poller = Ender(sender)
+    one = engine(store, clock, "A", sender)
+    one.add(poller, room=Room(4, leaves=leaves))
+    for n in range(3):
+        await one.owe(one.due("poll", f"poll:{n}", {}))
+    await one.run_due(["poll"])
+    assert poller.ran_inline == [not leaves] * 3
+    assert len(sender.sent) == (0 if leaves else 3)
+    assert await one.run_due() == (3 if leaves else 0)  # the next tick: in their room
+    assert sorted(sender.sent) == [f"send:poll:{n}" for n in range(3)]

@@ -18,7 +18,6 @@ from bot.calendar import CronCalendar
 from bot.store import Store
 from handlers import dispatch
 from handlers.capabilities import REGISTRY
-from handlers.changes.tracking import FOLLOW
 from handlers.costs import money
 from handlers.dispatch import read
 from handlers.entities import RequestState
@@ -34,7 +33,7 @@ from handlers.schedules.nights import LOOKS, NOTICE_LEAD, RETRY
 from handlers.schedules.times import Weekly, parse_weekly
 from tests.conftest import ManualClock
 from tests.support.text_adapter import form_text, text
-from tests.test_services_unit import ALERTS, C1, INFRA, POLICY, Bot, make_bot
+from tests.test_services_unit import ALERTS, C1, INFRA, POLICY, Bot, make_bot, poll
 from tests.test_store import open_store
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -177,7 +176,7 @@ async def finish_change(bot: Bot) -> None:
     operation = list(bot.plane.started)[-1]
     bot.plane.finish(operation)
     bot.clock.advance(2)
-    await bot.services.engine.run_due([FOLLOW])
+    await poll(bot)
 
 
 def thread(bot: Bot, schedule: Schedule) -> list[str]:

@@ -626,8 +626,15 @@ async def test_a_progress_post_cut_off_before_its_record_is_found_not_posted_aga
 
 
 async def poll(bot: Bot) -> int:
-    """One tick of the tracker: the polls due, each one attempt of the follow worker."""
-    return await bot.services.engine.run_due([FOLLOW])
+    """One tick of the tracker (the polls due, each one attempt of the follow worker), and
+    what the polls left owed to the tick after it (an end told, its lines): how many polled."""
+    engine = bot.services.engine
+    polled = await engine.run_due([FOLLOW])
+    others = [kind for kind in engine.workers if kind != FOLLOW]
+    for _ in range(10):  # as many ticks as it takes, a room's worth each
+        if not await engine.run_due(others):
+            break
+    return polled
 
 
 async def resizes_running(bot: Bot, count: int) -> None:

@@ -189,6 +189,18 @@ class Pacer:
         finally:
             self.budget.answered(key, place)
 
+    async def now(self, key: str, send: Send) -> None:
+        """Send at once if there is room and nothing more important waits (a progress post,
+        which its caller tries again later); else ``Crowded``, with the wait for room."""
+        delay = self.budget.wait(key)
+        if delay > 0 or self.waiting or self._crowd_waits(key):
+            raise Crowded(max(delay, WINDOW / (self.budget.limit(key) or 60)))
+        place = self.budget.spend(key)
+        try:
+            await send()
+        finally:
+            self.budget.answered(key, place)
+
     async def maybe(self, key: str, message: str, send: Send) -> bool:
         """Send now if there is room and nothing more important waits; else keep it aside
         (replacing an older one for the same message). True when sent now."""

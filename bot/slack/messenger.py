@@ -156,6 +156,7 @@ class SlackMessenger:
         thread: str | None = None,
         key: str | None = None,
         waited_for: bool = False,
+        progress: bool = False,
     ) -> str:
         posted: list[str] = []
         content = self._content(reply)
@@ -168,7 +169,11 @@ class SlackMessenger:
             )
             posted.append(str(response["ts"]))
 
-        await self._must(f"chat.postMessage {channel}", send, patient=key is None or waited_for)
+        where = f"chat.postMessage {channel}"
+        if progress:
+            await self._now(where, send)
+        else:
+            await self._must(where, send, patient=key is None or waited_for)
         return posted[0]
 
     async def find(
@@ -283,6 +288,13 @@ class SlackMessenger:
         except Crowded as crowded:
             raise MessengerError("ratelimited", retry_after=crowded.seconds) from None
 
+    async def _now(self, key: str, send: Send) -> None:
+        """``Pacer.now``; a call turned away is the platform's rate limit."""
+        try:
+            await self.pacer.now(key, send)
+        except Crowded as crowded:
+            raise MessengerError("ratelimited", retry_after=crowded.seconds) from None
+
     async def _call(self, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
         try:
             return await call
@@ -305,6 +317,7 @@ class LogMessenger:
         thread: str | None = None,
         key: str | None = None,
         waited_for: bool = False,
+        progress: bool = False,
     ) -> str:
         ts = f"log-{next(self._ids)}"
         self.log.info("message %s to %s: %s", ts, channel, reply.summary)

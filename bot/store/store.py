@@ -44,7 +44,11 @@ from handlers.owed.model import Owed
 from handlers.ports import OpenRequestExistsError
 
 _REQUEST_FIELDS = [f.name for f in fields(ApprovalRequest)]
-POOL = {"pool_size": 10, "max_overflow": 30, "pool_timeout": 60.0}
+# PostgreSQL connections a replica keeps open, and at most: a fleet's night runs a hundred
+# schedule checks, changes and polls at once, and a connection opened past the kept ones is
+# closed again after each use (a new login, and its prepared statements lost); 40 at most
+# leaves room for two replicas and the tools under PostgreSQL's default of 100
+POOL = {"pool_size": 30, "max_overflow": 10, "pool_timeout": 60.0}
 MIGRATION_LOCK = 0x0C1B_0001  # pg_advisory_xact_lock key: one replica migrates at a time
 
 

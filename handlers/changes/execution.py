@@ -102,25 +102,43 @@ class Executor:
             waiting = self._slot(request, attempt.key)
             if waiting is not None:
                 return waiting
+            outcome: Outcome | None = None
             try:
-                return await self._execute(request, attempt)
+                outcome = await self._execute(request, attempt)
+                return outcome
             finally:
-                if self.quota is not None:
-                    self.quota.done(attempt.key)
+                self._went(request, attempt.key, outcome)
         return await self._look(request, attempt)
 
-    def _slot(self, request: ApprovalRequest, key: str) -> Later | None:
-        """Later, at its slot, when the write quota has no room for this change now."""
-        if self.quota is None:
+    def _slot(self, request: ApprovalRequest, key: str, *, going: bool = False) -> Later | None:
+        """Later, at its slot, when the write quota has no room for this change now;
+        ``going``: the call is about to go (``WriteQuota.go``), and is on its way if not."""
+        scope = self._scope(request)
+        if self.quota is None or scope is None:
             return None
-        try:
-            scope = ClusterName.parse(request.plan.cluster).target.parent
-        except ValueError:
-            return None
-        at = self.quota.slot(key, scope, ahead=request.origin in BY_PEOPLE)
+        ahead = request.origin in BY_PEOPLE
+        if going:
+            at = self.quota.go(key, scope, ahead=ahead)
+        else:
+            at = self.quota.slot(key, scope, ahead=ahead)
         if at <= self.clock():
             return None
         return Later(at, "waiting for its place in the control plane's write quota")
+
+    def _went(self, request: ApprovalRequest, key: str, outcome: Outcome | None) -> None:
+        """The attempt's call came back, or did not go: its slot is let go, unless the
+        minute had no room for the call yet (it keeps its place for when it has)."""
+        scope = self._scope(request)
+        if self.quota is None or scope is None:
+            return
+        if self.quota.answered(key, scope) or not isinstance(outcome, Later):
+            self.quota.done(key)
+
+    def _scope(self, request: ApprovalRequest) -> str | None:
+        try:
+            return ClusterName.parse(request.plan.cluster).target.parent
+        except ValueError:
+            return None
 
     async def _execute(self, request: ApprovalRequest, attempt: Attempt) -> Outcome:
         plan = request.plan
@@ -144,6 +162,9 @@ class Executor:
             return await self._end(
                 request, RequestState.REFUSED, f"{changed}; ask again with a fresh request"
             )
+        waiting = self._slot(request, attempt.key, going=True)
+        if waiting is not None:  # its slot came before the minute had room for its call
+            return waiting
         now = self.clock()
         if not await self.store.transition(
             request.id, [RequestState.APPROVED], RequestState.EXECUTING, executing_at=now

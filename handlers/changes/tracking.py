@@ -8,6 +8,9 @@ with the move to ``running``, in one transaction, and each poll is one attempt o
 Google's clients). The engine leases each poll to one replica and gives a poll cut off by a
 stop or a lost database to any other; the follow worker's polls have a room of their own, so
 that a thousand operations are followed at their pace beside everything else the bot owes.
+A poll never waits for Slack: its progress is shown only when there is room for it, and what
+an end owes in chat (the card, the end in the thread, a schedule's line) is left to the next
+tick (``Room.leaves``), so that a thousand ends at once never hold the polls' places.
 
 The thread message under the card is posted once (by its key, like every owed post) and
 edited as the progress changes, at most once per 5 s; the end is told once, by the request's
@@ -240,6 +243,7 @@ class Tracker:
                     reply,
                     thread=operation.thread,
                     name=PROGRESS,
+                    progress=True,
                 )
                 await self._keep_progress(operation, message)
             else:
@@ -247,7 +251,10 @@ class Tracker:
                     operation.channel, operation.progress_message, reply, progress=True
                 )
         except MessengerError as error:
-            log.warning("progress of %s not shown: %s", operation.name, error.code)
+            # under Slack's rate limit (a fleet's night in one channel) it shows at a later
+            # poll, or the end is told without it: not worth a warning per poll
+            level = logging.DEBUG if error.code == "ratelimited" else logging.WARNING
+            log.log(level, "progress of %s not shown: %s", operation.name, error.code)
             return False
         return True
 

@@ -22,10 +22,22 @@ import asyncio
 import logging
 import random
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack
 
-from handlers.owed.model import Done, GiveUp, Later, Outcome, Owed, OwedChanges, OwedState
+from handlers.owed.model import (
+    LONGEST_RETRY,
+    Done,
+    GiveUp,
+    Later,
+    Outcome,
+    Owed,
+    OwedChanges,
+    OwedState,
+    Room,
+    retry_in,
+)
 from handlers.owed.store import OwedStore
 from handlers.ports import Clock, CrashPoint, no_crash
 
@@ -35,8 +47,8 @@ AT_ONCE = 16  # items one replica runs at a time
 PATIENCE = 2.0  # seconds ``run_due`` waits for what it started before it returns
 ATTEMPT_LIMIT = 600.0  # seconds one attempt may run before it is cancelled and tried again
 POST_WINDOW = 35.0  # seconds a chat post may still arrive once sent: the Web API call's timeout
-FIRST_RETRY = 5.0
-LONGEST_RETRY = 300.0
+# set in an attempt of a room that leaves what it owes to the next tick (``Room.leaves``)
+_LEAVING: ContextVar[bool] = ContextVar("owed_leaving", default=False)
 
 
 class Worker(Protocol):
@@ -54,14 +66,6 @@ class Worker(Protocol):
 
 class LeaseLost(Exception):
     """The item is no longer this replica's: another took it over. Nothing more is done."""
-
-
-def retry_in(attempts: int, rng: random.Random) -> float:
-    """The wait before the next attempt after ``attempts`` failed ones: 5 s doubling to at
-    most 5 minutes, shortened by up to a fifth at random so that a crowd does not stay in
-    step."""
-    wait: float = min(LONGEST_RETRY, FIRST_RETRY * 2.0 ** min(max(0, attempts - 1), 10))
-    return wait * rng.uniform(0.8, 1.0)
 
 
 class Attempt:
@@ -122,17 +126,6 @@ class _Running:
     task: asyncio.Task[None]
     held_until: float  # the lease, as last renewed here
     lost: bool = False
-
-
-@dataclass(frozen=True)
-class Room:
-    """How many items of one kind a replica runs at a time, apart from the others (a kind
-    with many short items, like the polls of a thousand operations), and over how many
-    seconds a batch of them is started, so that they do not all start in one turn of the
-    event loop."""
-
-    at_once: int
-    spread: float = 0.0
 
 
 class Engine:
@@ -208,7 +201,11 @@ class Engine:
     async def run(self, key: str) -> bool:
         """Take one item now, if it is free and due, and do it here (the click that approved
         a change sends it at once); whether it was taken. One this replica is doing already
-        is waited for (not taken again), so its caller sees how it ended."""
+        is waited for (not taken again), so its caller sees how it ended. From an attempt in a
+        room that ``leaves`` what it owes, nothing is taken: the item is due, for the next
+        tick."""
+        if _LEAVING.get():
+            return False
         running = self.running.get(key)
         if running is not None:
             await asyncio.shield(running.task)
@@ -289,6 +286,8 @@ class Engine:
 
     async def _attempt(self, worker: Worker, item: Owed, delay: float = 0.0) -> None:
         attempt = Attempt(self, worker, item)
+        room = self.rooms.get(item.kind)
+        _LEAVING.set(room is not None and room.leaves)  # this task's own context
         try:
             if delay:  # its place in a batch that is spread out (``Room``)
                 await asyncio.sleep(delay)

@@ -11,9 +11,13 @@ nobody looks at the world for its outcome, let alone sends it again, before then
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypedDict
+
+FIRST_RETRY = 5.0
+LONGEST_RETRY = 300.0
 
 
 class OwedState(StrEnum):
@@ -74,3 +78,26 @@ class GiveUp:
 
 
 Outcome = Done | Later | GiveUp
+
+
+@dataclass(frozen=True)
+class Room:
+    """How many items of one kind a replica runs at a time, apart from the others (a kind
+    with many short items, like the polls of a thousand operations), and over how many
+    seconds a batch of them is started, so that they do not all start in one turn of the
+    event loop. A room that ``leaves`` what its items owe (a change's end told, a line in a
+    thread) leaves it to the next tick, which runs it in its own room: an attempt here never
+    sends it itself (``Engine.run``), so that chat's rate limits never hold the room's
+    places (a thousand operations ending together, each end waiting for Slack's room)."""
+
+    at_once: int
+    spread: float = 0.0
+    leaves: bool = False
+
+
+def retry_in(attempts: int, rng: random.Random) -> float:
+    """The wait before the next attempt after ``attempts`` failed ones: 5 s doubling to at
+    most 5 minutes, shortened by up to a fifth at random so that a crowd does not stay in
+    step."""
+    wait: float = min(LONGEST_RETRY, FIRST_RETRY * 2.0 ** min(max(0, attempts - 1), 10))
+    return wait * rng.uniform(0.8, 1.0)

@@ -89,9 +89,11 @@ async def post_once(
     thread: MessageId | None = None,
     name: str = "message",
     waited_for: bool = False,
+    progress: bool = False,
 ) -> MessageId:
     """Post ``reply`` for this item once, whatever attempt it takes; returns its id. ``name``
-    tells one post of an item from another (a digest's message and its chart's); the step
+    tells one post of an item from another (a digest's message and its chart's); a
+    ``progress`` post is made only if there is room for it now (``Messenger.post``); the step
     ``KIND-posted`` (which the worker declares) is passed between the post and its record."""
     kept = attempt.item.result.get(name)
     if isinstance(kept, str):
@@ -104,7 +106,7 @@ async def post_once(
     await attempt.sending(attempt.engine.post_window)
     try:
         message = await messenger.post(
-            channel, reply, thread=thread, key=key, waited_for=waited_for
+            channel, reply, thread=thread, key=key, waited_for=waited_for, progress=progress
         )
     except MessengerError as error:
         if error.code != "connection_failed":  # refused: it did not arrive

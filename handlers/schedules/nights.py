@@ -44,7 +44,7 @@ RETRY = 5 * 60.0  # a busy queue at "off", or a wake that failed, is looked at a
 LOOKS = 12  # looks at a busy queue before the night is skipped (an hour)
 POSTPONE = 2 * 3600.0
 IN_FLIGHT = (RequestState.APPROVED, RequestState.EXECUTING, RequestState.RUNNING)
-AT_ONCE = 32  # schedules checked at a time: a fleet's nights due at one minute go together
+AT_ONCE = 128  # schedules checked at a time: a fleet's nights at one minute go together
 
 
 class Nights:

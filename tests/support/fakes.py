@@ -34,6 +34,7 @@ class FakeMessenger:
         thread: str | None = None,
         key: str | None = None,
         waited_for: bool = False,
+        progress: bool = False,
     ) -> str:
         refused = self.refuse or self.refuse_in.get(channel)
         if refused:
