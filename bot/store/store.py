@@ -47,8 +47,10 @@ _REQUEST_FIELDS = [f.name for f in fields(ApprovalRequest)]
 # PostgreSQL connections a replica keeps open, and at most: a fleet's night runs a hundred
 # schedule checks, changes and polls at once, and a connection opened past the kept ones is
 # closed again after each use (a new login, and its prepared statements lost); 40 at most
-# leaves room for two replicas and the tools under PostgreSQL's default of 100
+# leaves room for two replicas and the tools under PostgreSQL's default of 100. SQLite
+# writes one at a time: more connections kept there only wait on its lock, each in a thread
 POOL = {"pool_size": 30, "max_overflow": 10, "pool_timeout": 60.0}
+SQLITE_POOL = {"pool_size": 10, "max_overflow": 30, "pool_timeout": 60.0}
 MIGRATION_LOCK = 0x0C1B_0001  # pg_advisory_xact_lock key: one replica migrates at a time
 
 
@@ -103,7 +105,7 @@ class Store(
         # a pool wide enough for the commands let through at once (handlers/gate.py), the
         # engine's items and the periodic jobs together; a burst beyond it waits its turn
         # (a minute at most) instead of failing
-        for option, value in POOL.items():
+        for option, value in (SQLITE_POOL if url.startswith("sqlite") else POOL).items():
             engine_options.setdefault(option, value)
         if url.startswith("sqlite"):
             # A busy file waits instead of failing while another connection writes.
