@@ -17,6 +17,8 @@ from slack_sdk.signature import SignatureVerifier
 from bot.sandbox.controlplane import Durations
 from bot.sandbox.controlplane.rpc import LOST_REPLY_STATUSES
 from bot.slack.messenger import SlackMessenger
+from handlers.changes.ledger import told_key
+from handlers.owed.model import OwedState
 from handlers.policy import Policy
 from tests.support.demo_stack import (
     CPU01,
@@ -502,7 +504,11 @@ async def second_done(service: object) -> bool:
 
     assert isinstance(service, ClusterbotService)
     requests = await service.store.requests_in(["succeeded"])
-    return len(requests) == 1 and (await service.store.count_in_flight()) == 0
+    if len(requests) != 1 or await service.store.count_in_flight():
+        return False
+    # and its end told (the card, the thread's end, the mention): owed, done at a tick
+    told = await service.store.get_owed(told_key(requests[0].id))
+    return told is not None and told.state == OwedState.DONE
 
 
 async def test_crash_mid_operation_resumes_after_the_lease(tmp_path: Path) -> None:

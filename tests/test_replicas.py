@@ -107,9 +107,12 @@ def test_two_replicas_act_as_one_bot(pair: tuple[Sandbox, str, Replica, Replica]
     follower.wait_exit()
     box.point_at((two if follower is one else one).events)
     wait_until(
-        lambda: query(url, "SELECT final FROM tracked_operations") == [("posted",)],
+        lambda: (
+            query(url, "SELECT final FROM tracked_operations") == [("posted",)]
+            and query(url, "SELECT state FROM owed WHERE kind = 'told'") == [("done",)]
+        ),
         limit=60,
-        what="the end of the operation",
+        what="the end of the operation, told",
     )
     thread, mentions = ends_and_mentions(box.thread(card["ts"]))
     assert len(thread) == 1 and "done, finished in" in thread[0]

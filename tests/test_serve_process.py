@@ -44,10 +44,13 @@ def request_row(tmp_path: Path) -> tuple[str, str | None, float]:
 
 
 def final_posted(tmp_path: Path) -> bool:
-    """Lasting state: the thread message has been edited to the end and that is recorded."""
+    """Lasting state: the operation's end is recorded, and its telling (the thread message
+    edited to the end, the card, the mention: owed, done at a tick) is done."""
     with sqlite3.connect(tmp_path / "bot.db") as db:
         rows = db.execute("SELECT final FROM tracked_operations").fetchall()
-    return bool(rows) and all(final == "posted" for (final,) in rows)
+        told = db.execute("SELECT state FROM owed WHERE kind = 'told'").fetchall()
+    ended = bool(rows) and all(final == "posted" for (final,) in rows)
+    return ended and bool(told) and all(state == "done" for (state,) in told)
 
 
 def test_sigterm_drains_and_a_restart_finishes_the_operation(box: Sandbox, tmp_path: Path) -> None:
