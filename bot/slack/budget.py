@@ -157,6 +157,11 @@ class Pacer:
         edit's, which would otherwise take every room that frees and hold them back."""
         return self.budget.clock() < self.turns.get(key, 0.0) + PATIENCE
 
+    def _room_now(self, key: str) -> bool:
+        """Room for ``key`` now, and nothing more important waits for it (a send that must
+        arrive, or calls handed back with their turns to come)."""
+        return self.waiting == 0 and not self._crowd_waits(key) and self.budget.wait(key) == 0
+
     async def must(
         self, key: str, send: Send, message: str | None = None, *, patient: bool = True
     ) -> None:
@@ -192,8 +197,8 @@ class Pacer:
     async def now(self, key: str, send: Send) -> None:
         """Send at once if there is room and nothing more important waits (a progress post,
         which its caller tries again later); else ``Crowded``, with the wait for room."""
-        delay = self.budget.wait(key)
-        if delay > 0 or self.waiting or self._crowd_waits(key):
+        if not self._room_now(key):
+            delay = self.budget.wait(key)
             raise Crowded(max(delay, WINDOW / (self.budget.limit(key) or 60)))
         place = self.budget.spend(key)
         try:
@@ -204,12 +209,7 @@ class Pacer:
     async def maybe(self, key: str, message: str, send: Send) -> bool:
         """Send now if there is room and nothing more important waits; else keep it aside
         (replacing an older one for the same message). True when sent now."""
-        if (
-            self.waiting == 0
-            and not self._crowd_waits(key)
-            and self.budget.wait(key) == 0
-            and message not in self.aside
-        ):
+        if self._room_now(key) and message not in self.aside:
             place = self.budget.spend(key)
             generation = self.superseded.get(message)
             try:

@@ -171,7 +171,7 @@ class SlackMessenger:
 
         where = f"chat.postMessage {channel}"
         if progress:
-            await self._now(where, send)
+            await self._paced(self.pacer.now(where, send))
         else:
             await self._must(where, send, patient=key is None or waited_for)
         return posted[0]
@@ -283,15 +283,13 @@ class SlackMessenger:
         self, key: str, send: Send, message: str | None = None, *, patient: bool
     ) -> None:
         """``Pacer.must``; an owed item's call turned away is the platform's rate limit."""
-        try:
-            await self.pacer.must(key, send, message, patient=patient)
-        except Crowded as crowded:
-            raise MessengerError("ratelimited", retry_after=crowded.seconds) from None
+        await self._paced(self.pacer.must(key, send, message, patient=patient))
 
-    async def _now(self, key: str, send: Send) -> None:
-        """``Pacer.now``; a call turned away is the platform's rate limit."""
+    @staticmethod
+    async def _paced(sending: Awaitable[None]) -> None:
+        """A send through the pacer; a call it turned away is the platform's rate limit."""
         try:
-            await self.pacer.now(key, send)
+            await sending
         except Crowded as crowded:
             raise MessengerError("ratelimited", retry_after=crowded.seconds) from None
 
