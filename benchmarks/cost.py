@@ -93,6 +93,7 @@ def ledger(now: float) -> tuple[list[SpendRun], list[ApprovalRequest]]:
 
 async def seed(store: Store, now: float) -> tuple[int, int]:
     runs, nights = ledger(now)
+    runs.sort(key=lambda run: (run.end, run.cluster))  # as sweeps close them, in time
     for at in range(0, len(runs), 5000):
         await store.record_spend(runs[at : at + 5000])
     async with store.engine.begin() as connection:

@@ -245,12 +245,14 @@ def _runs_and_savings(seed: int) -> tuple[list[SpendRun], list[Any], float, floa
     rng = random.Random(seed)
     start = 1_700_000_000.0 + rng.uniform(0, DAY)
     runs = []
+    ends: dict[tuple[str, str], float] = {}  # a pool's runs follow each other, as swept
     for n in range(300):
-        begin = start + rng.uniform(0, 20 * DAY)
+        cluster, pool = f"{C1[:-2]}{n % 7:02d}", rng.choice(["gpu", "login"])
+        begin = max(start + rng.uniform(0, 20 * DAY), ends.get((cluster, pool), 0.0))
         runs.append(
             SpendRun(
-                f"{C1[:-2]}{n % 7:02d}",
-                rng.choice(["gpu", "login"]),
+                cluster,
+                pool,
                 begin,
                 begin + rng.choice([SWEEP, HOUR, 5 * HOUR, 2 * DAY]),
                 rng.randint(0, 8),
@@ -260,6 +262,7 @@ def _runs_and_savings(seed: int) -> tuple[list[SpendRun], list[Any], float, floa
                 (("team", rng.choice(["vision", "speech"])),),
             )
         )
+        ends[cluster, pool] = runs[-1].end
     moments = sorted(start + rng.uniform(0, 20 * DAY) for _ in range(12))
     done = [  # train01 scaled down by a remedy, up by hand, in turn
         succeeded(f"r-{n}", Origin.IDLE, 100.0, 0.5, at)

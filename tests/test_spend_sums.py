@@ -5,18 +5,26 @@ on SQLite and PostgreSQL (and the in-memory store the unit tests use)."""
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from alembic import command
 
+from bot.store import Store, schema
+from bot.store.migrate import _config
+from bot.store.spend import _row
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.report import SpendReport
-from handlers.spend.runs import SPEND_RECORD
+from handlers.spend.runs import DAY, SPEND_RECORD, SpendRun, by_day
 from handlers.spend.totals import GroupDays, Spend, Tally, by_cluster, by_label, by_pool, by_target
 from tests.support.memory import MemoryKeeper
 from tests.test_spend import _runs_and_savings
-from tests.test_store import STORES, Rows, rows_of
+from tests.test_store import HEAD, STORES, Rows, database, rows_of
+
+__all__ = ["database"]  # the real databases' fixture, shared with the store's tests
 
 
 @pytest.fixture(params=STORES)
@@ -32,6 +40,10 @@ def report_on(store: Rows) -> SpendReport:
     return SpendReport(store=store, keeper=keeper, requests=store, clock=lambda: 0.0, interval=300)
 
 
+def ledger_order(run: SpendRun) -> tuple[float, str, str]:
+    return (run.start, run.cluster, run.pool)
+
+
 def same(got: Spend, want: Spend) -> bool:
     fields = ("cost", "idle", "node_hours", "unpriced")
     return all(getattr(got, f) == pytest.approx(getattr(want, f), abs=1e-6) for f in fields)
@@ -39,12 +51,18 @@ def same(got: Spend, want: Spend) -> bool:
 
 @pytest.mark.parametrize("seed", range(2))
 async def test_the_database_sums_as_the_runs_fold(store: Rows, seed: int) -> None:
-    runs, _saved, since, until = _runs_and_savings(seed)
-    runs.sort(key=lambda r: (r.start, r.cluster, r.pool))  # as the ledger is read
-    await store.record_spend(runs)
+    written, _saved, since, until = _runs_and_savings(seed)
+    await store.record_spend(written)
     report = report_on(store)
-    spanning = sum(1 for r in runs if r.end - r.start >= 86400)
-    assert spanning, "some runs span days, which the database does not sum by day"
+    spanning = sum(1 for r in written if r.end - r.start >= 86400)
+    assert spanning, "some runs span days, which the ledger keeps cut at midnight"
+    # the ledger's rows: the runs cut at UTC midnights, read in order
+    runs = sorted(
+        (p for r in written for p in by_day(r)), key=lambda r: (r.start, r.cluster, r.pool)
+    )
+    assert await store.spend_between(since - 86400, until + 86400) == [
+        r for r in runs if r.end > since - 86400 and r.start < until + 86400
+    ]
     for group in (by_cluster, by_pool, by_target, by_label("team")):
         for cluster in (None, "train03"):
 
@@ -79,3 +97,58 @@ async def test_the_database_sums_as_the_runs_fold(store: Rows, seed: int) -> Non
                 charted.by_day(), want.by_day(), strict=True
             ):
                 assert day == theirs_day and same(mine, theirs), (group.name, cluster, day)
+
+
+async def fleet_by_week(store: Rows, runs: list[SpendRun], since: float, until: float) -> None:
+    """The fleet's report over [since, until) (whole weeks from the roll-up, its edges and
+    its chart's days) is the ledger's rows folded."""
+    report = report_on(store)
+    for group in (by_cluster, by_pool, by_label("team")):
+        want = Tally(since, until, group)
+        want.add(runs)
+        got = await report.summed(Tally(since, until, group), None)
+        assert list(got.totals()) == list(want.totals()), group.name
+        assert all(same(got.groups[n], s) for n, s in want.groups.items())
+        for (day, mine), (theirs_day, theirs) in zip(got.by_day(), want.by_day(), strict=True):
+            assert day == theirs_day and same(mine, theirs), (group.name, day)
+        names = list(want.totals())[:2]
+        series, expected = (GroupDays(t, names, others=True) for t in (got, want))
+        await report.series_summed(series, None)
+        expected.add(runs)
+        assert series.spend == [pytest.approx(row, abs=1e-6) for row in expected.spend]
+
+
+@pytest.mark.parametrize("seed", range(2))
+async def test_the_roll_ups_hold_however_the_runs_are_written(store: Rows, seed: int) -> None:
+    """Runs written in any order, in batches, some first with an earlier end (a crash before
+    the records, then the next sweep) and some twice, and the oldest forgotten: whole weeks
+    read from the roll-ups give what the ledger's rows give."""
+    written, _saved, since, until = _runs_and_savings(seed)
+    rng = random.Random(seed)
+    order = list(written)
+    rng.shuffle(order)
+    early = [dataclasses.replace(r, end=r.start + (r.end - r.start) / 3) for r in order[:40]]
+    await store.record_spend(early)
+    for at in range(0, len(order), 37):
+        await store.record_spend(order[at : at + 37])
+    await store.record_spend(order[40:60])  # again: nothing changes
+    runs = sorted((p for r in written for p in by_day(r)), key=ledger_order)
+    await fleet_by_week(store, runs, since, until)
+    await fleet_by_week(store, runs, since + 3.5 * DAY, since + 4.2 * DAY)  # no whole day
+    await fleet_by_week(store, runs, since - since % DAY + 7 * DAY, until)  # from a midnight
+    forgotten = since + 9.5 * DAY
+    await store.forget_spend(forgotten)
+    await fleet_by_week(store, [r for r in runs if r.end >= forgotten], forgotten, until)
+
+
+async def test_an_upgrade_cuts_the_ledger_at_midnight_and_rolls_it_up(database: Store) -> None:
+    """Runs kept whole before the ledger was cut (revision 0015) are cut at UTC midnights
+    by the upgrade and rolled up, and read as their rows fold."""
+    written, _saved, since, until = _runs_and_savings(3)
+    async with database.engine.begin() as connection:
+        await connection.run_sync(lambda sync: command.downgrade(_config(sync), "0015"))
+        await connection.execute(schema.spend_runs.insert(), [_row(run) for run in written])
+    assert await database.migrate() == HEAD
+    runs = sorted((p for r in written for p in by_day(r)), key=ledger_order)
+    assert await database.spend_between(0.0, 1e10) == runs
+    await fleet_by_week(database, runs, since, until)

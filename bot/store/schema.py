@@ -193,6 +193,38 @@ spend_runs = sa.Table(
     sa.Column("idle", sa.Boolean, nullable=False),
     sa.Column("target", sa.String(100), nullable=False),
     sa.Column("labels", sa.Text, nullable=False),  # JSON: [[key, value], ...]
+    # runs are kept cut at UTC midnights (a row a day at most): a day's rows are a range
+    sa.Index("ix_spend_runs_start", "start"),
+)
+
+# The ledger rolled up, kept as its rows are written (bot/store/spend_rollup.py): each pool's
+# node-seconds a week (weeks from the epoch), at one price and idleness, so that a long
+# period reads a row a pool a week and only its edge days from the ledger itself.
+spend_weeks = sa.Table(
+    "spend_weeks",
+    metadata,
+    sa.Column("week", sa.Float, nullable=False),
+    sa.Column("cluster", sa.String(300), nullable=False),
+    sa.Column("pool", sa.String(64), nullable=False),
+    sa.Column("target", sa.String(100), nullable=False),
+    sa.Column("labels", sa.Text, nullable=False),
+    sa.Column("idle", sa.Boolean, nullable=False),
+    sa.Column("node_hour", sa.Float),
+    sa.Column("seconds", sa.Float, nullable=False),  # node-seconds
+    sa.Column("first", sa.Float, nullable=False),  # the earliest start of its rows
+    sa.Column("last", sa.Float, nullable=False),  # the latest
+    sa.Index("ix_spend_weeks_week", "week"),
+    sa.Index("ix_spend_weeks_cluster_week", "cluster", "week"),
+)
+
+# ... and the fleet's node-seconds a UTC day, at one price and idleness: a chart's days.
+spend_days = sa.Table(
+    "spend_days",
+    metadata,
+    sa.Column("day", sa.Float, nullable=False, index=True),
+    sa.Column("idle", sa.Boolean, nullable=False),
+    sa.Column("node_hour", sa.Float),
+    sa.Column("seconds", sa.Float, nullable=False),
 )
 
 # What each succeeded change did to its cluster's cost an hour (handlers/spend/savings.py),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,11 +12,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
-from handlers.spend.runs import SpendRun
-from handlers.spend.savings import ChangeDone, SavedSum
-from handlers.spend.totals import DAY, PLACEMENT, Sums, days_of
+from bot.store.spend_rollup import WEEK, Span, days_summed, forget, refresh, weeks_summed
+from handlers.spend.runs import DAY, SpendRun, by_day
+from handlers.spend.totals import PLACEMENT, Sums, days_of
 
-LOCK = 0x0C1B_0002  # pg_advisory_xact_lock key: one replica keeps changes done at a time
+LEDGER_LOCK = 0x0C1B_0003  # pg_advisory_xact_lock key: one replica writes the ledger at a time
 
 
 def _row(run: SpendRun) -> dict[str, Any]:
@@ -80,10 +79,11 @@ def _sums(
     )
 
 
-def _kept(columns: Sequence[str], only: Mapping[str, Sequence[str]]) -> list[Any]:
+def _kept(
+    columns: Sequence[str], only: Mapping[str, Sequence[str]], t: sa.Table = schema.spend_runs
+) -> list[Any]:
     """The columns to sum by; a column ``only`` names keeps those values, the others read
     as one empty value (summed together)."""
-    t = schema.spend_runs
     return [
         sa.case((t.c[name].in_(only[name]), t.c[name]), else_=sa.literal("")).label(name)
         if name in only
@@ -160,61 +160,6 @@ def _of_cluster(
     return column.endswith(f"/{cluster}", autoescape=True)
 
 
-def _mend_ended(clusters: Collection[str], earliest: float) -> sa.Update:
-    """Each kept change of ``clusters`` whose saving may end at a change kept from
-    ``earliest`` on takes the time of its cluster's next change (in time, then id)."""
-    table = schema.changes_done
-    n = table.alias("n")
-    after = sa.and_(  # a range of the (cluster, time) index, ties told apart by id
-        n.c.finished_at >= table.c.finished_at,
-        sa.or_(n.c.finished_at > table.c.finished_at, n.c.request_id > table.c.request_id),
-    )
-    following = sa.select(sa.func.min(n.c.finished_at)).where(n.c.cluster == table.c.cluster, after)
-    return (
-        table.update()
-        .where(
-            table.c.cluster.in_(clusters),
-            sa.or_(table.c.ended.is_(None), table.c.ended >= earliest),
-        )
-        .values(ended=following.scalar_subquery())
-    )
-
-
-def _savings_sums(
-    since: float, until: float, cluster: str | None, dialect: str
-) -> tuple[sa.Select[Any], sa.Select[Any]]:
-    """The savings within [since, until) summed by cluster and cause, and by UTC day: each
-    succeeded change that cut a cluster's cost saves until the cluster's next kept change
-    (``ended``, kept with the rows), clipped to the period; the days split as the runs' are."""
-    table = schema.changes_done
-    changes = sa.select(
-        table.c.cluster, table.c.cause, table.c.per_hour, table.c.finished_at, table.c.ended
-    ).where(
-        table.c.finished_at < until,
-        sa.or_(table.c.ended.is_(None), table.c.ended > since),
-        table.c.cause.is_not(None),
-        table.c.per_hour.is_not(None),
-    )
-    if cluster is not None:
-        changes = changes.where(_of_cluster(cluster, table.c.cluster))
-    c = changes.subquery().c
-    start = sa.case((c.finished_at > since, c.finished_at), else_=since)
-    stop = sa.func.coalesce(c.ended, until)
-    end = sa.case((stop < until, stop), else_=until)
-    saved = (sa.func.sum(c.per_hour * (end - start)) / 3600.0).label("saved")
-    totals = sa.select(c.cluster, c.cause, saved).where(end > start).group_by(c.cluster, c.cause)
-    first = sa.select(
-        c.per_hour, start.label("s"), end.label("e"), _day_of(start, dialect).label("day")
-    ).where(end > start)
-    p, within = _in_days(first, "saved_pieces", ("per_hour",))
-    daily = (
-        sa.select(p.day, (sa.func.sum(p.per_hour * within) / 3600.0).label("saved"))
-        .group_by(p.day)
-        .order_by(p.day)
-    )
-    return totals, daily
-
-
 async def _rows(engine: AsyncEngine, query: sa.Select[Any]) -> list[sa.Row[Any]]:
     async with engine.connect() as connection:
         return list((await connection.execute(query)).all())
@@ -224,6 +169,30 @@ async def _at_once(engine: AsyncEngine, *queries: sa.Select[Any]) -> list[list[s
     """Each query's rows, the queries on connections of their own at once: the database
     answers a report's few scans side by side, as its one big sum would use its workers."""
     return list(await asyncio.gather(*(_rows(engine, query) for query in queries)))
+
+
+def _ledger_sums(
+    period: Period,
+    columns: Sequence[str],
+    daily: bool,
+    only: Mapping[str, Sequence[str]],
+    *rows: sa.ColumnElement[bool],
+) -> list[sa.Select[Any]]:
+    """The sums over ``period`` of the ledger's ``rows`` (all that overlap it when none are
+    named) by ``columns``, idleness and price (and day: the rows within a day, and those
+    that span days split by the database)."""
+    t = schema.spend_runs
+    kept = _kept(columns, only)
+    keys = [*kept, t.c.idle, t.c.node_hour] + ([period.day] if daily else [])
+    where = [period.overlap, *rows]
+    first, last = sa.func.min(t.c.start).label("first"), sa.func.max(t.c.start).label("last")
+    query = sa.select(*keys, period.node_seconds, first, last).where(*where)
+    if not daily:
+        return [query.group_by(*keys)]
+    return [
+        query.where(period.one_day).group_by(*keys),
+        _split_by_day(period, where, columns, kept),
+    ]
 
 
 class SpendRows:
@@ -239,21 +208,66 @@ class SpendRows:
         daily: bool = False,
         only: Mapping[str, Sequence[str]] | None = None,
     ) -> tuple[list[Sums], list[SpendRun]]:
-        t = schema.spend_runs
+        only = only or {}
+        if cluster is None and daily and not columns:
+            return await self._fleet_days(since, until), []
+        if cluster is None and daily and "cluster" in only:  # a chart's series by cluster
+            return await self._named_days(since, until, columns, only), []
         period = Period(since, until, self.engine.dialect.name)
-        kept = _kept(columns, only or {})
-        keys = [*kept, t.c.idle, t.c.node_hour] + ([period.day] if daily else [])
-        where = [period.overlap] + ([] if cluster is None else [_of_cluster(cluster)])
-        first, last = sa.func.min(t.c.start).label("first"), sa.func.max(t.c.start).label("last")
-        query = sa.select(*keys, period.node_seconds, first, last).where(*where)
-        if daily:
-            query = query.where(period.one_day)
-        queries = [query.group_by(*keys)]
-        if daily:
-            queries.append(_split_by_day(period, where, columns, kept))
+        if cluster is not None:
+            queries = _ledger_sums(period, columns, daily, only, _of_cluster(cluster))
+        elif daily:
+            queries = _ledger_sums(period, columns, daily, only)
+        else:  # whole weeks from the roll-up, the edges from the ledger
+            span = Span.of(since, until, WEEK)
+            queries = [
+                query
+                for edge in span.edges()
+                for query in _ledger_sums(period, columns, daily, only, edge)
+            ]
+            if span.low < span.high:
+                kept = _kept(columns, only, schema.spend_weeks)
+                queries.append(weeks_summed(span, kept))
+        return await self._summed(columns, daily, queries), []
+
+    async def _summed(
+        self, columns: Sequence[str], daily: bool, queries: Sequence[sa.Select[Any]]
+    ) -> list[Sums]:
         read: dict[str, tuple[tuple[str, str], ...]] = {}
         found = await _at_once(self.engine, *queries)
-        return [_sums(row._mapping, read, columns, daily) for rows in found for row in rows], []
+        return [_sums(row._mapping, read, columns, daily) for rows in found for row in rows]
+
+    async def _fleet_days(self, since: float, until: float) -> list[Sums]:
+        """The fleet's sums by day: its whole days from the roll-up, its edges' here."""
+        span = Span.of(since, until, DAY)
+        period = Period(since, until, self.engine.dialect.name)
+        queries = [q for edge in span.edges() for q in _ledger_sums(period, (), True, {}, edge)]
+        if span.low < span.high:
+            queries.append(days_summed(span))
+        return await self._summed((), True, queries)
+
+    async def _named_days(
+        self, since: float, until: float, columns: Sequence[str], only: Mapping[str, Sequence[str]]
+    ) -> list[Sums]:
+        """A chart's series: the named clusters' days from their own rows, and the rest of
+        the fleet as the fleet's days less theirs (a row a day, price and idleness)."""
+        t = schema.spend_runs
+        period = Period(since, until, self.engine.dialect.name)
+        named = _ledger_sums(period, columns, True, only, t.c.cluster.in_(only["cluster"]))
+        fleet, sums = await asyncio.gather(
+            self._fleet_days(since, until), self._summed(columns, True, named)
+        )
+        rest: dict[tuple[float | None, bool, float | None], float] = {}
+        for row in fleet:
+            key = (row.day, row.idle, row.node_hour)
+            rest[key] = rest.get(key, 0.0) + row.node_hours
+        for row in sums:
+            key = (row.day, row.idle, row.node_hour)
+            rest[key] = rest.get(key, 0.0) - row.node_hours
+        for (day, idle, price), hours in rest.items():
+            if abs(hours) > 1e-9:
+                sums.append(Sums("", "", "", (), idle, price, hours, day, since, since))
+        return sums
 
     async def spend_watched(self, since: float, until: float) -> set[float]:
         period = Period(since, until, self.engine.dialect.name)
@@ -266,7 +280,8 @@ class SpendRows:
         return days
 
     async def record_spend(self, runs: Sequence[SpendRun]) -> None:
-        """Add the runs; one already there (the same pool and start) takes the new end."""
+        """Add the runs, cut at UTC midnights; one already there (the same pool and start)
+        takes the new end. The roll-ups of what they touch are summed again with them."""
         if not runs:
             return
         table = schema.spend_runs
@@ -275,13 +290,20 @@ class SpendRows:
         statement = statement.on_conflict_do_update(
             index_elements=["cluster", "pool", "start"], set_={"end": statement.excluded.end}
         )
+        pieces = [piece for run in runs for piece in by_day(run)]
         async with self.engine.begin() as connection:
-            await connection.execute(statement, [_row(run) for run in runs])
+            if self.engine.dialect.name == "postgresql":  # each sees the other's rows
+                await connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK}
+                )
+            await connection.execute(statement, [_row(piece) for piece in pieces])
+            await refresh(connection, pieces)
 
     async def forget_spend(self, before: float) -> int:
         table = schema.spend_runs
         async with self.engine.begin() as connection:
             result = await connection.execute(table.delete().where(table.c.end < before))
+            await forget(connection, before)
         return int(result.rowcount or 0)
 
     async def spend_between(
@@ -297,40 +319,3 @@ class SpendRows:
                 query.order_by(table.c.start, table.c.cluster, table.c.pool)
             )
         return [_run(row) for row in rows]
-
-    async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:
-        if not done:
-            return
-        table = schema.changes_done
-        postgres = self.engine.dialect.name == "postgresql"
-        dialect = postgresql if postgres else sqlite
-        statement = (
-            dialect.insert(table)
-            .on_conflict_do_nothing(index_elements=["request_id"])
-            .returning(table.c.cluster, table.c.finished_at)
-        )
-        async with self.engine.begin() as connection:
-            if postgres:  # one replica keeps rows at a time: each sees the other's to mend
-                await connection.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK}
-                )
-            added = (await connection.execute(statement, [asdict(c) for c in done])).all()
-            if added:  # only the rows added move an end: those kept before changed nothing
-                clusters = {row.cluster for row in added}
-                await connection.execute(
-                    _mend_ended(clusters, min(row.finished_at for row in added))
-                )
-
-    async def changes_done_until(self) -> float | None:
-        table = schema.changes_done
-        async with self.engine.connect() as connection:
-            found = await connection.scalar(sa.select(sa.func.max(table.c.finished_at)))
-        return None if found is None else float(found)
-
-    async def savings_sums(
-        self, since: float, until: float, cluster: str | None = None
-    ) -> list[SavedSum]:
-        totals, daily = _savings_sums(since, until, cluster, self.engine.dialect.name)
-        by_cluster, by_day = await _at_once(self.engine, totals, daily)
-        found = [SavedSum(row.cluster, row.cause, float(row.saved)) for row in by_cluster]
-        return found + [SavedSum("", "", float(row.saved), float(row.day)) for row in by_day]

@@ -26,6 +26,7 @@ from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
 from bot.store.owed import OwedRows, insert_owed
 from bot.store.releases import ReleaseRows
+from bot.store.saved import SavedRows
 from bot.store.schedules import ScheduleRows
 from bot.store.slurm_versions import SlurmVersionRows
 from bot.store.spend import SpendRows
@@ -92,6 +93,7 @@ class Store(
     SlurmVersionRows,
     SubmissionRows,
     SpendRows,
+    SavedRows,
     ScheduleRows,
     DigestRows,
     OwedRows,
@@ -240,15 +242,15 @@ class Store(
         table = schema.requests
         return await self._requests(table.c.state.in_([str(s) for s in states]))
 
-    async def requests_ended(self, state: str, since: float) -> list[ApprovalRequest]:
+    async def ended_ids(self, state: str, since: float) -> list[str]:
         table = schema.requests
         async with self.engine.connect() as connection:
             rows = await connection.execute(
-                sa.select(table)
+                sa.select(table.c.id)
                 .where(table.c.state == str(state), table.c.finished_at >= since)
                 .order_by(table.c.finished_at, table.c.id)
             )
-            return [_request(r, self.plans) for r in rows]
+            return [str(request_id) for (request_id,) in rows]
 
     async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]:
         table = schema.requests

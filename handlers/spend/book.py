@@ -4,6 +4,8 @@ period's savings summed (``SpendStore.savings_sums``); no report reads every req
 
 from __future__ import annotations
 
+import asyncio
+
 from handlers.entities import RequestState
 from handlers.ports import RequestStore
 from handlers.spend.ports import SpendStore
@@ -20,9 +22,15 @@ class SavingsBook:
         self.requests = requests
 
     async def catch_up(self) -> int:
-        """Keep the succeeded changes not kept yet; how many requests were looked at."""
+        """Keep the succeeded changes not kept yet; how many requests were read to keep
+        them (the ids of the last ``MARGIN`` are looked at, only the new ones are read)."""
         newest = await self.store.changes_done_until()
         since = 0.0 if newest is None else newest - MARGIN
-        ended = await self.requests.requests_ended(str(RequestState.SUCCEEDED), since)
-        await self.store.keep_changes_done(changes_done(ended))
-        return len(ended)
+        ended, kept = await asyncio.gather(
+            self.requests.ended_ids(str(RequestState.SUCCEEDED), since),
+            self.store.changes_kept_since(since),
+        )
+        new = [request_id for request_id in ended if request_id not in kept]
+        found = await self.requests.get_requests(new)
+        await self.store.keep_changes_done(changes_done([found[i] for i in new if i in found]))
+        return len(new)

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from handlers.spend.runs import SpendRun
+from handlers.spend.runs import DAY, SpendRun
 from handlers.spend.savings import Saving
-from handlers.spend.totals import DAY, GroupDays, Tally
+from handlers.spend.totals import GroupDays, Tally
 
 __all__ = ["DAY", "Chart", "Day", "chart_of", "daily"]
 DAILY_BARS = 92  # days drawn a bar each; a longer period is drawn a bar a week

@@ -66,6 +66,10 @@ class SpendStore(Protocol):
         """When the newest kept change ended (None: none is kept)."""
         ...
 
+    async def changes_kept_since(self, since: float) -> set[str]:
+        """The request ids of the kept changes that ended at or after ``since``."""
+        ...
+
     async def savings_sums(
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SavedSum]:

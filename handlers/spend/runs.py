@@ -21,6 +21,7 @@ from handlers.costs import PoolSeen
 from handlers.keeping import RecordKind
 
 HOUR = 3600.0
+DAY = 24 * HOUR
 MAX_GAP = 3  # sweep intervals an observation may be apart and still be one run
 
 
@@ -109,6 +110,17 @@ class SpendRun:
         if self.node_hour is None:
             return None
         return self.node_hours(since, until) * self.node_hour
+
+
+def by_day(run: SpendRun) -> list[SpendRun]:
+    """The run cut at each UTC midnight it crosses, as the ledger keeps it: a row a day at
+    most, so that a day's rows are a range of starts and a period's edges read only theirs."""
+    pieces: list[SpendRun] = []
+    start = run.start
+    while run.end > (midnight := start - start % DAY + DAY):
+        pieces.append(replace(run, start=start, end=midnight))
+        start = midnight
+    return [*pieces, replace(run, start=start)]
 
 
 Ended = tuple[OpenRun, float]  # a run, and when it ended

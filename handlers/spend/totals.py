@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from handlers.domain.names import target_of
-from handlers.spend.runs import SpendRun
+from handlers.spend.runs import DAY, SpendRun
 from handlers.spend.savings import SavedSum, Saving
 
 
@@ -136,9 +136,6 @@ def overall(groups: dict[str, Spend]) -> Spend:
     return total
 
 
-DAY = 24 * 3600.0
-
-
 def days_of(start: float, end: float) -> Iterator[float]:
     """The UTC midnights of the days [start, end) touches."""
     day = start - start % DAY
@@ -192,13 +189,14 @@ class Tally:
     def add_sums(self, sums: Iterable[Sums]) -> None:
         """The database's sums of the period, by every column a group may use: the groups'
         spend and each cluster's labels (not the days)."""
-        last: dict[str, float] = {}
+        last: dict[str, tuple[float, str]] = {}
         for row in sums:
             if self.keep and not self.keep(row):
                 continue
             self.began(row.first)
-            if row.last >= last.get(row.cluster, row.last):
-                self.labels[row.cluster], last[row.cluster] = row.labels, row.last
+            latest = (row.last, row.pool)  # pools that began at once: the last by name wins
+            if latest >= last.get(row.cluster, latest):
+                self.labels[row.cluster], last[row.cluster] = row.labels, latest
             for name in self.group(row):
                 self.groups.setdefault(name, Spend()).add_sums(row)
                 self.members.setdefault(name, set()).add((row.cluster, row.pool, row.target))

@@ -36,7 +36,7 @@ from handlers.keeping import RecordKind
 from handlers.owed.model import Owed
 from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
-from handlers.spend.runs import SpendRun
+from handlers.spend.runs import SpendRun, by_day
 from handlers.spend.savings import ChangeDone, SavedSum, Saving, saved_sums
 from handlers.spend.totals import PLACEMENT, Sums
 from handlers.sweep.rules import IdleRecord
@@ -94,8 +94,9 @@ class MemoryStore(MemoryOwed):
 
     async def record_spend(self, runs: Sequence[SpendRun]) -> None:
         self._reach()
-        for run in runs:
-            self.spend[(run.cluster, run.pool, run.start)] = run
+        for run in runs:  # cut at UTC midnights, as the databases keep them
+            for piece in by_day(run):
+                self.spend[(piece.cluster, piece.pool, piece.start)] = piece
 
     async def first_spend(self) -> float | None:
         self._reach()
@@ -180,6 +181,10 @@ class MemoryStore(MemoryOwed):
     async def changes_done_until(self) -> float | None:
         self._reach()
         return max((c.finished_at for c in self.done.values()), default=None)
+
+    async def changes_kept_since(self, since: float) -> set[str]:
+        self._reach()
+        return {c.request_id for c in self.done.values() if c.finished_at >= since}
 
     def _savings_between(self, since: float, until: float) -> list[Saving]:
         changes = sorted(
@@ -315,12 +320,12 @@ class MemoryStore(MemoryOwed):
         self._reach()
         return self._where(lambda r: str(r.state) in {str(s) for s in states})
 
-    async def requests_ended(self, state: str, since: float) -> list[ApprovalRequest]:
+    async def ended_ids(self, state: str, since: float) -> list[str]:
         self._reach()
         found = self._where(
             lambda r: str(r.state) == str(state) and (r.finished_at or -1.0) >= since
         )
-        return sorted(found, key=lambda r: (r.finished_at or 0.0, r.id))
+        return [r.id for r in sorted(found, key=lambda r: (r.finished_at or 0.0, r.id))]
 
     async def start_following(
         self, request_id: str, operation: TrackedOperation, owe: Sequence[Owed] = ()

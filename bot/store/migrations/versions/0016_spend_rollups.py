@@ -1,0 +1,94 @@
+"""The spend ledger keeps its runs cut at UTC midnights and rolled up, a pool's a week and
+the fleet's a day, so that a long report reads a row a pool a week and only its edge days
+from the ledger.
+
+Revision ID: 0016
+Revises: 0015
+Create Date: 2026-12-06
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0016"
+down_revision = "0015"
+branch_labels = None
+depends_on = None
+
+DAY = 86400.0
+WEEK = 7 * DAY
+COLUMNS = "cluster, pool, target, labels, idle, node_hour"
+
+
+def _floor(column: str, size: float) -> str:
+    """The SQL of ``column`` down to a multiple of ``size`` (times after 1970)."""
+    if op.get_bind().dialect.name == "postgresql":
+        return f"floor({column} / {size}) * {size}"
+    return f"CAST({column} / {size} AS INTEGER) * {size}"
+
+
+def _cut() -> None:
+    """Each row that crosses a UTC midnight becomes a row a day."""
+    runs = sa.table(
+        "spend_runs",
+        *(sa.column(name) for name in ("cluster", "pool", "start", "end", "nodes")),
+        *(sa.column(name) for name in ("node_hour", "idle", "target", "labels")),
+    )
+    bind = op.get_bind()
+    crossing = sa.text(f'SELECT * FROM spend_runs WHERE "end" > {_floor("start", DAY)} + {DAY}')
+    for row in list(bind.execute(crossing).mappings()):
+        key = (runs.c.cluster == row["cluster"], runs.c.pool == row["pool"])
+        bind.execute(runs.delete().where(*key, runs.c.start == row["start"]))
+        pieces, start = [], row["start"]
+        while start < row["end"]:
+            end = min(start - start % DAY + DAY, row["end"])
+            pieces.append({**row, "start": start, "end": end})
+            start = end
+        bind.execute(runs.insert(), pieces)
+
+
+def upgrade() -> None:
+    op.create_index("ix_spend_runs_start", "spend_runs", ["start"])
+    op.create_table(
+        "spend_weeks",
+        sa.Column("week", sa.Float, nullable=False),
+        sa.Column("cluster", sa.String(300), nullable=False),
+        sa.Column("pool", sa.String(64), nullable=False),
+        sa.Column("target", sa.String(100), nullable=False),
+        sa.Column("labels", sa.Text, nullable=False),
+        sa.Column("idle", sa.Boolean, nullable=False),
+        sa.Column("node_hour", sa.Float),
+        sa.Column("seconds", sa.Float, nullable=False),
+        sa.Column("first", sa.Float, nullable=False),
+        sa.Column("last", sa.Float, nullable=False),
+    )
+    op.create_index("ix_spend_weeks_week", "spend_weeks", ["week"])
+    op.create_index("ix_spend_weeks_cluster_week", "spend_weeks", ["cluster", "week"])
+    op.create_table(
+        "spend_days",
+        sa.Column("day", sa.Float, nullable=False),
+        sa.Column("idle", sa.Boolean, nullable=False),
+        sa.Column("node_hour", sa.Float),
+        sa.Column("seconds", sa.Float, nullable=False),
+    )
+    op.create_index("ix_spend_days_day", "spend_days", ["day"])
+    _cut()
+    seconds = 'sum(nodes * ("end" - start))'
+    op.execute(
+        f"INSERT INTO spend_weeks (week, {COLUMNS}, seconds, first, last)"
+        f" SELECT {_floor('start', WEEK)}, {COLUMNS}, {seconds}, min(start), max(start)"
+        f" FROM spend_runs GROUP BY {_floor('start', WEEK)}, {COLUMNS}"
+    )
+    op.execute(
+        "INSERT INTO spend_days (day, idle, node_hour, seconds)"
+        f" SELECT {_floor('start', DAY)}, idle, node_hour, {seconds}"
+        f" FROM spend_runs GROUP BY {_floor('start', DAY)}, idle, node_hour"
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("spend_days")
+    op.drop_table("spend_weeks")
+    op.drop_index("ix_spend_runs_start", "spend_runs")

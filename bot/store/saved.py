@@ -1,0 +1,121 @@
+"""The savings kept as rows of the succeeded changes (``handlers/spend/savings.py``): each
+saves until its cluster's next kept change (``ended``, mended as rows are added), and a
+period's savings are summed by the database."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.store import schema
+from bot.store.spend import _at_once, _day_of, _in_days, _of_cluster
+from handlers.spend.savings import ChangeDone, SavedSum
+
+LOCK = 0x0C1B_0002  # pg_advisory_xact_lock key: one replica keeps changes done at a time
+
+
+def _mend_ended(clusters: Collection[str], earliest: float) -> sa.Update:
+    """Each kept change of ``clusters`` whose saving may end at a change kept from
+    ``earliest`` on takes the time of its cluster's next change (in time, then id)."""
+    table = schema.changes_done
+    n = table.alias("n")
+    after = sa.and_(  # a range of the (cluster, time) index, ties told apart by id
+        n.c.finished_at >= table.c.finished_at,
+        sa.or_(n.c.finished_at > table.c.finished_at, n.c.request_id > table.c.request_id),
+    )
+    following = sa.select(sa.func.min(n.c.finished_at)).where(n.c.cluster == table.c.cluster, after)
+    return (
+        table.update()
+        .where(
+            table.c.cluster.in_(clusters),
+            sa.or_(table.c.ended.is_(None), table.c.ended >= earliest),
+        )
+        .values(ended=following.scalar_subquery())
+    )
+
+
+def _savings_sums(
+    since: float, until: float, cluster: str | None, dialect: str
+) -> tuple[sa.Select[Any], sa.Select[Any]]:
+    """The savings within [since, until) summed by cluster and cause, and by UTC day: each
+    succeeded change that cut a cluster's cost saves until the cluster's next kept change
+    (``ended``, kept with the rows), clipped to the period; the days split as the runs' are."""
+    table = schema.changes_done
+    changes = sa.select(
+        table.c.cluster, table.c.cause, table.c.per_hour, table.c.finished_at, table.c.ended
+    ).where(
+        table.c.finished_at < until,
+        sa.or_(table.c.ended.is_(None), table.c.ended > since),
+        table.c.cause.is_not(None),
+        table.c.per_hour.is_not(None),
+    )
+    if cluster is not None:
+        changes = changes.where(_of_cluster(cluster, table.c.cluster))
+    c = changes.subquery().c
+    start = sa.case((c.finished_at > since, c.finished_at), else_=since)
+    stop = sa.func.coalesce(c.ended, until)
+    end = sa.case((stop < until, stop), else_=until)
+    saved = (sa.func.sum(c.per_hour * (end - start)) / 3600.0).label("saved")
+    totals = sa.select(c.cluster, c.cause, saved).where(end > start).group_by(c.cluster, c.cause)
+    first = sa.select(
+        c.per_hour, start.label("s"), end.label("e"), _day_of(start, dialect).label("day")
+    ).where(end > start)
+    p, within = _in_days(first, "saved_pieces", ("per_hour",))
+    daily = (
+        sa.select(p.day, (sa.func.sum(p.per_hour * within) / 3600.0).label("saved"))
+        .group_by(p.day)
+        .order_by(p.day)
+    )
+    return totals, daily
+
+
+class SavedRows:
+    engine: AsyncEngine
+
+    async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:
+        if not done:
+            return
+        table = schema.changes_done
+        postgres = self.engine.dialect.name == "postgresql"
+        dialect = postgresql if postgres else sqlite
+        statement = (
+            dialect.insert(table)
+            .on_conflict_do_nothing(index_elements=["request_id"])
+            .returning(table.c.cluster, table.c.finished_at)
+        )
+        async with self.engine.begin() as connection:
+            if postgres:  # one replica keeps rows at a time: each sees the other's to mend
+                await connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK}
+                )
+            added = (await connection.execute(statement, [asdict(c) for c in done])).all()
+            if added:  # only the rows added move an end: those kept before changed nothing
+                clusters = {row.cluster for row in added}
+                await connection.execute(
+                    _mend_ended(clusters, min(row.finished_at for row in added))
+                )
+
+    async def changes_kept_since(self, since: float) -> set[str]:
+        table = schema.changes_done
+        query = sa.select(table.c.request_id).where(table.c.finished_at >= since)
+        async with self.engine.connect() as connection:
+            return {str(request_id) for (request_id,) in await connection.execute(query)}
+
+    async def changes_done_until(self) -> float | None:
+        table = schema.changes_done
+        async with self.engine.connect() as connection:
+            found = await connection.scalar(sa.select(sa.func.max(table.c.finished_at)))
+        return None if found is None else float(found)
+
+    async def savings_sums(
+        self, since: float, until: float, cluster: str | None = None
+    ) -> list[SavedSum]:
+        totals, daily = _savings_sums(since, until, cluster, self.engine.dialect.name)
+        by_cluster, by_day = await _at_once(self.engine, totals, daily)
+        found = [SavedSum(row.cluster, row.cause, float(row.saved)) for row in by_cluster]
+        return found + [SavedSum("", "", float(row.saved), float(row.day)) for row in by_day]
