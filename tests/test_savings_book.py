@@ -72,9 +72,12 @@ async def agrees(store: Rows, requests: list[ApprovalRequest], seed: int) -> int
     want = savings(requests)
     rng = random.Random(seed)
     compared = 0
-    for _ in range(8):
-        since = START + rng.uniform(-2 * DAY, 25 * DAY)
-        until = since + rng.uniform(HOUR, 10 * DAY)
+    periods = [
+        (START + rng.uniform(-2 * DAY, 25 * DAY), rng.uniform(HOUR, 10 * DAY)) for _ in range(8)
+    ]
+    periods.append((START - rng.uniform(0, 2 * DAY), 33 * DAY))  # whole weeks too
+    for since, length in periods:
+        until = since + length
         for cluster in (None, CLUSTER.format(1), "c2"):
             of = [s for s in want if cluster in (None, s.cluster, s.cluster.rsplit("/", 1)[-1])]
             summed = await store.savings_sums(since, until, cluster)

@@ -13,6 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
+from bot.store.saved_rollup import fleet_days, fleet_totals, repiece
 from bot.store.spend import _at_once, _day_of, _in_days, _of_cluster
 from handlers.spend.savings import ChangeDone, SavedSum
 
@@ -40,11 +41,12 @@ def _mend_ended(clusters: Collection[str], earliest: float) -> sa.Update:
 
 
 def _savings_sums(
-    since: float, until: float, cluster: str | None, dialect: str
+    since: float, until: float, dialect: str, *which: sa.ColumnElement[bool]
 ) -> tuple[sa.Select[Any], sa.Select[Any]]:
-    """The savings within [since, until) summed by cluster and cause, and by UTC day: each
-    succeeded change that cut a cluster's cost saves until the cluster's next kept change
-    (``ended``, kept with the rows), clipped to the period; the days split as the runs' are."""
+    """The savings within [since, until) of the kept changes ``which`` (all: none named)
+    summed by cluster and cause, and by UTC day: each succeeded change that cut a cluster's
+    cost saves until the cluster's next kept change (``ended``, kept with the rows), clipped
+    to the period; the days split as the runs' are."""
     table = schema.changes_done
     changes = sa.select(
         table.c.cluster, table.c.cause, table.c.per_hour, table.c.finished_at, table.c.ended
@@ -53,9 +55,8 @@ def _savings_sums(
         sa.or_(table.c.ended.is_(None), table.c.ended > since),
         table.c.cause.is_not(None),
         table.c.per_hour.is_not(None),
+        *which,
     )
-    if cluster is not None:
-        changes = changes.where(_of_cluster(cluster, table.c.cluster))
     c = changes.subquery().c
     start = sa.case((c.finished_at > since, c.finished_at), else_=since)
     stop = sa.func.coalesce(c.ended, until)
@@ -96,9 +97,14 @@ class SavedRows:
             added = (await connection.execute(statement, [asdict(c) for c in done])).all()
             if added:  # only the rows added move an end: those kept before changed nothing
                 clusters = {row.cluster for row in added}
-                await connection.execute(
-                    _mend_ended(clusters, min(row.finished_at for row in added))
+                mend = _mend_ended(clusters, min(row.finished_at for row in added))
+                t = table.c
+                changed = await connection.execute(
+                    mend.returning(
+                        t.request_id, t.cluster, t.cause, t.per_hour, t.finished_at, t.ended
+                    )
                 )
+                await repiece(connection, changed.all())
 
     async def changes_kept_since(self, since: float) -> set[str]:
         table = schema.changes_done
@@ -115,7 +121,26 @@ class SavedRows:
     async def savings_sums(
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SavedSum]:
-        totals, daily = _savings_sums(since, until, cluster, self.engine.dialect.name)
-        by_cluster, by_day = await _at_once(self.engine, totals, daily)
-        found = [SavedSum(row.cluster, row.cause, float(row.saved)) for row in by_cluster]
-        return found + [SavedSum("", "", float(row.saved), float(row.day)) for row in by_day]
+        dialect, table = self.engine.dialect.name, schema.changes_done
+        if cluster is not None:
+            which = _of_cluster(cluster, table.c.cluster)
+            totals, daily = _savings_sums(since, until, dialect, which)
+            by_cluster, by_day = await _at_once(self.engine, totals, daily)
+        else:  # the ended savings rolled up (and their edges), the open ones from the changes
+            open_totals, open_daily = _savings_sums(since, until, dialect, table.c.ended.is_(None))
+            ended_totals = fleet_totals(since, until)
+            ended_daily = fleet_days(since, until, dialect)
+            found = await _at_once(
+                self.engine, open_totals, *ended_totals, open_daily, *ended_daily
+            )
+            by_cluster = [row for rows in found[: 1 + len(ended_totals)] for row in rows]
+            by_day = [row for rows in found[1 + len(ended_totals) :] for row in rows]
+        saved: dict[tuple[str, str], float] = {}
+        for row in by_cluster:
+            saved[row.cluster, row.cause] = saved.get((row.cluster, row.cause), 0.0) + row.saved
+        days: dict[float, float] = {}
+        for row in by_day:
+            days[float(row.day)] = days.get(float(row.day), 0.0) + row.saved
+        return [SavedSum(cluster, cause, float(s)) for (cluster, cause), s in saved.items()] + [
+            SavedSum("", "", float(s), day) for day, s in sorted(days.items())
+        ]

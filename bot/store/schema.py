@@ -242,6 +242,41 @@ changes_done = sa.Table(
     # saving ended; kept as rows are added (bot/store/spend.py), so no report orders them
     sa.Column("ended", sa.Float),
     sa.Index("ix_changes_done_cluster_finished", "cluster", "finished_at"),
+    sa.Index("ix_changes_done_ended", "ended"),  # the savings still open: ended is None
+)
+
+# Each ended saving (a kept change that cut a cost, with its end) cut at UTC midnights, and
+# rolled up as they are kept (bot/store/saved_rollup.py): what a cluster's cause saved a week
+# (weeks from the epoch), and the fleet a UTC day. A long report reads its whole weeks and
+# days here, its edge days from the pieces, and the savings still open from the changes.
+savings_pieces = sa.Table(
+    "savings_pieces",
+    metadata,
+    sa.Column("request_id", sa.String(40), primary_key=True),
+    sa.Column("start", sa.Float, primary_key=True),
+    sa.Column("end", sa.Float, nullable=False),
+    sa.Column("cluster", sa.String(300), nullable=False),
+    sa.Column("cause", sa.String(32), nullable=False),
+    sa.Column("per_hour", sa.Float, nullable=False),
+    sa.Index("ix_savings_pieces_start", "start"),
+)
+
+savings_weeks = sa.Table(
+    "savings_weeks",
+    metadata,
+    sa.Column("week", sa.Float, nullable=False),
+    sa.Column("cluster", sa.String(300), nullable=False),
+    sa.Column("cause", sa.String(32), nullable=False),
+    sa.Column("saved", sa.Float, nullable=False),  # dollars
+    sa.Index("ix_savings_weeks_week", "week"),
+    sa.Index("ix_savings_weeks_cluster_week", "cluster", "week"),
+)
+
+savings_days = sa.Table(
+    "savings_days",
+    metadata,
+    sa.Column("day", sa.Float, nullable=False, index=True),
+    sa.Column("saved", sa.Float, nullable=False),
 )
 
 # Off-hours schedules (handlers/schedules/): each phase change one conditional UPDATE.

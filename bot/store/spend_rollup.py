@@ -52,10 +52,11 @@ class Span:
             low = high = _ceil(since, size)  # no whole bucket: all edge
         return cls(since, until, low, high)
 
-    def edges(self) -> list[sa.ColumnElement[bool]]:
-        """The ledger's rows of the edges, each a range of starts: from a day before
+    def edges(
+        self, start: sa.Column[float] = schema.spend_runs.c.start
+    ) -> list[sa.ColumnElement[bool]]:
+        """The rows of the edges, by their ``start``, each a range: from a day before
         ``since`` (a row lasts a day at most) to the whole buckets, and from them on."""
-        start = schema.spend_runs.c.start
         if self.low == self.high:
             return [start >= self.since - DAY]
         return [
@@ -90,43 +91,68 @@ def days_summed(span: Span) -> sa.Select[Any]:
     ).where(d.c.day >= span.low, d.c.day < span.high)
 
 
-def _sums_of(
-    bucket: float, keys: Sequence[str], where: sa.ColumnElement[bool], extremes: bool
-) -> sa.Select[Any]:
-    """The ledger's rows ``where`` summed by ``keys`` as the roll-up row of ``bucket``."""
-    t = schema.spend_runs
-    columns = [t.c[name] for name in keys]
-    sums: list[Any] = [sa.func.sum(t.c.nodes * (t.c.end - t.c.start))]
-    if extremes:
-        sums += [sa.func.min(t.c.start), sa.func.max(t.c.start)]
-    return sa.select(sa.literal(bucket), *columns, *sums).where(where).group_by(*columns)
+@dataclass(frozen=True)
+class Rollup:
+    """A roll-up table ``into`` of rows of ``source`` (cut at UTC midnights, found by their
+    ``start``): its first column the bucket, then ``keys``, then ``sums`` of each bucket's
+    rows by ``keys``."""
+
+    into: sa.Table
+    source: sa.Table
+    size: float
+    keys: tuple[str, ...]
+    sums: tuple[Any, ...]
+
+    async def resum(self, connection: AsyncConnection, touched: dict[float, set[str]]) -> None:
+        """Sum again the buckets ``touched``, each of the clusters named (all: none named)."""
+        into, source = self.into, self.source
+        bucket = into.c[into.columns.keys()[0]]
+        columns = [source.c[name] for name in self.keys]
+        names = [bucket.name, *self.keys, *into.columns.keys()[1 + len(self.keys) :]]
+        for at, clusters in sorted(touched.items()):
+            within = sa.and_(source.c.start >= at, source.c.start < at + self.size)
+            named = sorted(clusters)
+            parts = [named[n : n + CHUNK] for n in range(0, len(named), CHUNK)] or [[]]
+            for some in parts:
+                gone = into.delete().where(bucket == at)
+                where = within
+                if some:
+                    gone = gone.where(into.c.cluster.in_(some))
+                    where = sa.and_(within, source.c.cluster.in_(some))
+                await connection.execute(gone)
+                query = sa.select(sa.literal(at), *columns, *self.sums).where(where)
+                query = query.group_by(*columns).having(sa.func.count() > 0)  # none: no row
+                await connection.execute(into.insert().from_select(names, query))
+
+    def touched(self, pieces: Sequence[tuple[str, float]], named: bool) -> dict[float, set[str]]:
+        """The buckets of ``pieces`` (a cluster and a start each), with their clusters
+        where ``named``."""
+        found: dict[float, set[str]] = {}
+        for cluster, start in pieces:
+            clusters = found.setdefault(_floor(start, self.size), set())
+            if named:
+                clusters.add(cluster)
+        return found
+
+
+_runs = schema.spend_runs
+_node_seconds = sa.func.sum(_runs.c.nodes * (_runs.c.end - _runs.c.start))
+LEDGER_WEEKS = Rollup(
+    schema.spend_weeks,
+    _runs,
+    WEEK,
+    COLUMNS,
+    (_node_seconds, sa.func.min(_runs.c.start), sa.func.max(_runs.c.start)),
+)
+LEDGER_DAYS = Rollup(schema.spend_days, _runs, DAY, ("idle", "node_hour"), (_node_seconds,))
 
 
 async def refresh(connection: AsyncConnection, pieces: Sequence[SpendRun]) -> None:
     """Sum again, from the ledger, the weeks of the clusters ``pieces`` touch and their days
     (the pieces are written: the caller's transaction holds both)."""
-    t, w, d = schema.spend_runs, schema.spend_weeks, schema.spend_days
-    weeks: dict[float, set[str]] = {}
-    days: set[float] = set()
-    for piece in pieces:
-        weeks.setdefault(_floor(piece.start, WEEK), set()).add(piece.cluster)
-        days.add(_floor(piece.start, DAY))
-    names = ["week", *COLUMNS, "seconds", "first", "last"]
-    for week, touched in sorted(weeks.items()):
-        clusters = sorted(touched)
-        for at in range(0, len(clusters), CHUNK):
-            some = clusters[at : at + CHUNK]
-            await connection.execute(w.delete().where(w.c.week == week, w.c.cluster.in_(some)))
-            where = sa.and_(t.c.start >= week, t.c.start < week + WEEK, t.c.cluster.in_(some))
-            query = _sums_of(week, COLUMNS, where, extremes=True)
-            await connection.execute(w.insert().from_select(names, query))
-    for day in sorted(days):
-        await connection.execute(d.delete().where(d.c.day == day))
-        where = sa.and_(t.c.start >= day, t.c.start < day + DAY)
-        query = _sums_of(day, ("idle", "node_hour"), where, extremes=False)
-        await connection.execute(
-            d.insert().from_select(["day", "idle", "node_hour", "seconds"], query)
-        )
+    starts = [(piece.cluster, piece.start) for piece in pieces]
+    await LEDGER_WEEKS.resum(connection, LEDGER_WEEKS.touched(starts, named=True))
+    await LEDGER_DAYS.resum(connection, LEDGER_DAYS.touched(starts, named=False))
 
 
 async def forget(connection: AsyncConnection, before: float) -> None:

@@ -4,7 +4,7 @@ cost while clusterbot watched them, and the part spent idle, from the spend ledg
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -105,19 +105,29 @@ class SpendReport:
         """The ledger's runs, and the runs still open, up to now."""
         return await self.store.spend_between(since, until) + await self.keeper.open_runs(until)
 
-    async def read(self, tallies: Sequence[Tally], cluster: str | None = None) -> None:
+    async def read(
+        self,
+        tallies: Sequence[Tally],
+        cluster: str | None = None,
+        then: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         """Fill each tally from the database (of ``cluster``, or of all): its spend and its
         savings, each summed there, the queries at once (the savings once the changes that
-        ended since the last report are kept)."""
+        ended since the last report are kept); ``then``: what reads on from the spend, while
+        the savings are read."""
         store = self.store
+
+        async def spending() -> None:
+            await asyncio.gather(*(self.summed(t, cluster) for t in tallies))
+            if then is not None:
+                await then()
 
         async def saving() -> list[list[SavedSum]]:
             await self.book.catch_up()
             sums = (store.savings_sums(t.since, t.until, cluster) for t in tallies)
             return list(await asyncio.gather(*sums))
 
-        summing = asyncio.gather(*(self.summed(t, cluster) for t in tallies))
-        _, saved = await asyncio.gather(summing, saving())
+        _, saved = await asyncio.gather(spending(), saving())
         for tally, sums in zip(tallies, saved, strict=True):
             tally.add_saved(sums)
 
@@ -178,13 +188,20 @@ class SpendReport:
 
         charted = channel is not None  # its days come with the chart's series
         tally = Tally(since, until, group, keep, daily=not charted)
-        await self.read([tally], key)
+        series: GroupDays | None = None
+
+        async def chart_series() -> None:
+            """Each day's spend of the table's first groups, asked once they are known."""
+            nonlocal series
+            names = tally.leaders()
+            if charted and names:
+                series = GroupDays(tally, names[:SERIES], others=len(names) > SERIES)
+                await self.series_summed(series, key)
+
+        await self.read([tally], key, then=chart_series)
         groups = tally.totals()
-        series = None
-        if charted and groups:
-            # each day's spend of the table's first groups, asked once they are known
-            names = list(groups)[:SERIES]
-            series = GroupDays(tally, names, others=len(groups) > SERIES)
+        if charted and groups and series is None:  # groups that only saved: known now
+            series = GroupDays(tally, list(groups)[:SERIES], others=len(groups) > SERIES)
             await self.series_summed(series, key)
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"

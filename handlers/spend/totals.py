@@ -122,7 +122,7 @@ def totals(
             continue
         for name in group(saving):
             found.setdefault(name, Spend()).saved += saving.saved(since, until)
-    return dict(sorted(found.items(), key=lambda item: (-item[1].cost, item[0])))
+    return dict(sorted(found.items(), key=_largest_first))
 
 
 def overall(groups: dict[str, Spend]) -> Spend:
@@ -253,7 +253,11 @@ class Tally:
                 continue
             for name in self.group(row):
                 self.groups.setdefault(name, Spend()).saved += row.saved
-        return dict(sorted(self.groups.items(), key=lambda item: (-item[1].cost, item[0])))
+        return dict(sorted(self.groups.items(), key=_largest_first))
+
+    def leaders(self) -> list[str]:
+        """The groups' names by their spend, largest first (as ``totals`` orders them)."""
+        return [name for name, _ in sorted(self.groups.items(), key=_largest_first)]
 
     def saved_by(self) -> dict[str, float]:
         """What the period's savings saved, by cause (the sums added)."""
@@ -282,6 +286,10 @@ class Tally:
                 if day in days:
                     days[day].saved += saving.saved(max(day, self.since), min(day + DAY, end))
         return sorted(days.items())
+
+
+def _largest_first(item: tuple[str, Spend]) -> tuple[float, str]:
+    return (-item[1].cost, item[0])
 
 
 NARROWED = 200  # values of a column the chart's query names at most

@@ -1,6 +1,6 @@
 """The spend ledger keeps its runs cut at UTC midnights and rolled up, a pool's a week and
 the fleet's a day, so that a long report reads a row a pool a week and only its edge days
-from the ledger.
+from the ledger; the ended savings are cut and rolled up the same way.
 
 Revision ID: 0016
 Revises: 0015
@@ -49,6 +49,37 @@ def _cut() -> None:
         bind.execute(runs.insert(), pieces)
 
 
+def _cut_savings() -> None:
+    """Each ended saving (a kept change that cut a cost, with its end) as pieces a day."""
+    names = ("request_id", "cluster", "cause", "per_hour", "start", "end")
+    pieces_table = sa.table("savings_pieces", *(sa.column(name) for name in names))
+    bind = op.get_bind()
+    ended = sa.text(
+        "SELECT request_id, cluster, cause, per_hour, finished_at, ended FROM changes_done"
+        " WHERE ended IS NOT NULL AND cause IS NOT NULL AND per_hour IS NOT NULL"
+    )
+    pieces = []
+    for row in bind.execute(ended).mappings():
+        start = row["finished_at"]
+        while start < row["ended"]:
+            end = min(start - start % DAY + DAY, row["ended"])
+            pieces.append({**{n: row[n] for n in names[:4]}, "start": start, "end": end})
+            start = end
+    for at in range(0, len(pieces), 5000):
+        bind.execute(pieces_table.insert(), pieces[at : at + 5000])
+    saved = 'sum(per_hour * ("end" - start)) / 3600.0'
+    op.execute(
+        "INSERT INTO savings_weeks (week, cluster, cause, saved)"
+        f" SELECT {_floor('start', WEEK)}, cluster, cause, {saved} FROM savings_pieces"
+        f" GROUP BY {_floor('start', WEEK)}, cluster, cause"
+    )
+    op.execute(
+        "INSERT INTO savings_days (day, saved)"
+        f" SELECT {_floor('start', DAY)}, {saved} FROM savings_pieces"
+        f" GROUP BY {_floor('start', DAY)}"
+    )
+
+
 def upgrade() -> None:
     op.create_index("ix_spend_runs_start", "spend_runs", ["start"])
     op.create_table(
@@ -74,7 +105,34 @@ def upgrade() -> None:
         sa.Column("seconds", sa.Float, nullable=False),
     )
     op.create_index("ix_spend_days_day", "spend_days", ["day"])
+    op.create_index("ix_changes_done_ended", "changes_done", ["ended"])
+    op.create_table(
+        "savings_pieces",
+        sa.Column("request_id", sa.String(40), primary_key=True),
+        sa.Column("start", sa.Float, primary_key=True),
+        sa.Column("end", sa.Float, nullable=False),
+        sa.Column("cluster", sa.String(300), nullable=False),
+        sa.Column("cause", sa.String(32), nullable=False),
+        sa.Column("per_hour", sa.Float, nullable=False),
+    )
+    op.create_index("ix_savings_pieces_start", "savings_pieces", ["start"])
+    op.create_table(
+        "savings_weeks",
+        sa.Column("week", sa.Float, nullable=False),
+        sa.Column("cluster", sa.String(300), nullable=False),
+        sa.Column("cause", sa.String(32), nullable=False),
+        sa.Column("saved", sa.Float, nullable=False),
+    )
+    op.create_index("ix_savings_weeks_week", "savings_weeks", ["week"])
+    op.create_index("ix_savings_weeks_cluster_week", "savings_weeks", ["cluster", "week"])
+    op.create_table(
+        "savings_days",
+        sa.Column("day", sa.Float, nullable=False),
+        sa.Column("saved", sa.Float, nullable=False),
+    )
+    op.create_index("ix_savings_days_day", "savings_days", ["day"])
     _cut()
+    _cut_savings()
     seconds = 'sum(nodes * ("end" - start))'
     op.execute(
         f"INSERT INTO spend_weeks (week, {COLUMNS}, seconds, first, last)"
@@ -89,6 +147,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("savings_days")
+    op.drop_table("savings_weeks")
+    op.drop_table("savings_pieces")
+    op.drop_index("ix_changes_done_ended", "changes_done")
     op.drop_table("spend_days")
     op.drop_table("spend_weeks")
     op.drop_index("ix_spend_runs_start", "spend_runs")
