@@ -22,8 +22,14 @@ from handlers.spend.runs import DAY
 
 _pieces = schema.savings_pieces
 _saved = sa.func.sum(_pieces.c.per_hour * (_pieces.c.end - _pieces.c.start)) / 3600.0
-SAVINGS_WEEKS = Rollup(schema.savings_weeks, _pieces, WEEK, ("cluster", "cause"), (_saved,))
-SAVINGS_DAYS = Rollup(schema.savings_days, _pieces, DAY, (), (_saved,))
+_weeks = schema.savings_weeks
+SAVINGS_WEEKS = Rollup(
+    _weeks, _pieces, _pieces.c.start, _pieces.c.cluster, WEEK,
+    (_pieces.c.cluster, _pieces.c.cause), (_saved,), _weeks.c.cluster.in_,
+)  # fmt: skip
+SAVINGS_DAYS = Rollup(
+    schema.savings_days, _pieces, _pieces.c.start, _pieces.c.cluster, DAY, (), (_saved,)
+)
 
 
 def _cut(change: Any) -> list[dict[str, Any]]:
@@ -61,8 +67,8 @@ async def repiece(connection: AsyncConnection, changes: Sequence[Any]) -> None:
     if pieces:
         await connection.execute(_pieces.insert(), pieces)
     starts += [(piece["cluster"], piece["start"]) for piece in pieces]
-    await SAVINGS_WEEKS.resum(connection, SAVINGS_WEEKS.touched(starts, named=True))
-    await SAVINGS_DAYS.resum(connection, SAVINGS_DAYS.touched(starts, named=False))
+    await SAVINGS_WEEKS.resum(connection, starts)
+    await SAVINGS_DAYS.resum(connection, starts)
 
 
 def _clipped(since: float, until: float) -> sa.ColumnElement[Any]:

@@ -197,24 +197,42 @@ spend_runs = sa.Table(
     sa.Index("ix_spend_runs_start", "start"),
 )
 
-# The ledger rolled up, kept as its rows are written (bot/store/spend_rollup.py): each pool's
-# node-seconds a week (weeks from the epoch), at one price and idleness, so that a long
-# period reads a row a pool a week and only its edge days from the ledger itself.
-spend_weeks = sa.Table(
-    "spend_weeks",
+# The ledger rolled up, kept as its rows are written (bot/store/spend_rollup.py): each place
+# a run may have (its cluster, pool, target, labels, price and idleness) once, by number, and
+# each place's node-seconds a UTC day and a week (weeks from the epoch), so that a period
+# reads a row a place a week and a day at its edges, summed by number, and only its partial
+# days from the ledger itself.
+spend_places = sa.Table(
+    "spend_places",
     metadata,
-    sa.Column("week", sa.Float, nullable=False),
-    sa.Column("cluster", sa.String(300), nullable=False),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(64), nullable=False, unique=True),  # sha256 of the columns
+    sa.Column("cluster", sa.String(300), nullable=False, index=True),
     sa.Column("pool", sa.String(64), nullable=False),
     sa.Column("target", sa.String(100), nullable=False),
     sa.Column("labels", sa.Text, nullable=False),
     sa.Column("idle", sa.Boolean, nullable=False),
     sa.Column("node_hour", sa.Float),
+)
+
+spend_weeks = sa.Table(
+    "spend_weeks",
+    metadata,
+    sa.Column("week", sa.Float, primary_key=True),
+    sa.Column("place", sa.Integer, primary_key=True),
     sa.Column("seconds", sa.Float, nullable=False),  # node-seconds
     sa.Column("first", sa.Float, nullable=False),  # the earliest start of its rows
     sa.Column("last", sa.Float, nullable=False),  # the latest
-    sa.Index("ix_spend_weeks_week", "week"),
-    sa.Index("ix_spend_weeks_cluster_week", "cluster", "week"),
+)
+
+spend_place_days = sa.Table(
+    "spend_place_days",
+    metadata,
+    sa.Column("day", sa.Float, primary_key=True),
+    sa.Column("place", sa.Integer, primary_key=True),
+    sa.Column("seconds", sa.Float, nullable=False),
+    sa.Column("first", sa.Float, nullable=False),
+    sa.Column("last", sa.Float, nullable=False),
 )
 
 # ... and the fleet's node-seconds a UTC day, at one price and idleness: a chart's days.

@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
-from bot.store.spend_rollup import WEEK, Span, days_summed, forget, refresh, weeks_summed
+from bot.store.spend_rollup import Span, cover, days_summed, forget, places_summed, refresh
 from handlers.spend.runs import DAY, SpendRun, by_day
 from handlers.spend.totals import PLACEMENT, Sums, days_of
 
@@ -79,11 +79,10 @@ def _sums(
     )
 
 
-def _kept(
-    columns: Sequence[str], only: Mapping[str, Sequence[str]], t: sa.Table = schema.spend_runs
-) -> list[Any]:
+def _kept(columns: Sequence[str], only: Mapping[str, Sequence[str]]) -> list[Any]:
     """The columns to sum by; a column ``only`` names keeps those values, the others read
     as one empty value (summed together)."""
+    t = schema.spend_runs
     return [
         sa.case((t.c[name].in_(only[name]), t.c[name]), else_=sa.literal("")).label(name)
         if name in only
@@ -216,18 +215,15 @@ class SpendRows:
         period = Period(since, until, self.engine.dialect.name)
         if cluster is not None:
             queries = _ledger_sums(period, columns, daily, only, _of_cluster(cluster))
-        elif daily:
+        elif daily or only or tuple(columns) != PLACEMENT:
             queries = _ledger_sums(period, columns, daily, only)
-        else:  # whole weeks from the roll-up, the edges from the ledger
-            span = Span.of(since, until, WEEK)
+        else:  # whole weeks and days from the roll-ups, partial days from the ledger
+            rolled, partial = cover(since, until)
             queries = [
-                query
-                for edge in span.edges()
-                for query in _ledger_sums(period, columns, daily, only, edge)
+                q for edge in partial for q in _ledger_sums(period, columns, False, {}, edge)
             ]
-            if span.low < span.high:
-                kept = _kept(columns, only, schema.spend_weeks)
-                queries.append(weeks_summed(span, kept))
+            if rolled:
+                queries.append(places_summed(rolled))
         return await self._summed(columns, daily, queries), []
 
     async def _summed(
@@ -296,8 +292,9 @@ class SpendRows:
                 await connection.execute(
                     sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK}
                 )
-            await connection.execute(statement, [_row(piece) for piece in pieces])
-            await refresh(connection, pieces)
+            rows = [_row(piece) for piece in pieces]
+            await connection.execute(statement, rows)
+            await refresh(connection, rows)
 
     async def forget_spend(self, before: float) -> int:
         table = schema.spend_runs

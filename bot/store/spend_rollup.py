@@ -1,26 +1,32 @@
-"""The spend ledger rolled up as it is written: each pool's node-seconds a week
-(``spend_weeks``) and the fleet's a UTC day (``spend_days``), each at one price and idleness.
+"""The spend ledger rolled up as it is written: each place a run may have (its cluster, pool,
+target, labels, price and idleness) once, by number (``spend_places``), each place's
+node-seconds a UTC day (``spend_place_days``) and a week (``spend_weeks``), and the fleet's a
+day at one price and idleness (``spend_days``).
 
-The ledger keeps its runs cut at UTC midnights (``handlers.spend.runs.by_day``), so a week's
-or a day's rows are a range of starts. Whatever rows a write touches, the weeks of their pools
-and their days are summed again from the ledger in the same transaction: a run written twice
+The ledger keeps its runs cut at UTC midnights (``handlers.spend.runs.by_day``), so a day's or
+a week's rows are a range of starts. Whatever rows a write touches, the days and weeks of
+their clusters are summed again from the ledger in the same transaction: a run written twice
 (its end moved) leaves the same roll-up as once, and no write needs the rows it replaced.
 
-A period then reads its whole weeks (or days) here and only its edges from the ledger: rows
-starting in the day before ``since`` up to the first whole week, and from the last one to
-``until``; a row lasts a day at most, so nothing earlier can reach into the period."""
+A period then reads its whole weeks, and the whole days at its edges, from the roll-ups,
+summed by place number, and only its partial first and last days from the ledger: rows that
+start from a day before ``since`` to the first midnight, and from the last one to ``until``;
+a row lasts a day at most, so nothing earlier can reach into the period."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.store import schema
-from handlers.spend.runs import DAY, SpendRun
+from handlers.spend.runs import DAY
 
 WEEK = 7 * DAY
 CHUNK = 500  # clusters named in one statement
@@ -37,8 +43,8 @@ def _ceil(at: float, size: float) -> float:
 
 @dataclass(frozen=True)
 class Span:
-    """A period split into what the roll-up answers, [low, high) in whole buckets of
-    ``size``, and its edges, read from the ledger (low == high: the ledger alone)."""
+    """A period split into what a roll-up answers, [low, high) in whole buckets of
+    ``size``, and its edges, read elsewhere (low == high: the edges alone)."""
 
     since: float
     until: float
@@ -53,28 +59,167 @@ class Span:
         return cls(since, until, low, high)
 
     def edges(
-        self, start: sa.Column[float] = schema.spend_runs.c.start
+        self, start: sa.ColumnElement[float] = schema.spend_runs.c.start
     ) -> list[sa.ColumnElement[bool]]:
         """The rows of the edges, by their ``start``, each a range: from a day before
         ``since`` (a row lasts a day at most) to the whole buckets, and from them on."""
         if self.low == self.high:
             return [start >= self.since - DAY]
-        return [
-            sa.and_(start >= self.since - DAY, start < self.low),
-            start >= self.high,
-        ]
+        return [sa.and_(start >= self.since - DAY, start < self.low), start >= self.high]
+
+    def ranges(self) -> list[tuple[float, float]]:
+        """The edges as ranges of time, empty ones too."""
+        return [(self.since, self.low), (self.high, self.until)]
 
 
-def weeks_summed(span: Span, kept: Sequence[Any], daily: bool = False) -> sa.Select[Any]:
-    """The whole weeks' sums by ``kept`` (columns of ``spend_weeks``), idleness and price."""
-    w = schema.spend_weeks
-    keys = [*kept, w.c.idle, w.c.node_hour]
-    seconds = sa.func.sum(w.c.seconds).label("seconds")
-    first, last = sa.func.min(w.c.first).label("first"), sa.func.max(w.c.last).label("last")
-    return (
-        sa.select(*keys, seconds, first, last)
-        .where(w.c.week >= span.low, w.c.week < span.high)
-        .group_by(*keys)
+@dataclass(frozen=True)
+class Rollup:
+    """A roll-up table ``into`` of rows of ``source`` (cut at UTC midnights: ``start`` finds
+    a bucket's, ``cluster`` a cluster's): its first column the bucket, then ``keys``, then the
+    ``sums`` of each bucket's rows by ``keys``; ``mine``: its rows of some clusters (None:
+    it sums the whole fleet, a bucket is summed whole)."""
+
+    into: sa.Table
+    source: sa.FromClause
+    start: sa.ColumnElement[float]
+    cluster: sa.ColumnElement[str]
+    size: float
+    keys: tuple[sa.ColumnElement[Any], ...]
+    sums: tuple[Any, ...]
+    mine: Callable[[list[str]], sa.ColumnElement[bool]] | None = None
+
+    async def resum(self, connection: AsyncConnection, starts: Sequence[tuple[str, float]]) -> None:
+        """Sum again the buckets of ``starts`` (a cluster and a start each), of their
+        clusters."""
+        touched: dict[float, set[str]] = {}
+        for cluster, start in starts:
+            clusters = touched.setdefault(_floor(start, self.size), set())
+            if self.mine is not None:
+                clusters.add(cluster)
+        into = self.into
+        bucket = into.c[into.columns.keys()[0]]
+        for at, clusters in sorted(touched.items()):
+            named = sorted(clusters)
+            for some in [named[n : n + CHUNK] for n in range(0, len(named), CHUNK)] or [[]]:
+                gone = into.delete().where(bucket == at)
+                where = sa.and_(self.start >= at, self.start < at + self.size)
+                if some and self.mine is not None:
+                    gone = gone.where(self.mine(some))
+                    where = sa.and_(where, self.cluster.in_(some))
+                await connection.execute(gone)
+                query = (
+                    sa.select(sa.literal(at), *self.keys, *self.sums)
+                    .select_from(self.source)
+                    .where(where)
+                    .group_by(*self.keys)
+                    .having(sa.func.count() > 0)  # a bucket with no rows has none
+                )
+                await connection.execute(into.insert().from_select(into.columns.keys(), query))
+
+
+_runs, _places = schema.spend_runs, schema.spend_places
+_placed = _runs.join(
+    _places,
+    sa.and_(
+        *(_runs.c[name] == _places.c[name] for name in COLUMNS[:-1]),
+        _runs.c.node_hour.is_not_distinct_from(_places.c.node_hour),
+    ),
+)
+_of_place = (
+    sa.func.sum(_runs.c.nodes * (_runs.c.end - _runs.c.start)),
+    sa.func.min(_runs.c.start),
+    sa.func.max(_runs.c.start),
+)
+
+
+def _places_of(into: sa.Table) -> Callable[[list[str]], sa.ColumnElement[bool]]:
+    def mine(clusters: list[str]) -> sa.ColumnElement[bool]:
+        ids = sa.select(_places.c.id).where(_places.c.cluster.in_(clusters))
+        return into.c.place.in_(ids.scalar_subquery())
+
+    return mine
+
+
+def _place_rollup(into: sa.Table, size: float) -> Rollup:
+    return Rollup(
+        into, _placed, _runs.c.start, _runs.c.cluster, size, (_places.c.id,), _of_place,
+        _places_of(into),
+    )  # fmt: skip
+
+
+PLACE_WEEKS = _place_rollup(schema.spend_weeks, WEEK)
+PLACE_DAYS = _place_rollup(schema.spend_place_days, DAY)
+FLEET_DAYS = Rollup(
+    schema.spend_days, _runs, _runs.c.start, _runs.c.cluster, DAY,
+    (_runs.c.idle, _runs.c.node_hour), _of_place[:1],
+)  # fmt: skip
+
+
+def place_key(place: Sequence[Any]) -> str:
+    """The number-free key of a place (its ``COLUMNS``), the same however it was read."""
+    cluster, pool, target, labels, idle, node_hour = place
+    text = json.dumps([cluster, pool, target, labels, bool(idle), node_hour])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def refresh(connection: AsyncConnection, pieces: Sequence[dict[str, Any]]) -> None:
+    """Sum again, from the ledger, the days and weeks of the clusters ``pieces`` (rows of the
+    ledger, written: the caller's transaction holds both) touch, their places first kept."""
+    places = {tuple(piece[name] for name in COLUMNS) for piece in pieces}
+    rows = [{"key": place_key(p), **dict(zip(COLUMNS, p, strict=True))} for p in places]
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    if rows:
+        add = dialect.insert(_places).on_conflict_do_nothing(index_elements=["key"])
+        await connection.execute(add, rows)
+    starts = [(piece["cluster"], piece["start"]) for piece in pieces]
+    for rollup in (PLACE_WEEKS, PLACE_DAYS, FLEET_DAYS):
+        await rollup.resum(connection, starts)
+
+
+def cover(since: float, until: float) -> tuple[list[sa.Select[Any]], list[sa.ColumnElement[bool]]]:
+    """What the roll-ups answer of [since, until), as queries of rows of a place number and
+    its ``seconds``, ``first`` and ``last``: its whole weeks, and the whole days at its edges;
+    and the rows of the ledger its partial days need (ranges of starts, none when the period
+    starts and ends at midnight)."""
+    days = Span.of(since, until, DAY)
+    if days.low == days.high:  # no whole day: the ledger alone
+        return [], days.edges()
+    weeks = Span.of(days.low, days.high, WEEK)
+    w, d = schema.spend_weeks, schema.spend_place_days
+    whole: list[tuple[float, float]] = [(days.low, days.high)]
+    parts: list[Any] = []
+    if weeks.low < weeks.high:
+        whole = [r for r in weeks.ranges() if r[0] < r[1]]
+        parts.append(
+            sa.select(w.c.place, w.c.seconds, w.c.first, w.c.last).where(
+                w.c.week >= weeks.low, w.c.week < weeks.high
+            )
+        )
+    parts += [
+        sa.select(d.c.place, d.c.seconds, d.c.first, d.c.last).where(d.c.day >= a, d.c.day < b)
+        for a, b in whole
+    ]
+    start = _runs.c.start
+    partial = [sa.and_(start >= since - DAY, start < days.low), start >= days.high]
+    return parts, [edge for edge, (a, b) in zip(partial, days.ranges(), strict=True) if a < b]
+
+
+def places_summed(parts: Sequence[sa.Select[Any]]) -> sa.Select[Any]:
+    """The roll-ups' ``parts`` summed by place, with each place's columns."""
+    rolled = sa.union_all(*parts).subquery()
+    summed = (
+        sa.select(
+            rolled.c.place,
+            sa.func.sum(rolled.c.seconds).label("seconds"),
+            sa.func.min(rolled.c.first).label("first"),
+            sa.func.max(rolled.c.last).label("last"),
+        )
+        .group_by(rolled.c.place)
+        .subquery()
+    )
+    columns = [_places.c[name] for name in COLUMNS]
+    return sa.select(*columns, summed.c.seconds, summed.c.first, summed.c.last).join_from(
+        summed, _places, _places.c.id == summed.c.place
     )
 
 
@@ -91,73 +236,10 @@ def days_summed(span: Span) -> sa.Select[Any]:
     ).where(d.c.day >= span.low, d.c.day < span.high)
 
 
-@dataclass(frozen=True)
-class Rollup:
-    """A roll-up table ``into`` of rows of ``source`` (cut at UTC midnights, found by their
-    ``start``): its first column the bucket, then ``keys``, then ``sums`` of each bucket's
-    rows by ``keys``."""
-
-    into: sa.Table
-    source: sa.Table
-    size: float
-    keys: tuple[str, ...]
-    sums: tuple[Any, ...]
-
-    async def resum(self, connection: AsyncConnection, touched: dict[float, set[str]]) -> None:
-        """Sum again the buckets ``touched``, each of the clusters named (all: none named)."""
-        into, source = self.into, self.source
-        bucket = into.c[into.columns.keys()[0]]
-        columns = [source.c[name] for name in self.keys]
-        names = [bucket.name, *self.keys, *into.columns.keys()[1 + len(self.keys) :]]
-        for at, clusters in sorted(touched.items()):
-            within = sa.and_(source.c.start >= at, source.c.start < at + self.size)
-            named = sorted(clusters)
-            parts = [named[n : n + CHUNK] for n in range(0, len(named), CHUNK)] or [[]]
-            for some in parts:
-                gone = into.delete().where(bucket == at)
-                where = within
-                if some:
-                    gone = gone.where(into.c.cluster.in_(some))
-                    where = sa.and_(within, source.c.cluster.in_(some))
-                await connection.execute(gone)
-                query = sa.select(sa.literal(at), *columns, *self.sums).where(where)
-                query = query.group_by(*columns).having(sa.func.count() > 0)  # none: no row
-                await connection.execute(into.insert().from_select(names, query))
-
-    def touched(self, pieces: Sequence[tuple[str, float]], named: bool) -> dict[float, set[str]]:
-        """The buckets of ``pieces`` (a cluster and a start each), with their clusters
-        where ``named``."""
-        found: dict[float, set[str]] = {}
-        for cluster, start in pieces:
-            clusters = found.setdefault(_floor(start, self.size), set())
-            if named:
-                clusters.add(cluster)
-        return found
-
-
-_runs = schema.spend_runs
-_node_seconds = sa.func.sum(_runs.c.nodes * (_runs.c.end - _runs.c.start))
-LEDGER_WEEKS = Rollup(
-    schema.spend_weeks,
-    _runs,
-    WEEK,
-    COLUMNS,
-    (_node_seconds, sa.func.min(_runs.c.start), sa.func.max(_runs.c.start)),
-)
-LEDGER_DAYS = Rollup(schema.spend_days, _runs, DAY, ("idle", "node_hour"), (_node_seconds,))
-
-
-async def refresh(connection: AsyncConnection, pieces: Sequence[SpendRun]) -> None:
-    """Sum again, from the ledger, the weeks of the clusters ``pieces`` touch and their days
-    (the pieces are written: the caller's transaction holds both)."""
-    starts = [(piece.cluster, piece.start) for piece in pieces]
-    await LEDGER_WEEKS.resum(connection, LEDGER_WEEKS.touched(starts, named=True))
-    await LEDGER_DAYS.resum(connection, LEDGER_DAYS.touched(starts, named=False))
-
-
 async def forget(connection: AsyncConnection, before: float) -> None:
     """The roll-ups of weeks and days that end before ``before`` (the ledger's rows of then
     are gone); a week that straddles it is only read whole by periods after it."""
-    w, d = schema.spend_weeks, schema.spend_days
+    w, d, p = schema.spend_weeks, schema.spend_days, schema.spend_place_days
     await connection.execute(w.delete().where(w.c.week + WEEK <= before))
     await connection.execute(d.delete().where(d.c.day + DAY <= before))
+    await connection.execute(p.delete().where(p.c.day + DAY <= before))

@@ -9,6 +9,9 @@ Create Date: 2026-12-06
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -80,23 +83,52 @@ def _cut_savings() -> None:
     )
 
 
+def _places() -> None:
+    """Each place the ledger's runs have, once, by number, under the key the service gives
+    it (the sha256 of its columns as JSON)."""
+    bind = op.get_bind()
+    places = sa.table("spend_places", *(sa.column(n) for n in ("key", *COLUMNS.split(", "))))
+    rows = []
+    for found in bind.execute(sa.text(f"SELECT DISTINCT {COLUMNS} FROM spend_runs")):
+        cluster, pool, target, labels, idle, node_hour = found
+        text = json.dumps([cluster, pool, target, labels, bool(idle), node_hour])
+        key = hashlib.sha256(text.encode()).hexdigest()
+        rows.append(
+            dict(
+                zip(
+                    ("key", *COLUMNS.split(", ")),
+                    (key, *found[:4], bool(idle), node_hour),
+                    strict=True,
+                )
+            )
+        )
+    for at in range(0, len(rows), 5000):
+        bind.execute(places.insert(), rows[at : at + 5000])
+
+
 def upgrade() -> None:
     op.create_index("ix_spend_runs_start", "spend_runs", ["start"])
     op.create_table(
-        "spend_weeks",
-        sa.Column("week", sa.Float, nullable=False),
+        "spend_places",
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("key", sa.String(64), nullable=False, unique=True),
         sa.Column("cluster", sa.String(300), nullable=False),
         sa.Column("pool", sa.String(64), nullable=False),
         sa.Column("target", sa.String(100), nullable=False),
         sa.Column("labels", sa.Text, nullable=False),
         sa.Column("idle", sa.Boolean, nullable=False),
         sa.Column("node_hour", sa.Float),
-        sa.Column("seconds", sa.Float, nullable=False),
-        sa.Column("first", sa.Float, nullable=False),
-        sa.Column("last", sa.Float, nullable=False),
     )
-    op.create_index("ix_spend_weeks_week", "spend_weeks", ["week"])
-    op.create_index("ix_spend_weeks_cluster_week", "spend_weeks", ["cluster", "week"])
+    op.create_index("ix_spend_places_cluster", "spend_places", ["cluster"])
+    for name, bucket in (("spend_weeks", "week"), ("spend_place_days", "day")):
+        op.create_table(
+            name,
+            sa.Column(bucket, sa.Float, primary_key=True),
+            sa.Column("place", sa.Integer, primary_key=True),
+            sa.Column("seconds", sa.Float, nullable=False),
+            sa.Column("first", sa.Float, nullable=False),
+            sa.Column("last", sa.Float, nullable=False),
+        )
     op.create_table(
         "spend_days",
         sa.Column("day", sa.Float, nullable=False),
@@ -133,16 +165,23 @@ def upgrade() -> None:
     op.create_index("ix_savings_days_day", "savings_days", ["day"])
     _cut()
     _cut_savings()
-    seconds = 'sum(nodes * ("end" - start))'
-    op.execute(
-        f"INSERT INTO spend_weeks (week, {COLUMNS}, seconds, first, last)"
-        f" SELECT {_floor('start', WEEK)}, {COLUMNS}, {seconds}, min(start), max(start)"
-        f" FROM spend_runs GROUP BY {_floor('start', WEEK)}, {COLUMNS}"
+    _places()
+    seconds = 'sum(r.nodes * (r."end" - r.start))'
+    joined = " AND ".join(
+        [f"r.{name} = p.{name}" for name in COLUMNS.split(", ")[:-1]]
+        + ["(r.node_hour = p.node_hour OR (r.node_hour IS NULL AND p.node_hour IS NULL))"]
     )
+    for name, bucket, size in (("spend_weeks", "week", WEEK), ("spend_place_days", "day", DAY)):
+        op.execute(
+            f"INSERT INTO {name} ({bucket}, place, seconds, first, last)"
+            f" SELECT {_floor('r.start', size)}, p.id, {seconds}, min(r.start), max(r.start)"
+            f" FROM spend_runs AS r JOIN spend_places AS p ON {joined}"
+            f" GROUP BY {_floor('r.start', size)}, p.id"
+        )
     op.execute(
         "INSERT INTO spend_days (day, idle, node_hour, seconds)"
         f" SELECT {_floor('start', DAY)}, idle, node_hour, {seconds}"
-        f" FROM spend_runs GROUP BY {_floor('start', DAY)}, idle, node_hour"
+        f" FROM spend_runs AS r GROUP BY {_floor('start', DAY)}, idle, node_hour"
     )
 
 
@@ -152,5 +191,7 @@ def downgrade() -> None:
     op.drop_table("savings_pieces")
     op.drop_index("ix_changes_done_ended", "changes_done")
     op.drop_table("spend_days")
+    op.drop_table("spend_place_days")
     op.drop_table("spend_weeks")
+    op.drop_table("spend_places")
     op.drop_index("ix_spend_runs_start", "spend_runs")
