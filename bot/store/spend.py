@@ -56,27 +56,46 @@ def _run(row: sa.Row[Any], read: dict[str, tuple[tuple[str, str], ...]] | None =
 
 
 def _sums(
-    row: Any, read: dict[str, tuple[tuple[str, str], ...]], columns: Collection[str], daily: bool
-) -> Sums:
-    """A row of sums; ``columns``: those it was summed by (only those are read: a row's
-    missing key is a slow miss, and a chart's query answers a row a group and a day)."""
-    text = row["labels"] if "labels" in columns else None
-    labels: tuple[tuple[str, str], ...] = ()
-    if text:
-        labels = read.get(text) or tuple((str(k), str(v)) for k, v in json.loads(text))
-        read[text] = labels
-    return Sums(
-        cluster=row["cluster"] if "cluster" in columns else "",
-        pool=row["pool"] if "pool" in columns else "",
-        target=row["target"] if "target" in columns else "",
-        labels=labels,
-        idle=bool(row["idle"]),
-        node_hour=row["node_hour"],
-        node_hours=float(row["seconds"] or 0.0) / 3600.0,
-        day=float(row["day"]) if daily else None,
-        last=float(row["last"]),
-        first=float(row["first"]),
+    rows: Sequence[sa.Row[Any]],
+    read: dict[str, tuple[tuple[str, str], ...]],
+    columns: Collection[str],
+    daily: bool,
+) -> list[Sums]:
+    """The rows of sums of one query; ``columns``: those it was summed by (only those are
+    read: the others are empty). Each column is found by its place once, not by name a row:
+    a report reads thousands of rows."""
+    if not rows:
+        return []
+    at = {name: n for n, name in enumerate(rows[0]._fields)}
+    named = [at.get(name) if name in columns else None for name in ("cluster", "pool", "target")]
+    text_at = at["labels"] if "labels" in columns else None
+    idle, price, seconds, last, first = (
+        at[name] for name in ("idle", "node_hour", "seconds", "last", "first")
     )
+    day = at["day"] if daily else None
+    found = []
+    for row in rows:
+        labels: tuple[tuple[str, str], ...] = ()
+        text = row[text_at] if text_at is not None else None
+        if text:
+            labels = read.get(text) or tuple((str(k), str(v)) for k, v in json.loads(text))
+            read[text] = labels
+        cluster, pool, target = ("" if n is None else row[n] for n in named)
+        found.append(
+            Sums(
+                cluster,
+                pool,
+                target,
+                labels,
+                bool(row[idle]),
+                row[price],
+                float(row[seconds] or 0.0) / 3600.0,
+                None if day is None else float(row[day]),
+                float(row[last]),
+                float(row[first]),
+            )
+        )
+    return found
 
 
 def _kept(columns: Sequence[str], only: Mapping[str, Sequence[str]]) -> list[Any]:
@@ -231,7 +250,7 @@ class SpendRows:
     ) -> list[Sums]:
         read: dict[str, tuple[tuple[str, str], ...]] = {}
         found = await _at_once(self.engine, *queries)
-        return [_sums(row._mapping, read, columns, daily) for rows in found for row in rows]
+        return [sums for rows in found for sums in _sums(rows, read, columns, daily)]
 
     async def _fleet_days(self, since: float, until: float) -> list[Sums]:
         """The fleet's sums by day: its whole days from the roll-up, its edges' here."""

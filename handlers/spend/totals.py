@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from handlers.domain.names import target_of
 from handlers.spend.runs import DAY, SpendRun
@@ -41,11 +41,11 @@ class Grouping:
 PLACEMENT = ("cluster", "pool", "target", "labels")  # a run's every column a group may use
 
 
-@dataclass(frozen=True)
-class Sums:
+class Sums(NamedTuple):
     """What the database summed of the ledger's runs of one pool at one price and idleness
     within a period (``SpendStore.spend_sums``): their node-hours, on one UTC day when
-    ``day`` is set. The columns it was not summed by are empty."""
+    ``day`` is set. The columns it was not summed by are empty. (A tuple: a report makes
+    thousands of them.)"""
 
     cluster: str
     pool: str
@@ -190,16 +190,28 @@ class Tally:
         """The database's sums of the period, by every column a group may use: the groups'
         spend and each cluster's labels (not the days)."""
         last: dict[str, tuple[float, str]] = {}
-        for row in sums:
+        named: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], Iterable[str]] = {}
+        groups, members, labels = self.groups, self.members, self.labels
+        for row in sums:  # thousands of rows: each place's names found once
             if self.keep and not self.keep(row):
                 continue
             self.began(row.first)
+            cluster = row.cluster
             latest = (row.last, row.pool)  # pools that began at once: the last by name wins
-            if latest >= last.get(row.cluster, latest):
-                self.labels[row.cluster], last[row.cluster] = row.labels, latest
-            for name in self.group(row):
-                self.groups.setdefault(name, Spend()).add_sums(row)
-                self.members.setdefault(name, set()).add((row.cluster, row.pool, row.target))
+            if latest >= last.get(cluster, latest):
+                labels[cluster], last[cluster] = row.labels, latest
+            place = (cluster, row.pool, row.target, row.labels)
+            names = named.get(place)
+            if names is None:
+                names = named[place] = tuple(self.group(row))
+            for name in names:
+                spend, seen = groups.get(name), members.get(name)
+                if spend is None:
+                    spend = groups[name] = Spend()
+                if seen is None:
+                    seen = members[name] = set()
+                spend.add_sums(row)
+                seen.add(place[:3])
 
     def add_days(self, sums: Iterable[Sums], spanning: Iterable[SpendRun]) -> None:
         """The database's sums of each day of the runs within one day, and the runs that
