@@ -46,6 +46,7 @@ EXPIRY_SECONDS = 15.0
 GAUGE_EVERY = 5  # ticks between counts of the operations in flight when none ended
 HOUSEKEEPING = 3600.0  # seconds between sweeps of what is done and old
 OWED_KEPT = 7 * 24 * 3600.0  # an owed item ended this long ago is forgotten
+SETTLED = 2 * 24 * 3600.0  # the ledger and savings of this long ago on are settled hourly
 
 
 def send_windows(settings: Settings) -> tuple[float, float]:
@@ -269,10 +270,13 @@ class ClusterbotService:
 
     async def _housekeeping(self) -> None:
         """What is done and old goes: owed items ended a week ago, and ledger runs older than
-        a report reads."""
+        a report reads; the last two days' ledger and savings are settled."""
         now = self.clock()
         await self.store.forget_owed(now - OWED_KEPT)
         await self.store.forget_spend(now - LEDGER_KEEPS)
+        # what a replica of an earlier release wrote without its roll-ups, mended
+        await self.store.settle_spend(now - SETTLED)
+        await self.store.settle_savings(now - SETTLED)
 
     async def _expire(self) -> None:
         if self.accepting:

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
-from bot.store import Store
+from bot.store import Store, schema
 from bot.store.migrate import _config
 from handlers.entities import ApprovalRequest, Origin
 from handlers.spend.book import MARGIN, SavingsBook
@@ -114,6 +114,18 @@ async def test_an_upgrade_says_when_each_kept_saving_ended(database: Store) -> N
         await connection.execute(then.insert(), rows)
     assert await database.migrate() == HEAD
     assert await agrees(database, requests, 5)
+
+
+async def test_changes_kept_without_their_pieces_are_settled(database: Store) -> None:
+    """Changes kept by a replica that did not cut them (of an earlier release, during an
+    upgrade) are cut and rolled up by the next settling of the days they ended in."""
+    requests = history(6)
+    await database.keep_changes_done(changes_done(requests))
+    async with database.engine.begin() as connection:
+        for table in (schema.savings_pieces, schema.savings_weeks, schema.savings_days):
+            await connection.execute(table.delete())
+    assert await database.settle_savings(0.0) == len(requests)
+    assert await agrees(database, requests, 6)
 
 
 def sums(found: list[SavedSum]) -> list[tuple[object, ...]]:

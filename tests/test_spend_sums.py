@@ -152,3 +152,20 @@ async def test_an_upgrade_cuts_the_ledger_at_midnight_and_rolls_it_up(database: 
     runs = sorted((p for r in written for p in by_day(r)), key=ledger_order)
     assert await database.spend_between(0.0, 1e10) == runs
     await fleet_by_week(database, runs, since, until)
+
+
+async def test_what_an_earlier_release_wrote_is_settled(database: Store) -> None:
+    """Runs written whole and without roll-ups (a replica of an earlier release, during an
+    upgrade) are cut and rolled up by the next settling of the days they end in."""
+    written, _saved, since, until = _runs_and_savings(4)
+    await database.record_spend(written[:100])
+    async with database.engine.begin() as connection:
+        await connection.execute(schema.spend_runs.insert(), [_row(run) for run in written[100:]])
+    runs = sorted((p for r in written for p in by_day(r)), key=ledger_order)
+    assert await database.spend_between(0.0, 1e10) != runs
+    whole = [r for r in written[100:] if len(by_day(r)) > 1]
+    assert await database.settle_spend(0.0) == len(whole) > 0
+    assert await database.spend_between(0.0, 1e10) == runs
+    await fleet_by_week(database, runs, since, until)
+    assert await database.settle_spend(0.0) == 0  # settled: nothing more to cut
+    await fleet_by_week(database, runs, since, until)

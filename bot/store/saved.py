@@ -106,6 +106,23 @@ class SavedRows:
                 )
                 await repiece(connection, changed.all())
 
+    async def settle_savings(self, since: float) -> int:
+        """The kept changes that ended or were ended from ``since`` on cut again, and the
+        roll-ups of their pieces summed again: changes kept by a replica that did not cut them
+        (of an earlier release, during an upgrade) are mended by the next settling. How many
+        changes were looked at."""
+        t = schema.changes_done
+        ends = (t.c.request_id, t.c.cluster, t.c.cause, t.c.per_hour, t.c.finished_at, t.c.ended)
+        recent = sa.or_(t.c.finished_at >= since, t.c.ended >= since)
+        async with self.engine.begin() as connection:
+            if self.engine.dialect.name == "postgresql":
+                await connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK}
+                )
+            changes = (await connection.execute(sa.select(*ends).where(recent))).all()
+            await repiece(connection, changes)
+        return len(changes)
+
     async def changes_kept_since(self, since: float) -> set[str]:
         table = schema.changes_done
         query = sa.select(table.c.request_id).where(table.c.finished_at >= since)

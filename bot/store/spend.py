@@ -315,6 +315,32 @@ class SpendRows:
             await connection.execute(statement, rows)
             await refresh(connection, rows)
 
+    async def settle_spend(self, since: float) -> int:
+        """The ledger's rows that ended from ``since`` on cut at midnight, and the roll-ups
+        of their days and weeks summed again: rows written by a replica that did neither (of
+        an earlier release, during an upgrade) are mended by the next settling. How many
+        rows were cut."""
+        t = schema.spend_runs
+        key = (t.c.cluster, t.c.pool, t.c.start)
+        async with self.engine.begin() as connection:
+            if self.engine.dialect.name == "postgresql":
+                await connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK}
+                )
+            runs = [
+                _run(row) for row in await connection.execute(t.select().where(t.c.end >= since))
+            ]
+            crossing = [run for run in runs if len(by_day(run)) > 1]
+            for run in crossing:
+                gone = sa.tuple_(*key) == (run.cluster, run.pool, run.start)
+                await connection.execute(t.delete().where(gone))
+            pieces = [_row(piece) for run in runs for piece in by_day(run)]
+            cut = [_row(piece) for run in crossing for piece in by_day(run)]
+            if cut:
+                await connection.execute(t.insert(), cut)
+            await refresh(connection, pieces)
+        return len(crossing)
+
     async def forget_spend(self, before: float) -> int:
         table = schema.spend_runs
         async with self.engine.begin() as connection:
