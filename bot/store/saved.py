@@ -13,11 +13,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
+from bot.store.locks import CHANGES_LOCK, one_at_a_time
 from bot.store.saved_rollup import fleet_days, fleet_totals, repiece
 from bot.store.spend import _at_once, _day_of, _in_days, _of_cluster
 from handlers.spend.savings import ChangeDone, SavedSum
 
-LOCK = 0x0C1B_0002  # pg_advisory_xact_lock key: one replica keeps changes done at a time
+_t = schema.changes_done.c
+# what a kept change's pieces are cut from (``repiece``)
+_ENDS = (_t.request_id, _t.cluster, _t.cause, _t.per_hour, _t.finished_at, _t.ended)
 
 
 def _mend_ended(clusters: Collection[str], earliest: float) -> sa.Update:
@@ -90,20 +93,12 @@ class SavedRows:
             .returning(table.c.cluster, table.c.finished_at)
         )
         async with self.engine.begin() as connection:
-            if postgres:  # one replica keeps rows at a time: each sees the other's to mend
-                await connection.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK}
-                )
+            await one_at_a_time(connection, CHANGES_LOCK)  # each sees the other's to mend
             added = (await connection.execute(statement, [asdict(c) for c in done])).all()
             if added:  # only the rows added move an end: those kept before changed nothing
                 clusters = {row.cluster for row in added}
                 mend = _mend_ended(clusters, min(row.finished_at for row in added))
-                t = table.c
-                changed = await connection.execute(
-                    mend.returning(
-                        t.request_id, t.cluster, t.cause, t.per_hour, t.finished_at, t.ended
-                    )
-                )
+                changed = await connection.execute(mend.returning(*_ENDS))
                 await repiece(connection, changed.all())
 
     async def settle_savings(self, since: float) -> int:
@@ -112,14 +107,10 @@ class SavedRows:
         (of an earlier release, during an upgrade) are mended by the next settling. How many
         changes were looked at."""
         t = schema.changes_done
-        ends = (t.c.request_id, t.c.cluster, t.c.cause, t.c.per_hour, t.c.finished_at, t.c.ended)
         recent = sa.or_(t.c.finished_at >= since, t.c.ended >= since)
         async with self.engine.begin() as connection:
-            if self.engine.dialect.name == "postgresql":
-                await connection.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK}
-                )
-            changes = (await connection.execute(sa.select(*ends).where(recent))).all()
+            await one_at_a_time(connection, CHANGES_LOCK)
+            changes = (await connection.execute(sa.select(*_ENDS).where(recent))).all()
             await repiece(connection, changes)
         return len(changes)
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from bot.store import schema
 from bot.store.spend import _day_of
 from bot.store.spend_rollup import CHUNK, WEEK, Rollup, Span
-from handlers.spend.runs import DAY
+from handlers.spend.runs import DAY, cut_at_midnight
 
 _pieces = schema.savings_pieces
 _saved = sa.func.sum(_pieces.c.per_hour * (_pieces.c.end - _pieces.c.start)) / 3600.0
@@ -35,23 +35,14 @@ SAVINGS_DAYS = Rollup(
 def _cut(change: Any) -> list[dict[str, Any]]:
     """An ended saving's pieces, cut at UTC midnights (none for one that saved nothing or
     is still open)."""
-    if change.ended is None or change.cause is None or change.per_hour is None:
+    ended = change.ended
+    if ended is None or ended <= change.finished_at or None in (change.cause, change.per_hour):
         return []
-    pieces, start = [], change.finished_at
-    while start < change.ended:
-        end = min(start - start % DAY + DAY, change.ended)
-        pieces.append(
-            {
-                "request_id": change.request_id,
-                "cluster": change.cluster,
-                "cause": change.cause,
-                "per_hour": change.per_hour,
-                "start": start,
-                "end": end,
-            }
-        )
-        start = end
-    return pieces
+    kept = {name: getattr(change, name) for name in ("request_id", "cluster", "cause", "per_hour")}
+    return [
+        {**kept, "start": start, "end": end}
+        for start, end in cut_at_midnight(change.finished_at, ended)
+    ]
 
 
 async def repiece(connection: AsyncConnection, changes: Sequence[Any]) -> None:

@@ -12,11 +12,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
+from bot.store.locks import LEDGER_LOCK, one_at_a_time
 from bot.store.spend_rollup import Span, cover, days_summed, forget, places_summed, refresh
 from handlers.spend.runs import DAY, SpendRun, by_day
 from handlers.spend.totals import PLACEMENT, Sums, days_of
-
-LEDGER_LOCK = 0x0C1B_0003  # pg_advisory_xact_lock key: one replica writes the ledger at a time
 
 
 def _row(run: SpendRun) -> dict[str, Any]:
@@ -307,10 +306,7 @@ class SpendRows:
         )
         pieces = [piece for run in runs for piece in by_day(run)]
         async with self.engine.begin() as connection:
-            if self.engine.dialect.name == "postgresql":  # each sees the other's rows
-                await connection.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK}
-                )
+            await one_at_a_time(connection, LEDGER_LOCK)  # each sees the other's rows
             rows = [_row(piece) for piece in pieces]
             await connection.execute(statement, rows)
             await refresh(connection, rows)
@@ -323,10 +319,7 @@ class SpendRows:
         t = schema.spend_runs
         key = (t.c.cluster, t.c.pool, t.c.start)
         async with self.engine.begin() as connection:
-            if self.engine.dialect.name == "postgresql":
-                await connection.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK}
-                )
+            await one_at_a_time(connection, LEDGER_LOCK)
             runs = [
                 _run(row) for row in await connection.execute(t.select().where(t.c.end >= since))
             ]

@@ -22,6 +22,7 @@ from bot.store import schema
 from bot.store.digests import DigestRows
 from bot.store.kept import KeptRows
 from bot.store.leases import LeaseRows
+from bot.store.locks import MIGRATION_LOCK, one_at_a_time
 from bot.store.migrate import upgrade_to_head
 from bot.store.operations import OperationRows
 from bot.store.owed import OwedRows, insert_owed
@@ -52,7 +53,6 @@ _REQUEST_FIELDS = [f.name for f in fields(ApprovalRequest)]
 # writes one at a time: more connections kept there only wait on its lock, each in a thread
 POOL = {"pool_size": 30, "max_overflow": 10, "pool_timeout": 60.0}
 SQLITE_POOL = {"pool_size": 10, "max_overflow": 30, "pool_timeout": 60.0}
-MIGRATION_LOCK = 0x0C1B_0001  # pg_advisory_xact_lock key: one replica migrates at a time
 
 
 Plans = Callable[[str | bytes], ChangePlan[Any]]  # a stored plan read as its kind's
@@ -124,10 +124,7 @@ class Store(
         """Bring the schema to the newest revision (creating it in an empty database); returns
         that revision. Replicas starting together migrate one at a time."""
         async with self.engine.begin() as connection:
-            if self.engine.dialect.name == "postgresql":
-                await connection.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK}
-                )
+            await one_at_a_time(connection, MIGRATION_LOCK)
             if self.engine.dialect.name == "sqlite":
                 await connection.exec_driver_sql("PRAGMA journal_mode=WAL")
             return await connection.run_sync(upgrade_to_head)

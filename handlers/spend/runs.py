@@ -112,15 +112,19 @@ class SpendRun:
         return self.node_hours(since, until) * self.node_hour
 
 
+def cut_at_midnight(start: float, end: float) -> list[tuple[float, float]]:
+    """[start, end) cut at each UTC midnight it crosses (one piece when it crosses none)."""
+    pieces: list[tuple[float, float]] = []
+    while end > (midnight := start - start % DAY + DAY):
+        pieces.append((start, midnight))
+        start = midnight
+    return [*pieces, (start, end)]
+
+
 def by_day(run: SpendRun) -> list[SpendRun]:
     """The run cut at each UTC midnight it crosses, as the ledger keeps it: a row a day at
     most, so that a day's rows are a range of starts and a period's edges read only theirs."""
-    pieces: list[SpendRun] = []
-    start = run.start
-    while run.end > (midnight := start - start % DAY + DAY):
-        pieces.append(replace(run, start=start, end=midnight))
-        start = midnight
-    return [*pieces, replace(run, start=start)]
+    return [replace(run, start=s, end=e) for s, e in cut_at_midnight(run.start, run.end)]
 
 
 Ended = tuple[OpenRun, float]  # a run, and when it ended
