@@ -359,7 +359,8 @@ def test_the_chart_is_grouped_as_the_table(seed: int) -> None:
     """By label, by pool: each day's bar is the table's first groups' spend and the rest's,
     and they add up to the day's priced spend."""
     from handlers.spend.chart import chart_of
-    from handlers.spend.totals import GroupDays, Tally
+    from handlers.spend.series import GroupDays
+    from handlers.spend.totals import Tally
 
     runs, saved, since, until = _runs_and_savings(seed)
     for group, first in ((by_label("team"), 7), (by_pool, 3)):
@@ -382,7 +383,8 @@ def test_the_chart_is_grouped_as_the_table(seed: int) -> None:
 def test_the_drawing_greys_days_not_watched_and_stacks_the_groups() -> None:
     from bot.charts import draw
     from handlers.spend.chart import chart_of
-    from handlers.spend.totals import GroupDays, Tally
+    from handlers.spend.series import GroupDays
+    from handlers.spend.totals import Tally
 
     run = SpendRun(C1, "gpu", 7 * DAY, 10 * DAY, 2, B200, False, "p/r")
     plain = daily([run], [], 0.0, 10 * DAY, "train01, last 10d")

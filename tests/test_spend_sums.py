@@ -19,7 +19,16 @@ from bot.store.spend import _row
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.report import SpendReport
 from handlers.spend.runs import DAY, SPEND_RECORD, SpendRun, by_day
-from handlers.spend.totals import GroupDays, Spend, Tally, by_cluster, by_label, by_pool, by_target
+from handlers.spend.series import GroupDays
+from handlers.spend.totals import (
+    Spend,
+    Tally,
+    by_cluster,
+    by_label,
+    by_pool,
+    by_target,
+    overall,
+)
 from tests.support.memory import MemoryKeeper
 from tests.test_spend import _runs_and_savings
 from tests.test_store import HEAD, STORES, Rows, database, rows_of
@@ -116,6 +125,17 @@ async def fleet_by_week(store: Rows, runs: list[SpendRun], since: float, until: 
         await report.series_summed(series, None)
         expected.add(runs)
         assert series.spend == [pytest.approx(row, abs=1e-6) for row in expected.spend]
+    # a period only compared with another: the fleet's whole, a few clusters' own spend
+    want = Tally(since, until)
+    want.add(runs)
+    names = {run.cluster for run in runs[::7][:3]}
+    whole, named, first = await report.compared(since, until, names)
+    assert same(whole, overall(want.totals()))
+    ids = {name.rsplit("/", 1)[-1] for name in names}
+    assert list(named) == [name for name in want.totals() if name in ids]
+    assert all(same(spend, want.groups[name]) for name, spend in named.items())
+    assert first == min(run.start for run in runs)
+    assert (await report.compared(since, until, set()))[1] == {}
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -13,9 +13,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
 from bot.store.locks import LEDGER_LOCK, one_at_a_time
-from bot.store.spend_rollup import Span, cover, days_summed, forget, places_summed, refresh
+from bot.store.spend_rollup import (
+    Span,
+    clusters_priced,
+    cover,
+    days_summed,
+    forget,
+    places_summed,
+    refresh,
+)
 from handlers.spend.runs import DAY, SpendRun, by_day
-from handlers.spend.totals import PLACEMENT, Sums, days_of
+from handlers.spend.totals import PLACEMENT, Priced, Sums, days_of
 
 
 def _row(run: SpendRun) -> dict[str, Any]:
@@ -243,6 +251,26 @@ class SpendRows:
             if rolled:
                 queries.append(places_summed(rolled))
         return await self._summed(columns, daily, queries), []
+
+    async def spend_by_cluster(
+        self, since: float, until: float, clusters: Collection[str] | None = None
+    ) -> list[Priced]:
+        """The fleet's spend over [since, until) by cluster (of ``clusters`` only, full
+        names, when named), priced by the database: whole weeks and days from the roll-ups,
+        partial days from the ledger."""
+        rolled, partial = cover(since, until)
+        named = None if clusters is None else sorted(clusters)
+        if (not rolled and not partial) or named == []:
+            return []
+        period = Period(since, until, self.engine.dialect.name)
+        edges = []
+        for edge in partial:
+            if named is not None:
+                edge = sa.and_(edge, schema.spend_runs.c.cluster.in_(named))
+            query = _ledger_sums(period, ("cluster",), False, {}, edge)[0]
+            edges.append(query.with_only_columns(*query.selected_columns[:-1]))  # not "last"
+        rows = await _rows(self.engine, clusters_priced(rolled, edges, named))
+        return [Priced._make((row[0], *map(float, row[1:]))) for row in rows]
 
     async def _summed(
         self, columns: Sequence[str], daily: bool, queries: Sequence[sa.Select[Any]]

@@ -62,10 +62,12 @@ class Span:
         self, start: sa.ColumnElement[float] = schema.spend_runs.c.start
     ) -> list[sa.ColumnElement[bool]]:
         """The rows of the edges, by their ``start``, each a range: from a day before
-        ``since`` (a row lasts a day at most) to the whole buckets, and from them on."""
+        ``since`` (a row lasts a day at most) to the whole buckets, and from them on; an
+        edge of no time (a period that starts or ends on a bucket's bound) has none."""
         if self.low == self.high:
             return [start >= self.since - DAY]
-        return [sa.and_(start >= self.since - DAY, start < self.low), start >= self.high]
+        edges = [sa.and_(start >= self.since - DAY, start < self.low), start >= self.high]
+        return [edge for edge, (a, b) in zip(edges, self.ranges(), strict=True) if a < b]
 
     def ranges(self) -> list[tuple[float, float]]:
         """The edges as ranges of time, empty ones too."""
@@ -221,6 +223,48 @@ def places_summed(parts: Sequence[sa.Select[Any]]) -> sa.Select[Any]:
     return sa.select(*columns, summed.c.seconds, summed.c.first, summed.c.last).join_from(
         summed, _places, _places.c.id == summed.c.place
     )
+
+
+def clusters_priced(
+    rolled: Sequence[sa.Select[Any]],
+    edges: Sequence[sa.Select[Any]],
+    clusters: Sequence[str] | None = None,
+) -> Any:
+    """Each cluster's spend priced: its cost, the part idle, its node-hours and those
+    without a price, and its first run's start; from the roll-ups' ``rolled`` parts (summed
+    by place number first, then joined to their places) and the ledger's ``edges`` (sums by
+    cluster, idleness and price), one query; of ``clusters`` only (full names), if named."""
+    p = _places
+    if clusters is not None and rolled:
+        ids = sa.select(p.c.id).where(p.c.cluster.in_(clusters)).scalar_subquery()
+        rolled = [part.where(part.selected_columns[0].in_(ids)) for part in rolled]
+    seen: list[Any] = list(edges)
+    if rolled:
+        r = sa.union_all(*rolled).subquery()
+        by_place = (
+            sa.select(
+                r.c.place, sa.func.sum(r.c.seconds).label("s"), sa.func.min(r.c.first).label("f")
+            )
+            .group_by(r.c.place)
+            .subquery()
+        )
+        c = by_place.c
+        seen.append(
+            sa.select(
+                p.c.cluster, p.c.idle, p.c.node_hour, c.s.label("seconds"), c.f.label("first")
+            ).join_from(by_place, p, p.c.id == c.place)
+        )
+    u = sa.union_all(*seen).subquery()
+    priced = u.c.seconds * u.c.node_hour / 3600.0
+    unpriced = sa.case((u.c.node_hour.is_(None), u.c.seconds), else_=0.0)
+    return sa.select(
+        u.c.cluster,
+        sa.func.coalesce(sa.func.sum(priced), 0.0),
+        sa.func.coalesce(sa.func.sum(sa.case((u.c.idle, priced), else_=0.0)), 0.0),
+        sa.func.sum(u.c.seconds) / 3600.0,
+        sa.func.sum(unpriced) / 3600.0,
+        sa.func.min(u.c.first),
+    ).group_by(u.c.cluster)
 
 
 def days_summed(span: Span) -> sa.Select[Any]:

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 
 from handlers.spend.runs import DAY, SpendRun
 from handlers.spend.savings import Saving
-from handlers.spend.totals import GroupDays, Tally
+from handlers.spend.series import GroupDays
+from handlers.spend.totals import Tally
 
 __all__ = ["DAY", "Chart", "Day", "chart_of", "daily"]
 DAILY_BARS = 92  # days drawn a bar each; a longer period is drawn a bar a week

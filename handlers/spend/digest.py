@@ -186,15 +186,17 @@ class Digest:
     async def _build(self, until: float) -> tuple[Reply, Spend, Chart]:
         """The digest, this week's spend, and its chart, from one read of the ledger."""
         week, before = until - WEEK, until - 2 * WEEK
-        # last week is only compared with this one: its days are not asked
-        now, then = Tally(week, until), Tally(before, week, daily=False)
-        await self.spend.read([now, then])  # summed by the database
+        now = Tally(week, until)
+        await self.spend.read([now])  # summed by the database
         chart = chart_of(now, (), "all clusters, last 7d")
-        this, last = now.totals(), then.totals()
-        whole, previous = overall(this), overall(last)
+        this = now.totals()
+        whole = overall(this)
+        # last week is only compared with this one: the fleet's whole and the clusters shown
+        shown = {m[0] for name in list(this)[:ROWS] for m in now.members.get(name, ())}
+        previous, last, began = await self.spend.compared(before, week, shown)
         # a week is compared with the one before only when clusterbot watched that one
         # whole: a ledger begun midweek would make any change look like thousands of percent
-        starts = [t.first for t in (now, then) if t.first is not None]
+        starts = [t for t in (now.first, began) if t is not None]
         watched = min(starts, default=until)
         whole_week = watched <= before + COVERED
         if not whole_week:

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from handlers.spend.chart import Chart
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import ChangeDone, SavedSum
-from handlers.spend.totals import PLACEMENT, Sums
+from handlers.spend.totals import PLACEMENT, Priced, Sums
 
 
 class Charts(Protocol):
@@ -33,6 +33,18 @@ class SpendStore(Protocol):
         self, since: float, until: float, cluster: str | None = None
     ) -> list[SpendRun]:
         """The runs that overlap [since, until), of one cluster or of all."""
+        ...
+
+    async def first_spend(self) -> float | None:
+        """When the ledger begins (its oldest run's start), or None when it is empty."""
+        ...
+
+    async def spend_by_cluster(
+        self, since: float, until: float, clusters: Collection[str] | None = None
+    ) -> list[Priced]:
+        """The whole fleet's spend over [since, until) by cluster, priced by the store: a
+        row a cluster (its cost, the part idle, node-hours, those without a price, and its
+        first run's start); of ``clusters`` only (full names), when named."""
         ...
 
     async def spend_sums(

@@ -4,7 +4,7 @@ cost while clusterbot watched them, and the part spent idle, from the spend ledg
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -19,8 +19,8 @@ from handlers.spend.keeper import SpendKeeper
 from handlers.spend.ports import Charts, SpendStore
 from handlers.spend.runs import HOUR, SpendRun
 from handlers.spend.savings import SavedSum
+from handlers.spend.series import GroupDays
 from handlers.spend.totals import (
-    GroupDays,
     Grouping,
     Placed,
     Spend,
@@ -136,19 +136,50 @@ class SpendReport:
         spend, each day's (where the tally is ``daily``), the days a sweep watched, and the
         runs still open; what the event loop and memory hold is a row a group and a day."""
         since, until, store = tally.since, tally.until, self.store
-        (sums, _), (days_summed, spanning), watched = await asyncio.gather(
-            store.spend_sums(since, until, cluster=cluster),
+        # the fleet by cluster: a row a cluster, priced by the database
+        priced = cluster is None and tally.group is by_cluster and tally.keep is None
+
+        async def groups() -> None:
+            if priced:
+                tally.add_priced(await store.spend_by_cluster(since, until))
+            else:
+                tally.add_sums((await store.spend_sums(since, until, cluster=cluster))[0])
+
+        _, (days_summed, spanning), watched = await asyncio.gather(
+            groups(),
             store.spend_sums(since, until, cluster=cluster, columns=(), daily=True)
             if tally.daily
             else _no_days(),
             # the fleet's days are its own days; a cluster's report asks for the fleet's
             _nothing() if cluster is None else store.spend_watched(since, until),
         )
-        tally.add_sums(sums)
         tally.add_days(days_summed, spanning)
         tally.watch(watched)
         tally.add(await self.keeper.open_runs(until))
         return tally
+
+    async def compared(
+        self, since: float, until: float, clusters: Collection[str]
+    ) -> tuple[Spend, dict[str, Spend], float | None]:
+        """What [since, until) cost the fleet (from its days' sums) and each of
+        ``clusters`` (full names; by id), without savings: a period only compared with
+        another, whose other clusters are not shown; and when the fleet's first run began
+        (None: it never ran)."""
+        fleet = Tally(since, until)
+        named = Tally(since, until, keep=lambda placed: placed.cluster in clusters, daily=False)
+        sums, (days, spanning), running, first = await asyncio.gather(
+            self.store.spend_by_cluster(since, until, clusters),
+            self.store.spend_sums(since, until, columns=(), daily=True),
+            self.keeper.open_runs(until),
+            self.store.first_spend(),
+        )
+        named.add_priced(sums)
+        fleet.add_days(days, spanning)
+        for tally in (named, fleet):
+            tally.add(running)
+        if first is not None:
+            fleet.began(first)
+        return overall(fleet.days), named.totals(), fleet.first
 
     async def series_summed(self, series: GroupDays, cluster: str | None) -> None:
         """Each day's spend of the table's first groups, summed by the database; and the
@@ -183,8 +214,10 @@ class SpendReport:
         group, named = _grouping(command)
         key = command.cluster
 
-        def keep(placed: Placed) -> bool:
-            return key is None or key in (placed.cluster, placed.cluster.rsplit("/", 1)[-1])
+        def of_cluster(placed: Placed) -> bool:
+            return key in (placed.cluster, placed.cluster.rsplit("/", 1)[-1])
+
+        keep = None if key is None else of_cluster
 
         charted = channel is not None  # its days come with the chart's series
         tally = Tally(since, until, group, keep, daily=not charted)

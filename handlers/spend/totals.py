@@ -3,9 +3,9 @@ over any period, with the part spent while the cluster was idle and what was sav
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from handlers.domain.names import target_of
 from handlers.spend.runs import DAY, SpendRun
@@ -57,6 +57,30 @@ class Sums(NamedTuple):
     day: float | None = None
     last: float = 0.0  # when the last of these runs began: a cluster's labels are its last
     first: float = 0.0  # when the first of them began
+
+
+class Priced(NamedTuple):
+    """What one cluster's runs cost within a period, priced and summed by the database
+    (``SpendStore.spend_by_cluster``): a report grouped by cluster reads a row a cluster."""
+
+    cluster: str
+    cost: float
+    idle: float
+    node_hours: float
+    unpriced: float
+    first: float  # when the first of its runs began
+
+    @property
+    def pool(self) -> str:  # placed by its cluster alone
+        return ""
+
+    @property
+    def target(self) -> str:
+        return ""
+
+    @property
+    def labels(self) -> tuple[tuple[str, str], ...]:
+        return ()
 
 
 @dataclass
@@ -125,7 +149,7 @@ def totals(
     return dict(sorted(found.items(), key=_largest_first))
 
 
-def overall(groups: dict[str, Spend]) -> Spend:
+def overall(groups: Mapping[Any, Spend]) -> Spend:
     total = Spend()
     for spend in groups.values():
         total.cost += spend.cost
@@ -212,6 +236,25 @@ class Tally:
                     seen = members[name] = set()
                 spend.add_sums(row)
                 seen.add(place[:3])
+
+    def add_priced(self, rows: Iterable[Priced]) -> None:
+        """The database's spend of the period by cluster, priced there: the groups' spend
+        (of a grouping by cluster; not each cluster's labels)."""
+        groups, members = self.groups, self.members
+        for row in rows:
+            if self.keep and not self.keep(row):
+                continue
+            self.began(row.first)
+            for name in self.group(row):
+                spend = groups.get(name)
+                if spend is None:
+                    spend = groups[name] = Spend()
+                    members[name] = set()
+                spend.cost += row.cost
+                spend.idle += row.idle
+                spend.node_hours += row.node_hours
+                spend.unpriced += row.unpriced
+                members[name].add((row.cluster, "", ""))
 
     def add_days(self, sums: Iterable[Sums], spanning: Iterable[SpendRun]) -> None:
         """The database's sums of each day of the runs within one day, and the runs that
@@ -302,72 +345,3 @@ class Tally:
 
 def _largest_first(item: tuple[str, Spend]) -> tuple[float, str]:
     return (-item[1].cost, item[0])
-
-
-NARROWED = 200  # values of a column the chart's query names at most
-
-
-class GroupDays:
-    """Each UTC day's spend of a few groups (the table's first ones) and of the rest as one,
-    from the database's sums by day and by the grouping's columns: a fixed row of floats a
-    day, however many groups the fleet has."""
-
-    def __init__(
-        self,
-        tally: Tally,
-        names: Sequence[str],
-        others: bool,
-    ) -> None:
-        self.tally = tally
-        self.index = {name: at for at, name in enumerate(names)}
-        self.series = tuple(names) + (("others",) if others else ())
-        self.first = tally.since - tally.since % DAY
-        count = int((tally.until - self.first) // DAY) + 1
-        self.spend = [[0.0] * len(self.series) for _ in range(count)]
-
-    def names(self) -> tuple[str, ...]:
-        return self.series
-
-    def wanted(self) -> dict[str, list[str]]:
-        """The values of the grouping's columns that its named groups hold (the clusters,
-        pools or targets their sums came from), for the database to sum every other value
-        as one: a row a named group, and one for the rest, a day. Labels are not narrowed
-        (a fleet has few sets of them); nor is a column past ``NARROWED`` values."""
-        at = {"cluster": 0, "pool": 1, "target": 2}
-        wanted: dict[str, list[str]] = {}
-        for column in self.tally.group.columns:
-            if column not in at:
-                continue
-            values = {m[at[column]] for n in self.index for m in self.tally.members.get(n, ())}
-            if 0 < len(values) <= NARROWED:
-                wanted[column] = sorted(values)
-        return wanted
-
-    def add(self, runs: Iterable[SpendRun]) -> None:
-        since, until, keep = self.tally.since, self.tally.until, self.tally.keep
-        rest = len(self.index) if len(self.series) > len(self.index) else None
-        for run in runs:
-            if run.within(since, until) <= 0 or (keep and not keep(run)):
-                continue
-            for name in self.tally.group(run):
-                column = self.index.get(name, rest)
-                if column is None:
-                    continue
-                for day in days_of(max(run.start, since), min(run.end, until)):
-                    cost = run.cost(max(day, since), min(day + DAY, until))
-                    self.spend[int((day - self.first) // DAY)][column] += cost or 0.0
-
-    def add_sums(self, sums: Iterable[Sums]) -> None:
-        """The database's sums by day and by the grouping's columns, of the runs within one
-        day (those that span more go through ``add``), already of the report's scope."""
-        rest = len(self.index) if len(self.series) > len(self.index) else None
-        for row in sums:
-            assert row.day is not None, "summed by day"
-            for name in self.tally.group(row):
-                column = self.index.get(name, rest)
-                if column is not None and row.node_hour is not None:
-                    at = int((row.day - self.first) // DAY)
-                    self.spend[at][column] += row.node_hours * row.node_hour
-
-    def of(self, day: float) -> tuple[float, ...]:
-        return tuple(self.spend[int((day - self.first) // DAY)])

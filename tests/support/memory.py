@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, Unpack
 
@@ -38,7 +38,7 @@ from handlers.policy import Policy, Role
 from handlers.ports import OpenRequestExistsError
 from handlers.spend.runs import SpendRun, by_day
 from handlers.spend.savings import ChangeDone, SavedSum, Saving, saved_sums
-from handlers.spend.totals import PLACEMENT, Sums
+from handlers.spend.totals import PLACEMENT, Priced, Spend, Sums
 from handlers.sweep.rules import IdleRecord
 from handlers.sweep.state import IDLE_RECORD
 from tests.support.memory_owed import MemoryOwed
@@ -119,6 +119,21 @@ class MemoryStore(MemoryOwed):
             if r.end > since and r.start < until and cluster in (None, r.cluster)
         ]
         return sorted(found, key=lambda r: (r.start, r.cluster, r.pool))
+
+    async def spend_by_cluster(
+        self, since: float, until: float, clusters: Collection[str] | None = None
+    ) -> list[Priced]:
+        sums, _ = await self.spend_sums(since, until, columns=("cluster",))
+        found: dict[str, Spend] = {}
+        first: dict[str, float] = {}
+        for row in sums:
+            if clusters is not None and row.cluster not in clusters:
+                continue
+            found.setdefault(row.cluster, Spend()).add_sums(row)
+            first[row.cluster] = min(first.get(row.cluster, row.first), row.first)
+        return [
+            Priced(c, s.cost, s.idle, s.node_hours, s.unpriced, first[c]) for c, s in found.items()
+        ]
 
     async def spend_sums(
         self,
