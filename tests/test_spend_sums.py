@@ -129,13 +129,16 @@ async def fleet_by_week(store: Rows, runs: list[SpendRun], since: float, until: 
     want = Tally(since, until)
     want.add(runs)
     names = {run.cluster for run in runs[::7][:3]}
-    whole, named, first = await report.compared(since, until, names)
-    assert same(whole, overall(want.totals()))
+    running = await report.keeper.open_runs(until)
+    fleet = await report.fleet_days(since, until)
+    fleet.add(running)
+    named = await report.clusters_spend(since, until, names, running)
+    assert same(overall(fleet.days), overall(want.totals()))
     ids = {name.rsplit("/", 1)[-1] for name in names}
     assert list(named) == [name for name in want.totals() if name in ids]
     assert all(same(spend, want.groups[name]) for name, spend in named.items())
-    assert first == min(run.start for run in runs)
-    assert (await report.compared(since, until, set()))[1] == {}
+    assert fleet.first == min(run.start for run in runs)
+    assert await report.clusters_spend(since, until, set(), running) == {}
 
 
 @pytest.mark.parametrize("seed", range(2))

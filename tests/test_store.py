@@ -130,7 +130,7 @@ def a_request(request_id: str = "r1", expires_at: float = 2000.0) -> ApprovalReq
     )
 
 
-HEAD = "0016"  # the newest migration; test_cli reads it too
+HEAD = "0017"  # the newest migration; test_cli reads it too
 
 
 async def test_migrate_is_idempotent(database: Store) -> None:

@@ -11,9 +11,10 @@ from bot.store import schema
 
 class DigestRows:
     engine: AsyncEngine
+    reads: AsyncEngine  # of one statement each, without a transaction
 
     async def first_spend(self) -> float | None:
         table = schema.spend_runs
-        async with self.engine.connect() as connection:
+        async with self.reads.connect() as connection:
             first = (await connection.execute(sa.select(sa.func.min(table.c.start)))).scalar()
         return None if first is None else float(first)

@@ -16,6 +16,7 @@ from bot.store import schema
 from bot.store.locks import CHANGES_LOCK, one_at_a_time
 from bot.store.saved_rollup import fleet_days, fleet_totals, repiece
 from bot.store.spend import _at_once, _day_of, _in_days, _of_cluster
+from handlers.entities import RequestState
 from handlers.spend.savings import ChangeDone, SavedSum
 
 _t = schema.changes_done.c
@@ -70,16 +71,22 @@ def _savings_sums(
         c.per_hour, start.label("s"), end.label("e"), _day_of(start, dialect).label("day")
     ).where(end > start)
     p, within = _in_days(first, "saved_pieces", ("per_hour",))
-    daily = (
-        sa.select(p.day, (sa.func.sum(p.per_hour * within) / 3600.0).label("saved"))
-        .group_by(p.day)
-        .order_by(p.day)
+    daily = sa.select(p.day, (sa.func.sum(p.per_hour * within) / 3600.0).label("saved")).group_by(
+        p.day
     )
     return totals, daily
 
 
+def _summed(parts: Sequence[sa.Select[Any]], *keys: str) -> sa.Select[Any]:
+    """The rows of ``parts`` (their ``keys`` and ``saved``) summed by ``keys``, one query."""
+    rows = sa.union_all(*parts).subquery()
+    by = [rows.c[key] for key in keys]
+    return sa.select(*by, sa.func.sum(rows.c.saved).label("saved")).group_by(*by)
+
+
 class SavedRows:
     engine: AsyncEngine
+    reads: AsyncEngine  # of one statement each, without a transaction
 
     async def keep_changes_done(self, done: Sequence[ChangeDone]) -> None:
         if not done:
@@ -114,17 +121,24 @@ class SavedRows:
             await repiece(connection, changes)
         return len(changes)
 
-    async def changes_kept_since(self, since: float) -> set[str]:
-        table = schema.changes_done
-        query = sa.select(table.c.request_id).where(table.c.finished_at >= since)
-        async with self.engine.connect() as connection:
-            return {str(request_id) for (request_id,) in await connection.execute(query)}
-
-    async def changes_done_until(self) -> float | None:
-        table = schema.changes_done
-        async with self.engine.connect() as connection:
-            found = await connection.scalar(sa.select(sa.func.max(table.c.finished_at)))
-        return None if found is None else float(found)
+    async def changes_unkept(self, margin: float) -> list[str]:
+        """The succeeded requests not kept yet, in one query: those that ended from
+        ``margin`` before the newest kept change on (all when none is kept) less the kept."""
+        d, r = schema.changes_done, schema.requests
+        newest = sa.select(sa.func.max(d.c.finished_at)).scalar_subquery()
+        since = sa.func.coalesce(newest - margin, 0.0)
+        kept = sa.select(d.c.request_id).where(d.c.finished_at >= since)
+        query = (
+            sa.select(r.c.id)
+            .where(
+                r.c.state == str(RequestState.SUCCEEDED),
+                r.c.finished_at >= since,
+                r.c.id.not_in(kept),
+            )
+            .order_by(r.c.finished_at, r.c.id)
+        )
+        async with self.reads.connect() as connection:
+            return [str(request_id) for (request_id,) in await connection.execute(query)]
 
     async def savings_sums(
         self, since: float, until: float, cluster: str | None = None
@@ -133,22 +147,15 @@ class SavedRows:
         if cluster is not None:
             which = _of_cluster(cluster, table.c.cluster)
             totals, daily = _savings_sums(since, until, dialect, which)
-            by_cluster, by_day = await _at_once(self.engine, totals, daily)
+            by_cluster, by_day = await _at_once(self.reads, totals, daily)
         else:  # the ended savings rolled up (and their edges), the open ones from the changes
             open_totals, open_daily = _savings_sums(since, until, dialect, table.c.ended.is_(None))
-            ended_totals = fleet_totals(since, until)
-            ended_daily = fleet_days(since, until, dialect)
-            found = await _at_once(
-                self.engine, open_totals, *ended_totals, open_daily, *ended_daily
+            by_cluster, by_day = await _at_once(
+                self.reads,
+                _summed([open_totals, *fleet_totals(since, until)], "cluster", "cause"),
+                _summed([open_daily, *fleet_days(since, until, dialect)], "day"),
             )
-            by_cluster = [row for rows in found[: 1 + len(ended_totals)] for row in rows]
-            by_day = [row for rows in found[1 + len(ended_totals) :] for row in rows]
-        saved: dict[tuple[str, str], float] = {}
-        for row in by_cluster:
-            saved[row.cluster, row.cause] = saved.get((row.cluster, row.cause), 0.0) + row.saved
-        days: dict[float, float] = {}
-        for row in by_day:
-            days[float(row.day)] = days.get(float(row.day), 0.0) + row.saved
-        return [SavedSum(cluster, cause, float(s)) for (cluster, cause), s in saved.items()] + [
-            SavedSum("", "", float(s), day) for day, s in sorted(days.items())
+        # a row a cluster and cause, and a row a day, as the database summed them
+        return [SavedSum(c, cause, float(saved)) for c, cause, saved in by_cluster] + [
+            SavedSum("", "", float(saved), float(day)) for day, saved in sorted(by_day)
         ]

@@ -233,6 +233,7 @@ spend_place_days = sa.Table(
     sa.Column("seconds", sa.Float, nullable=False),
     sa.Column("first", sa.Float, nullable=False),
     sa.Column("last", sa.Float, nullable=False),
+    sa.Index("ix_spend_place_days_place", "place", "day"),  # a few clusters' days
 )
 
 # ... and the fleet's node-seconds a UTC day, at one price and idleness: a chart's days.

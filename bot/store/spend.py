@@ -185,12 +185,13 @@ def _of_cluster(
     return column.endswith(f"/{cluster}", autoescape=True)
 
 
-async def _rows(engine: AsyncEngine, query: sa.Select[Any]) -> list[sa.Row[Any]]:
+async def _rows(engine: AsyncEngine, query: sa.Select[Any]) -> list[Any]:
+    """The query's rows (tuples: read by position)."""
     async with engine.connect() as connection:
         return list((await connection.execute(query)).all())
 
 
-async def _at_once(engine: AsyncEngine, *queries: sa.Select[Any]) -> list[list[sa.Row[Any]]]:
+async def _at_once(engine: AsyncEngine, *queries: sa.Select[Any]) -> list[list[Any]]:
     """Each query's rows, the queries on connections of their own at once: the database
     answers a report's few scans side by side, as its one big sum would use its workers."""
     return list(await asyncio.gather(*(_rows(engine, query) for query in queries)))
@@ -222,6 +223,7 @@ def _ledger_sums(
 
 class SpendRows:
     engine: AsyncEngine
+    reads: AsyncEngine  # of one statement each, without a transaction
 
     async def spend_sums(
         self,
@@ -262,28 +264,30 @@ class SpendRows:
         named = None if clusters is None else sorted(clusters)
         if (not rolled and not partial) or named == []:
             return []
-        period = Period(since, until, self.engine.dialect.name)
         edges = []
         for edge in partial:
+            period = Period(since, until, self.engine.dialect.name)
             if named is not None:
                 edge = sa.and_(edge, schema.spend_runs.c.cluster.in_(named))
             query = _ledger_sums(period, ("cluster",), False, {}, edge)[0]
             edges.append(query.with_only_columns(*query.selected_columns[:-1]))  # not "last"
-        rows = await _rows(self.engine, clusters_priced(rolled, edges, named))
-        return [Priced._make((row[0], *map(float, row[1:]))) for row in rows]
+        rows = await _rows(self.reads, clusters_priced(rolled, edges, named))
+        return [Priced._make(row) for row in rows]  # floats as the database summed them
 
     async def _summed(
         self, columns: Sequence[str], daily: bool, queries: Sequence[sa.Select[Any]]
     ) -> list[Sums]:
         read: dict[str, tuple[tuple[str, str], ...]] = {}
-        found = await _at_once(self.engine, *queries)
+        found = await _at_once(self.reads, *queries)
         return [sums for rows in found for sums in _sums(rows, read, columns, daily)]
 
     async def _fleet_days(self, since: float, until: float) -> list[Sums]:
         """The fleet's sums by day: its whole days from the roll-up, its edges' here."""
-        span = Span.of(since, until, DAY)
-        period = Period(since, until, self.engine.dialect.name)
-        queries = [q for edge in span.edges() for q in _ledger_sums(period, (), True, {}, edge)]
+        span, queries = Span.of(since, until, DAY), []
+        edges = span.edges()
+        if edges:
+            period = Period(since, until, self.engine.dialect.name)
+            queries = [q for edge in edges for q in _ledger_sums(period, (), True, {}, edge)]
         if span.low < span.high:
             queries.append(days_summed(span))
         return await self._summed((), True, queries)
@@ -315,7 +319,7 @@ class SpendRows:
         period = Period(since, until, self.engine.dialect.name)
         one_day = sa.select(period.day).where(period.overlap, period.one_day).distinct()
         across = sa.select(period.start, period.end).where(period.overlap, ~period.one_day)
-        async with self.engine.connect() as connection:
+        async with self.reads.connect() as connection:
             days = {float(day) for (day,) in await connection.execute(one_day)}
             for start, end in await connection.execute(across):
                 days.update(days_of(start, end))
@@ -377,7 +381,7 @@ class SpendRows:
         query = sa.select(table).where(table.c.end > since, table.c.start < until)
         if cluster is not None:
             query = query.where(table.c.cluster == cluster)
-        async with self.engine.connect() as connection:
+        async with self.reads.connect() as connection:
             rows = await connection.execute(
                 query.order_by(table.c.start, table.c.cluster, table.c.pool)
             )

@@ -100,6 +100,8 @@ class Store(
 ):
     def __init__(self, engine: AsyncEngine, plans: Plans = REGISTRY.read_plan) -> None:
         self.engine = engine
+        # reads of one statement each: no transaction begun and rolled back around them
+        self.reads = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.plans = plans  # reads a stored plan as its kind's: every capability's kinds
 
     @classmethod
@@ -238,16 +240,6 @@ class Store(
     async def requests_in(self, states: Sequence[str]) -> list[ApprovalRequest]:
         table = schema.requests
         return await self._requests(table.c.state.in_([str(s) for s in states]))
-
-    async def ended_ids(self, state: str, since: float) -> list[str]:
-        table = schema.requests
-        async with self.engine.connect() as connection:
-            rows = await connection.execute(
-                sa.select(table.c.id)
-                .where(table.c.state == str(state), table.c.finished_at >= since)
-                .order_by(table.c.finished_at, table.c.id)
-            )
-            return [str(request_id) for (request_id,) in rows]
 
     async def requests_since(self, requester: str, since: float) -> list[ApprovalRequest]:
         table = schema.requests

@@ -4,9 +4,6 @@ period's savings summed (``SpendStore.savings_sums``); no report reads every req
 
 from __future__ import annotations
 
-import asyncio
-
-from handlers.entities import RequestState
 from handlers.ports import RequestStore
 from handlers.spend.ports import SpendStore
 from handlers.spend.savings import changes_done
@@ -24,13 +21,7 @@ class SavingsBook:
     async def catch_up(self) -> int:
         """Keep the succeeded changes not kept yet; how many requests were read to keep
         them (the ids of the last ``MARGIN`` are looked at, only the new ones are read)."""
-        newest = await self.store.changes_done_until()
-        since = 0.0 if newest is None else newest - MARGIN
-        ended, kept = await asyncio.gather(
-            self.requests.ended_ids(str(RequestState.SUCCEEDED), since),
-            self.store.changes_kept_since(since),
-        )
-        new = [request_id for request_id in ended if request_id not in kept]
+        new = await self.store.changes_unkept(MARGIN)
         found = await self.requests.get_requests(new)
         await self.store.keep_changes_done(changes_done([found[i] for i in new if i in found]))
         return len(new)

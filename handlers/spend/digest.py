@@ -13,7 +13,9 @@ where to draw it, as it does when the chart is refused.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -36,6 +38,7 @@ from handlers.sweep.report import SweepReport
 from handlers.sweep.rules import Recommendation
 
 log = logging.getLogger(__name__)
+Members = Mapping[str, set[tuple[str, str, str]]]  # a group's clusters, pools and targets
 KIND = "digest"
 WEEK = 7 * 24 * 3600.0
 CATCH_UP = WEEK  # a firing missed this long ago is still posted, late, with its date
@@ -187,16 +190,24 @@ class Digest:
         """The digest, this week's spend, and its chart, from one read of the ledger."""
         week, before = until - WEEK, until - 2 * WEEK
         now = Tally(week, until)
-        await self.spend.read([now])  # summed by the database
+        # last week is only compared with this one: the fleet's whole, read meanwhile, and
+        # the clusters shown
+        running, then = await asyncio.gather(
+            self.spend.read([now]), self.spend.fleet_days(before, week)
+        )
+        then.add(running)
         chart = chart_of(now, (), "all clusters, last 7d")
         this = now.totals()
         whole = overall(this)
-        # last week is only compared with this one: the fleet's whole and the clusters shown
         shown = {m[0] for name in list(this)[:ROWS] for m in now.members.get(name, ())}
-        previous, last, began = await self.spend.compared(before, week, shown)
+        last, found = await asyncio.gather(  # the opportunities found meanwhile
+            self.spend.clusters_spend(before, week, shown, running),
+            self.opportunities(this, now.members),
+        )
+        previous = overall(then.days)
         # a week is compared with the one before only when clusterbot watched that one
         # whole: a ledger begun midweek would make any change look like thousands of percent
-        starts = [t for t in (now.first, began) if t is not None]
+        starts = [t for t in (now.first, then.first) if t is not None]
         watched = min(starts, default=until)
         whole_week = watched <= before + COVERED
         if not whole_week:
@@ -225,31 +236,16 @@ class Digest:
         if rows:
             titles = ("CLUSTER", "THIS WEEK", "LAST WEEK", "CHANGE", "IDLE", "SAVED")
             reply.add(Table.of(titles, rows, right=frozenset({1, 2, 3, 4, 5})))
-        await self._opportunities(reply, this)
+        _opportunities(reply, found)
         reply.add(Note(NOTE))
         return reply, whole, chart
 
-    async def _opportunities(self, reply: Reply, this: dict[str, Spend]) -> None:
-        found = await self.opportunities(this)
-        reply.add(Heading(f"The biggest opportunities ({len(found)})"))
-        if not found:
-            reply.add(
-                Text("None this week: no idle spend that scaling down or a schedule would save.")
-            )
-            return
-        for n, chance in enumerate(found, 1):
-            cluster_id = chance.cluster.rsplit("/", 1)[-1]
-            weekly = money(chance.weekly, per_hour=False)
-            reply.add(
-                Text(f"{n}. {cluster_id}: {chance.why}: {weekly} a week"),
-                Buttons((chance.button,)),
-            )
-
-    async def opportunities(self, this: dict[str, Spend]) -> list[Opportunity]:
+    async def opportunities(self, this: dict[str, Spend], members: Members) -> list[Opportunity]:
         """Idle clusters paying now (scale to zero or delete, as their alert recommends),
-        and clusters idle this week with no schedule (a schedule), largest first."""
+        and clusters idle this week with no schedule (a schedule), largest first; ``this``:
+        the week's spend by cluster id, ``members``: each id's full names."""
         found: dict[str, Opportunity] = {}
-        latest = await self.sweeps.latest()
+        latest, scheduled = await asyncio.gather(self.sweeps.latest(), self._scheduled())
         entries = {e.cluster: e for e in latest.entries} if latest is not None else {}
         for entry in entries.values():
             if entry.status not in IDLE_PAYING or not entry.freed_hour:
@@ -262,8 +258,9 @@ class Digest:
             )
             why = "idle now, " + ("rarely used: delete it" if delete else "scale it to zero")
             found[entry.cluster] = Opportunity(entry.cluster, entry.freed_hour * 168, why, button)
-        scheduled = await self._scheduled()
-        names = {r.rsplit("/", 1)[-1]: r for r in await self._clusters()}
+        names = {
+            cluster_id: full for cluster_id in this for full, *_ in members.get(cluster_id, ())
+        }
         for cluster_id, spend in this.items():
             name = names.get(cluster_id)
             if name is None or name in scheduled or name in found or spend.idle <= 0:
@@ -284,8 +281,19 @@ class Digest:
         standing = await self.schedules.schedules([ScheduleState.ACTIVE])
         return {s.cluster for s in standing if s.state == ScheduleState.ACTIVE}
 
-    async def _clusters(self) -> list[str]:
-        return [cluster for cluster, _ in await self.spend.keeper.records.all()]
+
+def _opportunities(reply: Reply, found: list[Opportunity]) -> None:
+    reply.add(Heading(f"The biggest opportunities ({len(found)})"))
+    if not found:
+        reply.add(Text("None this week: no idle spend that scaling down or a schedule would save."))
+        return
+    for n, chance in enumerate(found, 1):
+        cluster_id = chance.cluster.rsplit("/", 1)[-1]
+        weekly = money(chance.weekly, per_hour=False)
+        reply.add(
+            Text(f"{n}. {cluster_id}: {chance.why}: {weekly} a week"),
+            Buttons((chance.button,)),
+        )
 
 
 def _day(moment: float) -> str:

@@ -74,12 +74,10 @@ class SpendStore(Protocol):
         """Keep succeeded changes; one already kept is left as it is."""
         ...
 
-    async def changes_done_until(self) -> float | None:
-        """When the newest kept change ended (None: none is kept)."""
-        ...
-
-    async def changes_kept_since(self, since: float) -> set[str]:
-        """The request ids of the kept changes that ended at or after ``since``."""
+    async def changes_unkept(self, margin: float) -> list[str]:
+        """The succeeded requests not kept as changes yet, in the order they ended: of
+        those that ended from ``margin`` seconds before the newest kept change on (all,
+        when none is kept)."""
         ...
 
     async def savings_sums(

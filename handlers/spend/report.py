@@ -109,18 +109,24 @@ class SpendReport:
         self,
         tallies: Sequence[Tally],
         cluster: str | None = None,
-        then: Callable[[], Awaitable[object]] | None = None,
-    ) -> None:
+        then: Callable[[Sequence[SpendRun]], Awaitable[object]] | None = None,
+    ) -> Sequence[SpendRun]:
         """Fill each tally from the database (of ``cluster``, or of all): its spend and its
         savings, each summed there, the queries at once (the savings once the changes that
-        ended since the last report are kept); ``then``: what reads on from the spend, while
-        the savings are read."""
+        ended since the last report are kept); ``then``: what reads on from the spend (given
+        the runs still open), while the savings are read. The runs still open, read once."""
         store = self.store
+        running: Sequence[SpendRun] = ()
 
         async def spending() -> None:
-            await asyncio.gather(*(self.summed(t, cluster) for t in tallies))
+            nonlocal running
+            until = max(t.until for t in tallies)
+            opened = asyncio.gather(*(self._sums(t, cluster) for t in tallies))
+            running, _ = await asyncio.gather(self.keeper.open_runs(until), opened)
+            for tally in tallies:
+                tally.add(running)
             if then is not None:
-                await then()
+                await then(running)
 
         async def saving() -> list[list[SavedSum]]:
             await self.book.catch_up()
@@ -130,11 +136,18 @@ class SpendReport:
         _, saved = await asyncio.gather(spending(), saving())
         for tally, sums in zip(tallies, saved, strict=True):
             tally.add_saved(sums)
+        return running
 
     async def summed(self, tally: Tally, cluster: str | None) -> Tally:
         """``tally`` filled from the database's sums (of ``cluster``, or of all): its groups'
         spend, each day's (where the tally is ``daily``), the days a sweep watched, and the
         runs still open; what the event loop and memory hold is a row a group and a day."""
+        await self._sums(tally, cluster)
+        tally.add(await self.keeper.open_runs(tally.until))
+        return tally
+
+    async def _sums(self, tally: Tally, cluster: str | None) -> None:
+        """``tally`` filled from the database's sums, without the runs still open."""
         since, until, store = tally.since, tally.until, self.store
         # the fleet by cluster: a row a cluster, priced by the database
         priced = cluster is None and tally.group is by_cluster and tally.keep is None
@@ -155,35 +168,36 @@ class SpendReport:
         )
         tally.add_days(days_summed, spanning)
         tally.watch(watched)
-        tally.add(await self.keeper.open_runs(until))
-        return tally
 
-    async def compared(
-        self, since: float, until: float, clusters: Collection[str]
-    ) -> tuple[Spend, dict[str, Spend], float | None]:
-        """What [since, until) cost the fleet (from its days' sums) and each of
-        ``clusters`` (full names; by id), without savings: a period only compared with
-        another, whose other clusters are not shown; and when the fleet's first run began
-        (None: it never ran)."""
+    async def fleet_days(self, since: float, until: float) -> Tally:
+        """The fleet's days over [since, until) from the database's sums, without savings or
+        the runs still open (``add`` them), begun at the ledger's first run: a period only
+        compared with another."""
         fleet = Tally(since, until)
-        named = Tally(since, until, keep=lambda placed: placed.cluster in clusters, daily=False)
-        sums, (days, spanning), running, first = await asyncio.gather(
-            self.store.spend_by_cluster(since, until, clusters),
-            self.store.spend_sums(since, until, columns=(), daily=True),
-            self.keeper.open_runs(until),
-            self.store.first_spend(),
+        (days, spanning), first = await asyncio.gather(
+            self.store.spend_sums(since, until, columns=(), daily=True), self.store.first_spend()
         )
-        named.add_priced(sums)
         fleet.add_days(days, spanning)
-        for tally in (named, fleet):
-            tally.add(running)
         if first is not None:
             fleet.began(first)
-        return overall(fleet.days), named.totals(), fleet.first
+        return fleet
 
-    async def series_summed(self, series: GroupDays, cluster: str | None) -> None:
+    async def clusters_spend(
+        self, since: float, until: float, clusters: Collection[str], running: Sequence[SpendRun]
+    ) -> dict[str, Spend]:
+        """What [since, until) cost each of ``clusters`` (full names; by id), without
+        savings; ``running``: the runs still open (``read`` gives them)."""
+        named = Tally(since, until, keep=lambda placed: placed.cluster in clusters, daily=False)
+        named.add_priced(await self.store.spend_by_cluster(since, until, clusters))
+        named.add(running)
+        return named.totals()
+
+    async def series_summed(
+        self, series: GroupDays, cluster: str | None, running: Sequence[SpendRun] | None = None
+    ) -> None:
         """Each day's spend of the table's first groups, summed by the database; and the
-        tally's days (summed over the groups), where it was read without them."""
+        tally's days (summed over the groups), where it was read without them; ``running``:
+        the runs still open, where they were read."""
         tally = series.tally
         sums, spanning = await self.store.spend_sums(
             tally.since,
@@ -197,7 +211,7 @@ class SpendReport:
         series.add(spanning)
         if not tally.daily:
             tally.add_days(sums, spanning)
-        series.add(await self.keeper.open_runs(tally.until))
+        series.add(await self.keeper.open_runs(tally.until) if running is None else running)
 
     async def month(self, until: float) -> tuple[str, Spend, dict[str, float]]:
         """This calendar month (UTC) up to ``until``: its name, what it cost, and what was
@@ -223,19 +237,19 @@ class SpendReport:
         tally = Tally(since, until, group, keep, daily=not charted)
         series: GroupDays | None = None
 
-        async def chart_series() -> None:
+        async def chart_series(running: Sequence[SpendRun]) -> None:
             """Each day's spend of the table's first groups, asked once they are known."""
             nonlocal series
             names = tally.leaders()
             if charted and names:
                 series = GroupDays(tally, names[:SERIES], others=len(names) > SERIES)
-                await self.series_summed(series, key)
+                await self.series_summed(series, key, running)
 
-        await self.read([tally], key, then=chart_series)
+        running = await self.read([tally], key, then=chart_series)
         groups = tally.totals()
         if charted and groups and series is None:  # groups that only saved: known now
             series = GroupDays(tally, list(groups)[:SERIES], others=len(groups) > SERIES)
-            await self.series_summed(series, key)
+            await self.series_summed(series, key, running)
         whole = overall(groups)
         scope = command.cluster.rsplit("/", 1)[-1] if command.cluster else "all clusters"
         period = _period(command.since)

@@ -240,21 +240,27 @@ class Tally:
     def add_priced(self, rows: Iterable[Priced]) -> None:
         """The database's spend of the period by cluster, priced there: the groups' spend
         (of a grouping by cluster; not each cluster's labels)."""
-        groups, members = self.groups, self.members
-        for row in rows:
-            if self.keep and not self.keep(row):
+        groups, members, keep, group = self.groups, self.members, self.keep, self.group
+        first = self.first
+        for row in rows:  # a thousand rows: no call a row but the group's names
+            if keep is not None and not keep(row):
                 continue
-            self.began(row.first)
-            for name in self.group(row):
+            cluster, cost, idle, hours, unpriced, began = row
+            if first is None or began < first:
+                first = began
+            # by cluster (the digest's, a fleet's report): its id, without a call
+            names = (cluster.rsplit("/", 1)[-1],) if group is by_cluster else group(row)
+            for name in names:
                 spend = groups.get(name)
                 if spend is None:
                     spend = groups[name] = Spend()
                     members[name] = set()
-                spend.cost += row.cost
-                spend.idle += row.idle
-                spend.node_hours += row.node_hours
-                spend.unpriced += row.unpriced
-                members[name].add((row.cluster, "", ""))
+                spend.cost += cost
+                spend.idle += idle
+                spend.node_hours += hours
+                spend.unpriced += unpriced
+                members[name].add((cluster, "", ""))
+        self.first = first
 
     def add_days(self, sums: Iterable[Sums], spanning: Iterable[SpendRun]) -> None:
         """The database's sums of each day of the runs within one day, and the runs that
@@ -290,6 +296,9 @@ class Tally:
     def add_saved(self, sums: Iterable[SavedSum]) -> None:
         """The database's sums of the period's savings (``SpendStore.savings_sums``), each
         cluster's placed by its target and the labels its runs carry."""
+        if not {"target", "labels"} & set(self.group.columns):  # placed by cluster alone
+            self.saved.extend(sums)
+            return
         for row in sums:
             labels = self.labels.get(row.cluster, row.labels)
             self.saved.append(replace(row, target=target_of(row.cluster), labels=labels))

@@ -193,13 +193,13 @@ class MemoryStore(MemoryOwed):
         for change in done:
             self.done.setdefault(change.request_id, change)
 
-    async def changes_done_until(self) -> float | None:
+    async def changes_unkept(self, margin: float) -> list[str]:
         self._reach()
-        return max((c.finished_at for c in self.done.values()), default=None)
-
-    async def changes_kept_since(self, since: float) -> set[str]:
-        self._reach()
-        return {c.request_id for c in self.done.values() if c.finished_at >= since}
+        newest = max((c.finished_at for c in self.done.values()), default=None)
+        since = 0.0 if newest is None else newest - margin
+        kept = {c.request_id for c in self.done.values() if c.finished_at >= since}
+        ended = self._ended(str(RequestState.SUCCEEDED), since)
+        return [request_id for request_id in ended if request_id not in kept]
 
     def _savings_between(self, since: float, until: float) -> list[Saving]:
         changes = sorted(
@@ -335,8 +335,7 @@ class MemoryStore(MemoryOwed):
         self._reach()
         return self._where(lambda r: str(r.state) in {str(s) for s in states})
 
-    async def ended_ids(self, state: str, since: float) -> list[str]:
-        self._reach()
+    def _ended(self, state: str, since: float) -> list[str]:
         found = self._where(
             lambda r: str(r.state) == str(state) and (r.finished_at or -1.0) >= since
         )
