@@ -15,8 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.store import schema
 from bot.store.locks import CHANGES_LOCK, one_at_a_time
 from bot.store.saved_rollup import fleet_days, fleet_totals, repiece
-from bot.store.spend import _at_once, _day_of, _in_days, _of_cluster
+from bot.store.spend_rollup import WEEK, Span
+from bot.store.spend_sql import at_once, day_of, in_days, of_cluster
 from handlers.entities import RequestState
+from handlers.spend.runs import DAY
 from handlers.spend.savings import ChangeDone, SavedSum
 
 _t = schema.changes_done.c
@@ -45,9 +47,10 @@ def _mend_ended(clusters: Collection[str], earliest: float) -> sa.Update:
 
 
 def _savings_sums(
-    since: float, until: float, dialect: str, *which: sa.ColumnElement[bool]
+    since: Any, until: Any, dialect: str, *which: sa.ColumnElement[bool]
 ) -> tuple[sa.Select[Any], sa.Select[Any]]:
-    """The savings within [since, until) of the kept changes ``which`` (all: none named)
+    """The savings within [since, until) (times, or bound values) of the kept changes
+    ``which`` (all: none named)
     summed by cluster and cause, and by UTC day: each succeeded change that cut a cluster's
     cost saves until the cluster's next kept change (``ended``, kept with the rows), clipped
     to the period; the days split as the runs' are."""
@@ -68,9 +71,9 @@ def _savings_sums(
     saved = (sa.func.sum(c.per_hour * (end - start)) / 3600.0).label("saved")
     totals = sa.select(c.cluster, c.cause, saved).where(end > start).group_by(c.cluster, c.cause)
     first = sa.select(
-        c.per_hour, start.label("s"), end.label("e"), _day_of(start, dialect).label("day")
+        c.per_hour, start.label("s"), end.label("e"), day_of(start, dialect).label("day")
     ).where(end > start)
-    p, within = _in_days(first, "saved_pieces", ("per_hour",))
+    p, within = in_days(first, "saved_pieces", ("per_hour",))
     daily = sa.select(p.day, (sa.func.sum(p.per_hour * within) / 3600.0).label("saved")).group_by(
         p.day
     )
@@ -82,6 +85,30 @@ def _summed(parts: Sequence[sa.Select[Any]], *keys: str) -> sa.Select[Any]:
     rows = sa.union_all(*parts).subquery()
     by = [rows.c[key] for key in keys]
     return sa.select(*by, sa.func.sum(rows.c.saved).label("saved")).group_by(*by)
+
+
+# the fleet's savings' statements, built once for each shape of period
+_FLEET: dict[tuple[Any, ...], tuple[sa.Select[Any], sa.Select[Any]]] = {}
+
+
+def _fleet_savings(
+    since: float, until: float, dialect: str
+) -> tuple[tuple[sa.Select[Any], sa.Select[Any]], dict[str, float]]:
+    """The fleet's savings over [since, until) by cluster and cause, and by day, each in
+    one query (the open ones from the changes, the ended ones rolled up), and their bound
+    values: built once for the period's shape, as they take a few milliseconds to build."""
+    weeks, week_values = Span.of(since, until, WEEK).bound("week")
+    days, day_values = Span.of(since, until, DAY).bound("day")
+    key = (dialect, weeks.shape, days.shape)
+    built = _FLEET.get(key)
+    if built is None:
+        still_open = schema.changes_done.c.ended.is_(None)
+        totals, daily = _savings_sums(weeks.since, weeks.until, dialect, still_open)
+        built = _FLEET[key] = (
+            _summed([totals, *fleet_totals(weeks)], "cluster", "cause"),
+            _summed([daily, *fleet_days(days, dialect)], "day"),
+        )
+    return built, {**week_values, **day_values}
 
 
 class SavedRows:
@@ -145,16 +172,12 @@ class SavedRows:
     ) -> list[SavedSum]:
         dialect, table = self.engine.dialect.name, schema.changes_done
         if cluster is not None:
-            which = _of_cluster(cluster, table.c.cluster)
+            which = of_cluster(cluster, table.c.cluster)
             totals, daily = _savings_sums(since, until, dialect, which)
-            by_cluster, by_day = await _at_once(self.reads, totals, daily)
+            by_cluster, by_day = await at_once(self.reads, totals, daily)
         else:  # the ended savings rolled up (and their edges), the open ones from the changes
-            open_totals, open_daily = _savings_sums(since, until, dialect, table.c.ended.is_(None))
-            by_cluster, by_day = await _at_once(
-                self.reads,
-                _summed([open_totals, *fleet_totals(since, until)], "cluster", "cause"),
-                _summed([open_daily, *fleet_days(since, until, dialect)], "day"),
-            )
+            queries, values = _fleet_savings(since, until, dialect)
+            by_cluster, by_day = await at_once(self.reads, *queries, values=values)
         # a row a cluster and cause, and a row a day, as the database summed them
         return [SavedSum(c, cause, float(saved)) for c, cause, saved in by_cluster] + [
             SavedSum("", "", float(saved), float(day)) for day, saved in sorted(by_day)

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.store import schema
-from bot.store.spend import _day_of
 from bot.store.spend_rollup import CHUNK, WEEK, Rollup, Span
+from bot.store.spend_sql import day_of
 from handlers.spend.runs import DAY, cut_at_midnight
 
 _pieces = schema.savings_pieces
@@ -62,16 +62,17 @@ async def repiece(connection: AsyncConnection, changes: Sequence[Any]) -> None:
     await SAVINGS_DAYS.resum(connection, starts)
 
 
-def _clipped(since: float, until: float) -> sa.ColumnElement[Any]:
+def _clipped(since: Any, until: Any) -> sa.ColumnElement[Any]:
     start = sa.case((_pieces.c.start > since, _pieces.c.start), else_=since)
     end = sa.case((_pieces.c.end < until, _pieces.c.end), else_=until)
     return _pieces.c.per_hour * (end - start) / 3600.0
 
 
-def fleet_totals(since: float, until: float) -> list[sa.Select[Any]]:
-    """The ended savings within [since, until) by cluster and cause: whole weeks from the
-    roll-up, the edges from the pieces (rows of ``cluster``, ``cause``, ``saved``)."""
-    span, w = Span.of(since, until, WEEK), schema.savings_weeks
+def fleet_totals(span: Span) -> list[sa.Select[Any]]:
+    """The ended savings within the period of ``span`` (in weeks) by cluster and cause:
+    whole weeks from the roll-up, the edges from the pieces (rows of ``cluster``,
+    ``cause``, ``saved``)."""
+    since, until, w = span.since, span.until, schema.savings_weeks
     overlap = sa.and_(_pieces.c.end > since, _pieces.c.start < until)
     keys = (_pieces.c.cluster, _pieces.c.cause)
     saved = sa.func.sum(_clipped(since, until)).label("saved")
@@ -79,7 +80,7 @@ def fleet_totals(since: float, until: float) -> list[sa.Select[Any]]:
         sa.select(*keys, saved).where(overlap, edge).group_by(*keys)
         for edge in span.edges(_pieces.c.start)
     ]
-    if span.low < span.high:
+    if span.shape[0]:
         queries.append(
             sa.select(w.c.cluster, w.c.cause, sa.func.sum(w.c.saved).label("saved"))
             .where(w.c.week >= span.low, w.c.week < span.high)
@@ -88,18 +89,18 @@ def fleet_totals(since: float, until: float) -> list[sa.Select[Any]]:
     return queries
 
 
-def fleet_days(since: float, until: float, dialect: str) -> list[sa.Select[Any]]:
-    """The ended savings within [since, until) by UTC day: whole days from the roll-up,
-    the edges from the pieces (a piece lies within its day)."""
-    span, d = Span.of(since, until, DAY), schema.savings_days
-    day = _day_of(_pieces.c.start, dialect)
+def fleet_days(span: Span, dialect: str) -> list[sa.Select[Any]]:
+    """The ended savings within the period of ``span`` (in days) by UTC day: whole days
+    from the roll-up, the edges from the pieces (a piece lies within its day)."""
+    since, until, d = span.since, span.until, schema.savings_days
+    day = day_of(_pieces.c.start, dialect)
     overlap = sa.and_(_pieces.c.end > since, _pieces.c.start < until)
     saved = sa.func.sum(_clipped(since, until)).label("saved")
     queries = [
         sa.select(day.label("day"), saved).where(overlap, edge).group_by(day)
         for edge in span.edges(_pieces.c.start)
     ]
-    if span.low < span.high:
+    if span.shape[0]:
         queries.append(
             sa.select(d.c.day, d.c.saved).where(d.c.day >= span.low, d.c.day < span.high)
         )

@@ -15,12 +15,20 @@ from bot.store import schema
 from bot.store.locks import LEDGER_LOCK, one_at_a_time
 from bot.store.spend_rollup import (
     Span,
-    clusters_priced,
     cover,
     days_summed,
     forget,
     places_summed,
     refresh,
+    spans,
+)
+from bot.store.spend_sql import (
+    Period,
+    at_once,
+    ledger_sums,
+    of_cluster,
+    priced,
+    rows_of,
 )
 from handlers.spend.runs import DAY, SpendRun, by_day
 from handlers.spend.totals import PLACEMENT, Priced, Sums, days_of
@@ -105,122 +113,6 @@ def _sums(
     return found
 
 
-def _kept(columns: Sequence[str], only: Mapping[str, Sequence[str]]) -> list[Any]:
-    """The columns to sum by; a column ``only`` names keeps those values, the others read
-    as one empty value (summed together)."""
-    t = schema.spend_runs
-    return [
-        sa.case((t.c[name].in_(only[name]), t.c[name]), else_=sa.literal("")).label(name)
-        if name in only
-        else t.c[name]
-        for name in columns
-    ]
-
-
-def _day_of(at: sa.ColumnElement[Any], dialect: str) -> sa.ColumnElement[Any]:
-    """The UTC midnight of a time (after 1970: SQLite's CAST truncates, the floor here)."""
-    days = sa.func.floor(at / DAY) if dialect == "postgresql" else sa.cast(at / DAY, sa.Integer)
-    return days * DAY
-
-
-class Period:
-    """A period's clipping of the ledger's runs, as SQL: each run's start and end within
-    [since, until), the UTC day its part starts on, and whether that part ends the same day."""
-
-    def __init__(self, since: float, until: float, dialect: str) -> None:
-        t = schema.spend_runs
-        self.start = sa.case((t.c.start > since, t.c.start), else_=since)
-        self.end = sa.case((t.c.end < until, t.c.end), else_=until)
-        self.day = _day_of(self.start, dialect).label("day")
-        self.one_day = self.end <= self.day + DAY
-        self.overlap = sa.and_(t.c.end > since, t.c.start < until)
-        self.node_seconds = sa.func.sum(t.c.nodes * (self.end - self.start)).label("seconds")
-
-
-def _in_days(
-    first: sa.Select[Any], name: str, carried: Sequence[str]
-) -> tuple[Any, sa.ColumnElement[Any]]:
-    """The rows of ``first`` (its ``carried`` columns, then ``s`` and ``e``, a start and end
-    within the period, and ``day``, the UTC midnight of ``s``) made into a row a UTC day each
-    covers, by a recursive step a day (the rows made are their days, never rows times days):
-    the rows' columns, and each row's seconds within its day."""
-    pieces = first.cte(name, recursive=True)
-    nxt = (pieces.c.day + DAY).label("day")
-    shared = [pieces.c[column] for column in (*carried, "s", "e")]
-    pieces = pieces.union_all(sa.select(*shared, nxt).where(nxt < pieces.c.e))
-    c = pieces.c
-    end = sa.case((c.e < c.day + DAY, c.e), else_=c.day + DAY)
-    return c, end - sa.case((c.s > c.day, c.s), else_=c.day)
-
-
-def _split_by_day(
-    period: Period, where: list[sa.ColumnElement[bool]], columns: Sequence[str], kept: list[Any]
-) -> sa.Select[Any]:
-    """The runs that span days, each split into its days by the database (a recursive step
-    a day, so the rows made are the runs' days, never runs times days), summed by day and by
-    ``columns``, idleness and price: the event loop gets a row a group and a day."""
-    t = schema.spend_runs
-    first = sa.select(
-        *kept,
-        t.c.idle,
-        t.c.node_hour,
-        t.c.nodes,
-        period.start.label("s"),
-        period.end.label("e"),
-        period.day,
-    ).where(*where, sa.not_(period.one_day))
-    c, within = _in_days(first, "pieces", (*columns, "idle", "node_hour", "nodes"))
-    keys = [*(c[name] for name in columns), c.idle, c.node_hour, c.day]
-    seconds = sa.func.sum(c.nodes * within).label("seconds")
-    first_start, last_start = sa.func.min(c.s).label("first"), sa.func.max(c.s).label("last")
-    return sa.select(*keys, seconds, first_start, last_start).group_by(*keys)
-
-
-def _of_cluster(
-    cluster: str, column: sa.Column[str] = schema.spend_runs.c.cluster
-) -> sa.ColumnElement[bool]:
-    """A cluster by its full name, or by its id (the last part of the name)."""
-    if "/" in cluster:
-        return column == cluster
-    return column.endswith(f"/{cluster}", autoescape=True)
-
-
-async def _rows(engine: AsyncEngine, query: sa.Select[Any]) -> list[Any]:
-    """The query's rows (tuples: read by position)."""
-    async with engine.connect() as connection:
-        return list((await connection.execute(query)).all())
-
-
-async def _at_once(engine: AsyncEngine, *queries: sa.Select[Any]) -> list[list[Any]]:
-    """Each query's rows, the queries on connections of their own at once: the database
-    answers a report's few scans side by side, as its one big sum would use its workers."""
-    return list(await asyncio.gather(*(_rows(engine, query) for query in queries)))
-
-
-def _ledger_sums(
-    period: Period,
-    columns: Sequence[str],
-    daily: bool,
-    only: Mapping[str, Sequence[str]],
-    *rows: sa.ColumnElement[bool],
-) -> list[sa.Select[Any]]:
-    """The sums over ``period`` of the ledger's ``rows`` (all that overlap it when none are
-    named) by ``columns``, idleness and price (and day: the rows within a day, and those
-    that span days split by the database)."""
-    t = schema.spend_runs
-    kept = _kept(columns, only)
-    keys = [*kept, t.c.idle, t.c.node_hour] + ([period.day] if daily else [])
-    where = [period.overlap, *rows]
-    first, last = sa.func.min(t.c.start).label("first"), sa.func.max(t.c.start).label("last")
-    query = sa.select(*keys, period.node_seconds, first, last).where(*where)
-    if not daily:
-        return [query.group_by(*keys)]
-    return [
-        query.where(period.one_day).group_by(*keys),
-        _split_by_day(period, where, columns, kept),
-    ]
-
-
 class SpendRows:
     engine: AsyncEngine
     reads: AsyncEngine  # of one statement each, without a transaction
@@ -242,14 +134,12 @@ class SpendRows:
             return await self._named_days(since, until, columns, only), []
         period = Period(since, until, self.engine.dialect.name)
         if cluster is not None:
-            queries = _ledger_sums(period, columns, daily, only, _of_cluster(cluster))
+            queries = ledger_sums(period, columns, daily, only, of_cluster(cluster))
         elif daily or only or tuple(columns) != PLACEMENT:
-            queries = _ledger_sums(period, columns, daily, only)
+            queries = ledger_sums(period, columns, daily, only)
         else:  # whole weeks and days from the roll-ups, partial days from the ledger
-            rolled, partial = cover(since, until)
-            queries = [
-                q for edge in partial for q in _ledger_sums(period, columns, False, {}, edge)
-            ]
+            rolled, partial = cover(*spans(since, until))
+            queries = [q for edge in partial for q in ledger_sums(period, columns, False, {}, edge)]
             if rolled:
                 queries.append(places_summed(rolled))
         return await self._summed(columns, daily, queries), []
@@ -260,25 +150,19 @@ class SpendRows:
         """The fleet's spend over [since, until) by cluster (of ``clusters`` only, full
         names, when named), priced by the database: whole weeks and days from the roll-ups,
         partial days from the ledger."""
-        rolled, partial = cover(since, until)
-        named = None if clusters is None else sorted(clusters)
-        if (not rolled and not partial) or named == []:
+        if clusters is not None and not clusters:
             return []
-        edges = []
-        for edge in partial:
-            period = Period(since, until, self.engine.dialect.name)
-            if named is not None:
-                edge = sa.and_(edge, schema.spend_runs.c.cluster.in_(named))
-            query = _ledger_sums(period, ("cluster",), False, {}, edge)[0]
-            edges.append(query.with_only_columns(*query.selected_columns[:-1]))  # not "last"
-        rows = await _rows(self.reads, clusters_priced(rolled, edges, named))
+        query, values = priced(since, until, self.engine.dialect.name, clusters is not None)
+        if clusters is not None:
+            values["clusters"] = sorted(clusters)
+        rows = await rows_of(self.reads, query, values)
         return [Priced._make(row) for row in rows]  # floats as the database summed them
 
     async def _summed(
         self, columns: Sequence[str], daily: bool, queries: Sequence[sa.Select[Any]]
     ) -> list[Sums]:
         read: dict[str, tuple[tuple[str, str], ...]] = {}
-        found = await _at_once(self.reads, *queries)
+        found = await at_once(self.reads, *queries)
         return [sums for rows in found for sums in _sums(rows, read, columns, daily)]
 
     async def _fleet_days(self, since: float, until: float) -> list[Sums]:
@@ -287,7 +171,7 @@ class SpendRows:
         edges = span.edges()
         if edges:
             period = Period(since, until, self.engine.dialect.name)
-            queries = [q for edge in edges for q in _ledger_sums(period, (), True, {}, edge)]
+            queries = [q for edge in edges for q in ledger_sums(period, (), True, {}, edge)]
         if span.low < span.high:
             queries.append(days_summed(span))
         return await self._summed((), True, queries)
@@ -299,7 +183,7 @@ class SpendRows:
         the fleet as the fleet's days less theirs (a row a day, price and idleness)."""
         t = schema.spend_runs
         period = Period(since, until, self.engine.dialect.name)
-        named = _ledger_sums(period, columns, True, only, t.c.cluster.in_(only["cluster"]))
+        named = ledger_sums(period, columns, True, only, t.c.cluster.in_(only["cluster"]))
         fleet, sums = await asyncio.gather(
             self._fleet_days(since, until), self._summed(columns, True, named)
         )

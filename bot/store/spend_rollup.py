@@ -44,19 +44,30 @@ def _ceil(at: float, size: float) -> float:
 @dataclass(frozen=True)
 class Span:
     """A period split into what a roll-up answers, [low, high) in whole buckets of
-    ``size``, and its edges, read elsewhere (low == high: the edges alone)."""
+    ``size``, and its edges, read elsewhere (low == high: the edges alone). Its times are
+    floats, or bound values of a statement (``bound``) that serves every period of its
+    ``shape``: whether it has whole buckets, an edge before them and one after."""
 
-    since: float
-    until: float
-    low: float
-    high: float
+    since: Any
+    until: Any
+    low: Any
+    high: Any
+    shape: tuple[bool, bool, bool]
 
     @classmethod
     def of(cls, since: float, until: float, size: float) -> Span:
         low, high = _ceil(since, size), _floor(until, size)
         if high <= low:
             low = high = _ceil(since, size)  # no whole bucket: all edge
-        return cls(since, until, low, high)
+        return cls(since, until, low, high, (low < high, since < low, high < until))
+
+    def bound(self, name: str) -> tuple[Span, dict[str, float]]:
+        """The span with its times as the statement's values ``NAME_since`` and so on, and
+        those values: a statement built from it is built once for its shape."""
+        parts = ("since", "until", "low", "high")
+        values = {f"{name}_{part}": float(getattr(self, part)) for part in parts}
+        since, until, low, high = (sa.bindparam(key, type_=sa.Float) for key in values)
+        return Span(since, until, low, high, self.shape), values
 
     def edges(
         self, start: sa.ColumnElement[float] = schema.spend_runs.c.start
@@ -64,10 +75,11 @@ class Span:
         """The rows of the edges, by their ``start``, each a range: from a day before
         ``since`` (a row lasts a day at most) to the whole buckets, and from them on; an
         edge of no time (a period that starts or ends on a bucket's bound) has none."""
-        if self.low == self.high:
+        whole, before, after = self.shape
+        if not whole:
             return [start >= self.since - DAY]
-        edges = [sa.and_(start >= self.since - DAY, start < self.low), start >= self.high]
-        return [edge for edge, (a, b) in zip(edges, self.ranges(), strict=True) if a < b]
+        edges = [sa.and_(start >= self.since - DAY, start < self.low)] if before else []
+        return edges + ([start >= self.high] if after else [])
 
     def ranges(self) -> list[tuple[float, float]]:
         """The edges as ranges of time, empty ones too."""
@@ -178,20 +190,26 @@ async def refresh(connection: AsyncConnection, pieces: Sequence[dict[str, Any]])
         await rollup.resum(connection, starts)
 
 
-def cover(since: float, until: float) -> tuple[list[sa.Select[Any]], list[sa.ColumnElement[bool]]]:
-    """What the roll-ups answer of [since, until), as queries of rows of a place number and
-    its ``seconds``, ``first`` and ``last``: its whole weeks, and the whole days at its edges;
-    and the rows of the ledger its partial days need (ranges of starts, none when the period
-    starts and ends at midnight)."""
+def spans(since: float, until: float) -> tuple[Span, Span]:
+    """[since, until) in whole days and edges, and its whole days in whole weeks."""
     days = Span.of(since, until, DAY)
-    if days.low == days.high:  # no whole day: the ledger alone
+    return days, Span.of(days.low, days.high, WEEK)
+
+
+def cover(days: Span, weeks: Span) -> tuple[list[sa.Select[Any]], list[sa.ColumnElement[bool]]]:
+    """What the roll-ups answer of a period (``spans``, or their bound forms), as queries of
+    rows of a place number and its ``seconds``, ``first`` and ``last``: its whole weeks,
+    and the whole days at its edges; and the rows of the ledger its partial days need
+    (ranges of starts, none when the period starts and ends at midnight)."""
+    if not days.shape[0]:  # no whole day: the ledger alone
         return [], days.edges()
-    weeks = Span.of(days.low, days.high, WEEK)
     w, d = schema.spend_weeks, schema.spend_place_days
-    whole: list[tuple[float, float]] = [(days.low, days.high)]
+    whole: list[tuple[Any, Any]] = [(days.low, days.high)]
     parts: list[Any] = []
-    if weeks.low < weeks.high:
-        whole = [r for r in weeks.ranges() if r[0] < r[1]]
+    if weeks.shape[0]:
+        _, before, after = weeks.shape
+        whole = [(weeks.since, weeks.low)] if before else []
+        whole += [(weeks.high, weeks.until)] if after else []
         parts.append(
             sa.select(w.c.place, w.c.seconds, w.c.first, w.c.last).where(
                 w.c.week >= weeks.low, w.c.week < weeks.high
@@ -201,9 +219,7 @@ def cover(since: float, until: float) -> tuple[list[sa.Select[Any]], list[sa.Col
         sa.select(d.c.place, d.c.seconds, d.c.first, d.c.last).where(d.c.day >= a, d.c.day < b)
         for a, b in whole
     ]
-    start = _runs.c.start
-    partial = [sa.and_(start >= since - DAY, start < days.low), start >= days.high]
-    return parts, [edge for edge, (a, b) in zip(partial, days.ranges(), strict=True) if a < b]
+    return parts, days.edges()
 
 
 def places_summed(parts: Sequence[sa.Select[Any]]) -> sa.Select[Any]:
@@ -226,14 +242,13 @@ def places_summed(parts: Sequence[sa.Select[Any]]) -> sa.Select[Any]:
 
 
 def clusters_priced(
-    rolled: Sequence[sa.Select[Any]],
-    edges: Sequence[sa.Select[Any]],
-    clusters: Sequence[str] | None = None,
+    rolled: Sequence[sa.Select[Any]], edges: Sequence[sa.Select[Any]], clusters: Any = None
 ) -> Any:
     """Each cluster's spend priced: its cost, the part idle, its node-hours and those
     without a price, and its first run's start; from the roll-ups' ``rolled`` parts (summed
     by place number first, then joined to their places) and the ledger's ``edges`` (sums by
-    cluster, idleness and price), one query; of ``clusters`` only (full names), if named."""
+    cluster, idleness and price), one query; of ``clusters`` only (full names, or their
+    bound list), if named."""
     p = _places
     if clusters is not None and rolled:
         ids = sa.select(p.c.id).where(p.c.cluster.in_(clusters)).scalar_subquery()
