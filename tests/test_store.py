@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import command
 
 from bot.store import IdleRecords, OpenRequestExistsError, Store, StoreKeeper
-from bot.store.migrate import _config, current_revision, differences
+from bot.store.migrate import SCRIPTS, _config, current_revision, differences, head
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import ResizeDetail
 from handlers.entities import (
@@ -137,6 +137,24 @@ async def test_migrate_is_idempotent(database: Store) -> None:
     assert await database.migrate() == HEAD
     assert await database.migrate() == HEAD
     assert await database.ping()
+
+
+def test_the_newest_revision_is_read_from_the_files_as_alembic_reads_it() -> None:
+    """A database at the newest revision is told so without loading Alembic: the revision
+    the file names give is the one Alembic's scripts end with."""
+    from alembic.script import ScriptDirectory
+
+    assert head() == HEAD == ScriptDirectory(str(SCRIPTS)).get_current_head()
+
+
+async def test_a_database_behind_is_migrated_at_start(database: Store) -> None:
+    """A database stamped with an earlier revision is brought to the newest one."""
+    await database.migrate()
+    async with database.engine.begin() as connection:
+        await connection.run_sync(lambda sync: command.downgrade(_config(sync), "0016"))
+    assert await database.migrate() == HEAD
+    async with database.engine.connect() as connection:
+        assert await connection.run_sync(current_revision) == HEAD
 
 
 async def test_the_migrations_build_exactly_the_schema_the_code_uses(database: Store) -> None:
