@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from alembic import command
 
 from bot.store import Store, schema
@@ -160,8 +161,24 @@ async def test_the_roll_ups_hold_however_the_runs_are_written(store: Rows, seed:
     await fleet_by_week(store, runs, since + 3.5 * DAY, since + 4.2 * DAY)  # no whole day
     await fleet_by_week(store, runs, since - since % DAY + 7 * DAY, until)  # from a midnight
     forgotten = since + 9.5 * DAY
+    # a pool that ran only before what is forgotten: its place goes with its runs
+    gone = dataclasses.replace(runs[0], pool="gone", start=since, end=since + DAY)
+    await store.record_spend([gone])
     await store.forget_spend(forgotten)
-    await fleet_by_week(store, [r for r in runs if r.end >= forgotten], forgotten, until)
+    left = [r for r in runs if r.end >= forgotten]
+    await fleet_by_week(store, left, forgotten, until)
+    if isinstance(store, Store):  # a place stays while a run or a roll-up has it
+        async with store.engine.connect() as connection:
+            places = (await connection.execute(sa.select(schema.spend_places))).all()
+            rolled = {
+                place
+                for table in (schema.spend_weeks, schema.spend_place_days)
+                for (place,) in await connection.execute(sa.select(table.c.place))
+            }
+        held = {(r.cluster, r.pool, r.target, r.idle, r.node_hour) for r in left}
+        found = {(p.cluster, p.pool, p.target, p.idle, p.node_hour): p.id for p in places}
+        assert "gone" not in {p.pool for p in places} and held <= set(found)
+        assert all(key in held or place in rolled for key, place in found.items())
 
 
 async def test_an_upgrade_cuts_the_ledger_at_midnight_and_rolls_it_up(database: Store) -> None:

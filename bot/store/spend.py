@@ -253,6 +253,7 @@ class SpendRows:
     async def forget_spend(self, before: float) -> int:
         table = schema.spend_runs
         async with self.engine.begin() as connection:
+            await one_at_a_time(connection, LEDGER_LOCK)  # no write sums what goes
             result = await connection.execute(table.delete().where(table.c.end < before))
             await forget(connection, before)
         return int(result.rowcount or 0)

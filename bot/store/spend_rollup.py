@@ -132,13 +132,11 @@ class Rollup:
 
 
 _runs, _places = schema.spend_runs, schema.spend_places
-_placed = _runs.join(
-    _places,
-    sa.and_(
-        *(_runs.c[name] == _places.c[name] for name in COLUMNS[:-1]),
-        _runs.c.node_hour.is_not_distinct_from(_places.c.node_hour),
-    ),
+_at_place = sa.and_(  # a run of the ledger at a place
+    *(_runs.c[name] == _places.c[name] for name in COLUMNS[:-1]),
+    _runs.c.node_hour.is_not_distinct_from(_places.c.node_hour),
 )
+_placed = _runs.join(_places, _at_place)
 _of_place = (
     sa.func.sum(_runs.c.nodes * (_runs.c.end - _runs.c.start)),
     sa.func.min(_runs.c.start),
@@ -297,8 +295,13 @@ def days_summed(span: Span) -> sa.Select[Any]:
 
 async def forget(connection: AsyncConnection, before: float) -> None:
     """The roll-ups of weeks and days that end before ``before`` (the ledger's rows of then
-    are gone); a week that straddles it is only read whole by periods after it."""
+    are gone); a week that straddles it is only read whole by periods after it. Places no
+    roll-up and no run has left go too (the caller holds the ledger's lock: no write can
+    be about to use one)."""
     w, d, p = schema.spend_weeks, schema.spend_days, schema.spend_place_days
     await connection.execute(w.delete().where(w.c.week + WEEK <= before))
     await connection.execute(d.delete().where(d.c.day + DAY <= before))
     await connection.execute(p.delete().where(p.c.day + DAY <= before))
+    kept = [sa.select(t.c.place).where(t.c.place == _places.c.id).exists() for t in (w, p)]
+    ran = sa.select(_runs.c.start).where(_at_place).exists()
+    await connection.execute(_places.delete().where(~kept[0], ~kept[1], ~ran))
