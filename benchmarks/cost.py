@@ -41,7 +41,7 @@ from handlers.costs import money
 from handlers.domain.names import Target
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.policy import Policy
-from handlers.replies import Reply
+from handlers.replies import Reply, Text, plain
 from handlers.spend.report import Cost
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import savings
@@ -184,6 +184,13 @@ async def one(results: Results, database: str, url: str) -> None:
 
         first, _ = await timed(command)  # keeps the rows
         await settled(service.store)
+        # the digest's week is the database's sum of the same rows, and so is the week before
+        reply, week, _chart = await digest.build(now)
+        summed = money(await raw_sum(service.store, now - 7 * DAY, now), per_hour=False)
+        assert money(week.cost, per_hour=False) == summed, (week.cost, summed)
+        before = money(await raw_sum(service.store, now - 14 * DAY, now - 7 * DAY), per_hour=False)
+        text = " ".join(plain(part.spans) for part in reply.parts if isinstance(part, Text))
+        assert f"last week's {before}" in text, (text, before)
         # what the service built lives as long as it: its start keeps that out of the cycle
         # collector's passes (bot/app.py), and so does this one
         gc.collect()
