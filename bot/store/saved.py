@@ -50,10 +50,9 @@ def _savings_sums(
     since: Any, until: Any, dialect: str, *which: sa.ColumnElement[bool]
 ) -> tuple[sa.Select[Any], sa.Select[Any]]:
     """The savings within [since, until) (times, or bound values) of the kept changes
-    ``which`` (all: none named)
-    summed by cluster and cause, and by UTC day: each succeeded change that cut a cluster's
-    cost saves until the cluster's next kept change (``ended``, kept with the rows), clipped
-    to the period; the days split as the runs' are."""
+    ``which`` (all: none named) summed by cluster and cause, and by UTC day: each succeeded
+    change that cut a cluster's cost saves until the cluster's next kept change (``ended``,
+    kept with the rows), clipped to the period; the days split as the runs' are."""
     table = schema.changes_done
     changes = sa.select(
         table.c.cluster, table.c.cause, table.c.per_hour, table.c.finished_at, table.c.ended

@@ -81,10 +81,6 @@ class Span:
         edges = [sa.and_(start >= self.since - DAY, start < self.low)] if before else []
         return edges + ([start >= self.high] if after else [])
 
-    def ranges(self) -> list[tuple[float, float]]:
-        """The edges as ranges of time, empty ones too."""
-        return [(self.since, self.low), (self.high, self.until)]
-
 
 @dataclass(frozen=True)
 class Rollup:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -32,13 +31,12 @@ from handlers.schedules.model import ScheduleState
 from handlers.schedules.ports import ScheduleStore
 from handlers.spend.chart import Chart, chart_of
 from handlers.spend.report import NOTE, SpendReport
-from handlers.spend.totals import Spend, Tally, overall
+from handlers.spend.totals import Members, Spend, Tally, overall
 from handlers.sweep.alert import IDLE_PAYING
 from handlers.sweep.report import SweepReport
 from handlers.sweep.rules import Recommendation
 
 log = logging.getLogger(__name__)
-Members = Mapping[str, set[tuple[str, str, str]]]  # a group's clusters, pools and targets
 KIND = "digest"
 WEEK = 7 * 24 * 3600.0
 CATCH_UP = WEEK  # a firing missed this long ago is still posted, late, with its date

@@ -138,16 +138,11 @@ class SpendReport:
             tally.add_saved(sums)
         return running
 
-    async def summed(self, tally: Tally, cluster: str | None) -> Tally:
-        """``tally`` filled from the database's sums (of ``cluster``, or of all): its groups'
-        spend, each day's (where the tally is ``daily``), the days a sweep watched, and the
-        runs still open; what the event loop and memory hold is a row a group and a day."""
-        await self._sums(tally, cluster)
-        tally.add(await self.keeper.open_runs(tally.until))
-        return tally
-
     async def _sums(self, tally: Tally, cluster: str | None) -> None:
-        """``tally`` filled from the database's sums, without the runs still open."""
+        """``tally`` filled from the database's sums (of ``cluster``, or of all): its groups'
+        spend, each day's (where the tally is ``daily``) and the days a sweep watched, not
+        the runs still open (``read`` adds them); what the event loop and memory hold is a
+        row a group and a day."""
         since, until, store = tally.since, tally.until, self.store
         # the fleet by cluster: a row a cluster, priced by the database
         priced = cluster is None and tally.group is by_cluster and tally.keep is None

@@ -38,6 +38,7 @@ class Grouping:
         return self.names(placed)
 
 
+Members = Mapping[str, set[tuple[str, str, str]]]  # a group's clusters, pools and targets
 PLACEMENT = ("cluster", "pool", "target", "labels")  # a run's every column a group may use
 
 
