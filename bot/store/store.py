@@ -51,9 +51,9 @@ _REQUEST_FIELDS = [f.name for f in fields(ApprovalRequest)]
 # closed again after each use (a new login, and its prepared statements lost); 40 at most
 # leaves room for two replicas and the tools under PostgreSQL's default of 100. On SQLite
 # each connection is a thread of its own: one opened past the kept ones and closed after its
-# use starts and stops a thread and opens the file again, on the event loop's time, dozens
-# of times a second while a thousand operations are followed; the same 40 are kept instead,
-# opened only as they are first needed, idle threads waiting on their queue
+# use starts and stops a thread and opens the file again, on the event loop's time, over and
+# over while a thousand operations are followed; the same 40 are kept instead, opened only as
+# they are first needed, idle threads waiting on their queue
 POOL = {"pool_size": 30, "max_overflow": 10, "pool_timeout": 60.0}
 SQLITE_POOL = {"pool_size": 40, "max_overflow": 0, "pool_timeout": 60.0}
 
