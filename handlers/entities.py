@@ -120,7 +120,7 @@ class TrackedOperation:
     channel: str
     thread: str | None
     started_at: float
-    next_poll_at: float
+    next_poll_at: float  # the first poll; after it, the follow item's due time (handlers/owed)
     interval: float = 1.0
     progress: str | None = None
     shown_progress: str | None = None
@@ -243,7 +243,6 @@ class OperationChanges(TypedDict, total=False):
     """A tracked operation's fields that change while it is followed."""
 
     thread: str | None
-    next_poll_at: float
     interval: float
     progress: str | None
     shown_progress: str | None

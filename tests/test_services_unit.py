@@ -17,7 +17,7 @@ from handlers.capabilities import REGISTRY
 from handlers.capability import Options, Port, Ports
 from handlers.changes.approvals import DRAFT_TIMEOUT
 from handlers.changes.capability import RELEASE_STATE
-from handlers.changes.tracking import FOLLOW, POLLS_AT_ONCE, follow_key
+from handlers.changes.tracking import FOLLOW, MAX_INTERVAL, POLLS_AT_ONCE, follow_key
 from handlers.costs import money
 from handlers.domain.names import Target
 from handlers.entities import RequestState
@@ -701,6 +701,38 @@ async def test_a_slow_poll_does_not_hold_up_the_next_tick(bot: Bot) -> None:
     assert slow is not None
     item = await bot.store.get_owed(follow_key(slow.request_id))
     assert item is not None and item.owner is None and item.due_at > bot.clock()
+
+
+async def test_a_poll_that_learns_nothing_new_writes_nothing(bot: Bot) -> None:
+    """Once an operation is polled at its longest step and says the same words, a poll
+    writes nothing to its row (the engine keeps when it is polled next); the control plane's
+    new words are written at the poll that reads them."""
+    await resizes_running(bot, 1)
+    [name] = bot.plane.operations
+    writes: list[dict[str, Any]] = []
+    kept = bot.store.update_operation
+
+    async def recorded(operation: str, **changes: Any) -> None:
+        writes.append(changes)
+        await kept(operation, **changes)
+
+    bot.store.update_operation = recorded  # type: ignore[method-assign]
+    for _ in range(12):  # from the first step, half as long again each time, to the longest
+        bot.clock.advance(MAX_INTERVAL)
+        assert await poll(bot) == 1
+    following = await bot.store.get_operation(name)
+    assert following is not None and following.interval == MAX_INTERVAL
+    assert writes, "the growing steps were written"
+    writes.clear()
+    for _ in range(3):
+        bot.clock.advance(MAX_INTERVAL)
+        assert await poll(bot) == 1
+    assert writes == []
+    bot.plane.operations[name].metadata = {"progressMessage": "resizing the pool"}
+    bot.clock.advance(MAX_INTERVAL)
+    assert await poll(bot) == 1
+    assert [w.get("progress") for w in writes] == ["resizing the pool"]
+    assert "next_poll_at" not in writes[0]
 
 
 @pytest.mark.parametrize("point", ["after-draft", "card-posted"])

@@ -19,6 +19,7 @@ from alembic import command
 
 from bot.store import IdleRecords, OpenRequestExistsError, Store, StoreKeeper
 from bot.store.migrate import SCRIPTS, _config, current_revision, differences, head
+from bot.store.store import SQLITE_CACHE_KB
 from handlers.changes.plan import ChangePlan
 from handlers.changes.resize import ResizeDetail
 from handlers.entities import (
@@ -137,6 +138,23 @@ async def test_migrate_is_idempotent(database: Store) -> None:
     assert await database.migrate() == HEAD
     assert await database.migrate() == HEAD
     assert await database.ping()
+
+
+async def test_sqlite_connections_are_kept_with_small_caches(tmp_path: Path) -> None:
+    """On SQLite the connections a replica uses at once are kept, up to the pool's size
+    (each is a thread: not started and stopped per use), each with a small page cache."""
+    store = Store.from_url(f"sqlite+aiosqlite:///{tmp_path / 'kept.db'}")
+    try:
+        await store.migrate()
+        held = [await store.engine.connect() for _ in range(12)]
+        for connection in held:
+            size = (await connection.execute(sa.text("PRAGMA cache_size"))).scalar()
+            assert size == -SQLITE_CACHE_KB
+        for connection in held:
+            await connection.close()
+        assert store.engine.pool.checkedin() == 12  # type: ignore[attr-defined]
+    finally:
+        await store.close()
 
 
 def test_the_newest_revision_is_read_from_the_files_as_alembic_reads_it() -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Unpack
+from typing import Unpack, cast
 
 from handlers.changes.approval_card import thread_reply
 from handlers.changes.kinds import kind_of
@@ -197,9 +197,13 @@ class Tracker:
     async def _again(
         self, operation: TrackedOperation, at: float, **changes: Unpack[OperationChanges]
     ) -> Outcome:
-        """Polled again at ``at``: kept with what this poll learned."""
-        changes["next_poll_at"] = at
-        await self.store.update_operation(operation.name, **changes)
+        """Polled again at ``at``: the follow item's due time, which the engine keeps. The
+        operation's row is written only with what this poll learned that it does not hold
+        yet, so a poll that finds it as it was (the longest step reached, the same words)
+        costs no write."""
+        learned = {k: v for k, v in changes.items() if getattr(operation, k) != v}
+        if learned:
+            await self.store.update_operation(operation.name, **cast(OperationChanges, learned))
         return Later(at)
 
     async def _progress(self, attempt: Attempt, operation: TrackedOperation, text: str) -> Outcome:
