@@ -15,25 +15,47 @@ total agrees with the raw sum. On PostgreSQL the tables are vacuumed and analyse
 ledger is written, as its autovacuum does within a minute of such a load; what the service
 built is kept out of the cycle collector's passes, as its start does. Peak memory is
 Python's own allocation (``tracemalloc``) during one report and one digest, measured in a pass
-of its own."""
+of its own.
+
+Then ``clusterbot serve`` runs on the same database and is sent ``/cluster help`` at 20 a
+second while the report is asked in the channel again and again (drawn and shared, as people
+get it), in blocks interleaved with a bare Bolt app at the same rate: the ack p99 of the
+commands sent meanwhile."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import re
 import statistics
 import tempfile
 import time
 import tracemalloc
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import sqlalchemy as sa
 from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from benchmarks.harness import Results, heading
+from benchmarks.ack import command_body
+from benchmarks.harness import (
+    Results,
+    call,
+    heading,
+    percentile,
+    serve_and_bare,
+    serve_env,
+    slack_and_sink,
+)
+from benchmarks.listing import fleet
+from benchmarks.process import simulator_process
+from benchmarks.scale import open_loop
 from bot.app import ClusterbotService
+from bot.sandbox.slack.delivery import signed_headers
 from bot.settings import Settings
 from bot.store import Store, schema
 from bot.store.store import _request_row
@@ -45,6 +67,7 @@ from handlers.replies import Reply, Text, plain
 from handlers.spend.report import Cost
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import savings
+from tests.support.ports import free_port
 from tests.support.postgres import postgres_available
 from tests.test_spend import succeeded
 
@@ -52,6 +75,9 @@ CLUSTERS = 1_000
 DAYS = 90
 DAY = 86400.0
 ROUNDS = 3
+ACK_RATE = 20.0  # /cluster help a second while reports run
+ACK_BLOCK = 8.0  # seconds a block, serve (reports running) and the bare app in turn
+ACK_BLOCKS = 4
 GPU_HOUR, LOGIN_HOUR = 88.0, 0.4
 POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432"
 BENCH_DB = "clusterbot_bench_cost"
@@ -229,6 +255,73 @@ async def one(results: Results, database: str, url: str) -> None:
     results.add("cost", f"{topic}: digest, peak memory", memory_digest, "MB", at_most=250)
 
 
+async def reports_asked(
+    session: aiohttp.ClientSession, url: str, secret: str, sink: str, stop: asyncio.Event
+) -> int:
+    """``/cluster cost since 90d`` in the channel, one after another until ``stop``: each the
+    next once the last one's reply has arrived at its response URL with the report's total.
+    How many were answered."""
+    answered = 0
+    while not stop.is_set():
+        name = f"k_{uuid.uuid4().hex}"
+        body = command_body("cost since 90d", f"{sink}/r/{name}")
+        headers = signed_headers(secret, body, "application/x-www-form-urlencoded")
+        async with session.post(url, data=body, headers=headers) as reply:
+            assert reply.status == 200, reply.status
+        deadline = time.monotonic() + 120
+        while True:
+            async with session.get(f"{sink}/kept/{name}") as kept:
+                text = await kept.text()
+            if text:
+                break
+            assert time.monotonic() < deadline, "a report was not answered in 2 minutes"
+            await asyncio.sleep(0.05)
+        assert re.search(r"cost of all clusters, last 90d: ~?\$[0-9]", text), text[:300]
+        answered += 1
+    return answered
+
+
+async def acks_meanwhile(results: Results, database: str, url: str) -> None:
+    """``/cluster help`` at ``ACK_RATE`` a second to ``clusterbot serve`` on the seeded
+    ledger, in blocks interleaved with the bare Bolt app at the same rate; during serve's
+    blocks the cost report is asked again and again (``reports_asked``)."""
+    targets, fixtures = fleet(1, 10)
+    box_port, sink_port, serve_port, bare_port = (free_port() for _ in range(4))
+    with (
+        simulator_process(fixtures) as (vertex, _pid),
+        slack_and_sink(box_port, sink_port) as (box, sink),
+    ):
+        secret = call(f"{box}/sandbox/api/config")["signing_secret"]
+        env = serve_env(box, vertex=vertex, targets=targets, database=url)
+        timings: dict[str, list[float]] = {"serve": [], "bare": []}
+        answered = 0
+        with serve_and_bare(env, serve_port, bare_port):
+            serve_url = f"http://127.0.0.1:{serve_port}/slack/events"
+            bare_url = f"http://127.0.0.1:{bare_port}/slack/events"
+            async with aiohttp.ClientSession() as session:
+                for _ in range(ACK_BLOCKS):
+                    stop = asyncio.Event()
+                    asking = asyncio.create_task(
+                        reports_asked(session, serve_url, secret, sink, stop)
+                    )
+                    timings["serve"] += await open_loop(
+                        session, serve_url, secret, sink, ACK_BLOCK, ACK_RATE
+                    )
+                    stop.set()
+                    answered += await asking
+                    timings["bare"] += await open_loop(
+                        session, bare_url, secret, sink, ACK_BLOCK, ACK_RATE
+                    )
+    topic = f"{database}, /cluster help at {ACK_RATE:g}/s"
+    assert answered >= ACK_BLOCKS, f"only {answered} reports were answered"
+    results.add("cost", f"{topic}: cost reports answered meanwhile", answered, "")
+    serve, bare = (percentile(timings[who], 0.99) for who in ("serve", "bare"))
+    results.add("cost", f"{topic}: serve p99 ack while reports run", serve * 1000, "ms")
+    results.add("cost", f"{topic}: bare Bolt p99 ack", bare * 1000, "ms")
+    ratio = serve / bare  # held to the goal of acks while a sweep runs
+    results.add("cost", f"{topic}: p99 serve while reports run / bare", ratio, "x", at_most=1.5)
+
+
 async def every_request(service: ClusterbotService) -> int:
     requests = await service.store.requests_in([str(RequestState.SUCCEEDED)])
     return len(savings(requests))
@@ -240,6 +333,10 @@ async def run(results: Results) -> None:
         "against the raw SQL sum of the same rows"
     )
     with tempfile.TemporaryDirectory() as folder:
-        await one(results, "SQLite", f"sqlite+aiosqlite:///{Path(folder) / 'cost.db'}")
+        url = f"sqlite+aiosqlite:///{Path(folder) / 'cost.db'}"
+        await one(results, "SQLite", url)
+        await acks_meanwhile(results, "SQLite", url)
     if await postgres_available():
-        await one(results, "PostgreSQL", await fresh_postgres())
+        url = await fresh_postgres()
+        await one(results, "PostgreSQL", url)
+        await acks_meanwhile(results, "PostgreSQL", url)
