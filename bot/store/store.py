@@ -122,9 +122,10 @@ class Store(
         # a pool wide enough for the commands let through at once (handlers/gate.py), the
         # engine's items and the periodic jobs together; a burst beyond it waits its turn
         # (a minute at most) instead of failing
-        for option, value in (SQLITE_POOL if url.startswith("sqlite") else POOL).items():
+        sqlite = url.startswith("sqlite")
+        for option, value in (SQLITE_POOL if sqlite else POOL).items():
             engine_options.setdefault(option, value)
-        if url.startswith("sqlite"):
+        if sqlite:
             # A busy file waits instead of failing while another connection writes.
             engine_options.setdefault(
                 "connect_args", {"timeout": 30, "cached_statements": SQLITE_STATEMENTS}
@@ -133,7 +134,7 @@ class Store(
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_async_engine(url, **engine_options)
-        if url.startswith("sqlite"):
+        if sqlite:
             sa.event.listen(engine.sync_engine, "connect", _small_page_cache)
         return cls(engine, plans)
 
