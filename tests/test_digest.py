@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.charts import AggCharts
 from bot.jobs import cron_firings, digest_trigger
 from bot.store import Store
 from handlers.policy import Policy
-from handlers.spend.capability import DIGEST
+from handlers.spend.capability import DIGEST, SPEND
 from handlers.spend.runs import SpendRun
 from tests.conftest import ManualClock
 from tests.support.text_adapter import text
@@ -127,4 +128,22 @@ async def test_a_chart_that_cannot_be_shared_here_says_why(
     bot.messenger.refuse = "not_in_channel"  # asked in a channel the bot is not in
     shown = text(await bot.ask("U0CAROL", "cost since 7d"))
     assert "The chart could not be shared here (not_in_channel): invite clusterbot" in shown
+    assert bot.messenger.shared == []
+
+
+async def test_a_chart_that_cannot_be_drawn_says_so_and_the_report_stands(
+    clock: ManualClock, store: Store
+) -> None:
+    clock.now = MONDAY_9
+    bot = digest_bot(clock, store)
+    await bot.store.record_spend(
+        [SpendRun(C1, "gpu", MONDAY_9 - 3600, MONDAY_9, 2, 10.0, False, "p/r")]
+    )
+    bot.services.of(SPEND).charts = AggCharts(timeout=0.001)  # none is drawn that fast
+    shown = text(await bot.ask("U0CAROL", "cost since 7d"))
+    assert "~$20" in shown  # the table
+    assert (
+        "The chart could not be drawn (the drawing process took too long); the table above "
+        "has its numbers." in shown
+    )
     assert bot.messenger.shared == []

@@ -182,9 +182,9 @@ def make_bot(
         sweep_interval=sweep_interval,
         crash=crash,
         writes_per_minute=writes_per_minute,
-        # a tick waits for the work it started (a chart drawn in a thread, a store's write):
-        # what a test asserts after it is done, on a loaded machine too; the tests of the
-        # patience itself set their own
+        # a tick waits for the work it started (a chart drawn by its child process, a store's
+        # write): what a test asserts after it is done, on a loaded machine too; the tests of
+        # the patience itself set their own
         patience=PATIENCE,
     )
     return Bot(

@@ -30,6 +30,7 @@ from handlers.replies import Button, Buttons, Heading, Note, Reply, Table, Text
 from handlers.schedules.model import ScheduleState
 from handlers.schedules.ports import ScheduleStore
 from handlers.spend.chart import Chart, chart_of
+from handlers.spend.ports import ChartError
 from handlers.spend.report import NOTE, SpendReport
 from handlers.spend.totals import Members, Spend, Tally, overall
 from handlers.sweep.alert import IDLE_PAYING
@@ -167,7 +168,7 @@ class Digest:
             try:
                 await self.spend.share(chart, self.channel, whole)
                 why = None
-            except MessengerError as error:
+            except (MessengerError, ChartError) as error:
                 why = f"{error.code}: {error.advice()}"
             attempt.step("digest-chart-shared")
         await attempt.sent(chart=why or "shared")

@@ -12,6 +12,15 @@ from handlers.spend.savings import ChangeDone, SavedSum
 from handlers.spend.totals import PLACEMENT, Priced, Sums
 
 
+class ChartError(Exception):
+    """A chart could not be drawn; said where the chart would be, as a refused share is."""
+
+    code = "chart_not_drawn"
+
+    def advice(self) -> str:
+        return str(self)
+
+
 class Charts(Protocol):
     """Draws a chart as a PNG (the service's: matplotlib's Agg backend, ``bot/charts.py``)."""
 

@@ -16,7 +16,7 @@ from handlers.replies import Code, Heading, Note, Reply, Table, Text
 from handlers.spend.book import SavingsBook
 from handlers.spend.chart import Chart, chart_of
 from handlers.spend.keeper import SpendKeeper
-from handlers.spend.ports import Charts, SpendStore
+from handlers.spend.ports import ChartError, Charts, SpendStore
 from handlers.spend.runs import HOUR, SpendRun
 from handlers.spend.savings import SavedSum
 from handlers.spend.series import GroupDays
@@ -295,6 +295,8 @@ class SpendReport:
             await self.share(chart, channel, whole)
         except MessengerError as error:
             return f"The chart could not be shared here ({error.code}): {error.advice()}."
+        except ChartError as error:
+            return f"The chart could not be drawn ({error}); the table above has its numbers."
         return "The chart and its numbers (CSV) are shared in this conversation."
 
     async def share(self, chart: Chart, channel: str, whole: Spend) -> None:
