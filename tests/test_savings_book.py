@@ -58,7 +58,12 @@ def history(seed: int, count: int = 120) -> list[ApprovalRequest]:
 
 
 @pytest.mark.parametrize("seed", range(3))
-async def test_the_kept_savings_are_the_requests_savings(store: Rows, seed: int) -> None:
+async def test_the_kept_savings_are_the_requests_savings(
+    store: Rows, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # kept 30 a transaction, in the order they ended: each page mends the ends of the last
+    monkeypatch.setattr("handlers.spend.book.READ_PAGE", 7)
+    monkeypatch.setattr("handlers.spend.book.KEEP_PAGE", 30)
     requests = history(seed)
     for request in requests:
         await store.add_request(request)
@@ -116,9 +121,13 @@ async def test_an_upgrade_says_when_each_kept_saving_ended(database: Store) -> N
     assert await agrees(database, requests, 5)
 
 
-async def test_changes_kept_without_their_pieces_are_settled(database: Store) -> None:
+async def test_changes_kept_without_their_pieces_are_settled(
+    database: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Changes kept by a replica that did not cut them (of an earlier release, during an
-    upgrade) are cut and rolled up by the next settling of the days they ended in."""
+    upgrade) are cut and rolled up by the next settling of the days they ended in, a page of
+    changes a transaction (of 7 here)."""
+    monkeypatch.setattr("bot.store.saved.SETTLE_PAGE", 7)
     requests = history(6)
     await database.keep_changes_done(changes_done(requests))
     async with database.engine.begin() as connection:
@@ -134,7 +143,12 @@ def sums(found: list[SavedSum]) -> list[tuple[object, ...]]:
     )
 
 
-async def test_each_read_after_the_first_looks_only_at_what_ended_since(store: Rows) -> None:
+async def test_each_read_after_the_first_looks_only_at_what_ended_since(
+    store: Rows, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the first read in pages: 4 requests parsed between awaits, 25 kept a transaction
+    monkeypatch.setattr("handlers.spend.book.READ_PAGE", 4)
+    monkeypatch.setattr("handlers.spend.book.KEEP_PAGE", 25)
     requests = history(7, count=60)
     for request in requests:
         await store.add_request(request)

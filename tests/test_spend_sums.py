@@ -200,9 +200,13 @@ async def test_an_upgrade_cuts_the_ledger_at_midnight_and_rolls_it_up(database: 
     await fleet_by_week(database, runs, since, until)
 
 
-async def test_what_an_earlier_release_wrote_is_settled(database: Store) -> None:
+async def test_what_an_earlier_release_wrote_is_settled(
+    database: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Runs written whole and without roll-ups (a replica of an earlier release, during an
-    upgrade) are cut and rolled up by the next settling of the days they end in."""
+    upgrade) are cut and rolled up by the next settling of the days they end in, a page of
+    rows a transaction (of 7 here: pages end within a cluster's runs)."""
+    monkeypatch.setattr("bot.store.spend.SETTLE_PAGE", 7)
     written, _saved, since, until = _runs_and_savings(4)
     await database.record_spend(written[:100])
     async with database.engine.begin() as connection:

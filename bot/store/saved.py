@@ -5,7 +5,6 @@ period's savings are summed by the database."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import asdict
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.store import schema
 from bot.store.locks import CHANGES_LOCK, one_at_a_time
 from bot.store.saved_rollup import fleet_days, fleet_totals, repiece
-from bot.store.spend_rollup import WEEK, Span
+from bot.store.spend_rollup import SETTLE_PAGE, WEEK, Span
 from bot.store.spend_sql import at_once, day_of, in_days, of_cluster
 from handlers.entities import RequestState
 from handlers.spend.runs import DAY
@@ -127,7 +126,8 @@ class SavedRows:
         )
         async with self.engine.begin() as connection:
             await one_at_a_time(connection, CHANGES_LOCK)  # each sees the other's to mend
-            added = (await connection.execute(statement, [asdict(c) for c in done])).all()
+            rows = [dict(vars(c)) for c in done]  # flat: not asdict's deep copies
+            added = (await connection.execute(statement, rows)).all()
             if added:  # only the rows added move an end: those kept before changed nothing
                 clusters = {row.cluster for row in added}
                 mend = _mend_ended(clusters, min(row.finished_at for row in added))
@@ -141,11 +141,19 @@ class SavedRows:
         changes were looked at."""
         t = schema.changes_done
         recent = sa.or_(t.c.finished_at >= since, t.c.ended >= since)
-        async with self.engine.begin() as connection:
-            await one_at_a_time(connection, CHANGES_LOCK)
-            changes = (await connection.execute(sa.select(*_ENDS).where(recent))).all()
-            await repiece(connection, changes)
-        return len(changes)
+        looked, after = 0, ""
+        while True:  # SETTLE_PAGE changes a transaction: a few ms between awaits
+            query = sa.select(*_ENDS).where(recent, t.c.request_id > after)
+            async with self.engine.begin() as connection:
+                await one_at_a_time(connection, CHANGES_LOCK)
+                changes = (
+                    await connection.execute(query.order_by(t.c.request_id).limit(SETTLE_PAGE))
+                ).all()
+                await repiece(connection, changes)
+            looked += len(changes)
+            if len(changes) < SETTLE_PAGE:
+                return looked
+            after = changes[-1].request_id
 
     async def changes_unkept(self, margin: float) -> list[str]:
         """The succeeded requests not kept yet, in one query: those that ended from

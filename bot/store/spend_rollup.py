@@ -30,6 +30,9 @@ from handlers.spend.runs import DAY
 
 WEEK = 7 * DAY
 CHUNK = 500  # clusters named in one statement
+# rows (of the ledger, or kept changes) settled a transaction: the work between two awaits of
+# the hourly settling stays a few milliseconds, and the writers between its pages wait as long
+SETTLE_PAGE = 100
 COLUMNS = ("cluster", "pool", "target", "labels", "idle", "node_hour")
 
 
