@@ -53,7 +53,7 @@ from benchmarks.harness import (
 )
 from benchmarks.listing import fleet
 from benchmarks.process import simulator_process
-from benchmarks.scale import open_loop
+from benchmarks.scale import block_pair
 from bot.app import ClusterbotService
 from bot.sandbox.slack.delivery import signed_headers
 from bot.settings import Settings
@@ -298,19 +298,17 @@ async def acks_meanwhile(results: Results, database: str, url: str) -> None:
             serve_url = f"http://127.0.0.1:{serve_port}/slack/events"
             bare_url = f"http://127.0.0.1:{bare_port}/slack/events"
             async with aiohttp.ClientSession() as session:
+
+                def asking(stop: asyncio.Event) -> Awaitable[int]:
+                    return reports_asked(session, serve_url, secret, sink, stop)
+
                 for _ in range(ACK_BLOCKS):
-                    stop = asyncio.Event()
-                    asking = asyncio.create_task(
-                        reports_asked(session, serve_url, secret, sink, stop)
+                    served, bare_acks, asked = await block_pair(
+                        session, (serve_url, bare_url), secret, sink, ACK_RATE, asking, ACK_BLOCK
                     )
-                    timings["serve"] += await open_loop(
-                        session, serve_url, secret, sink, ACK_BLOCK, ACK_RATE
-                    )
-                    stop.set()
-                    answered += await asking
-                    timings["bare"] += await open_loop(
-                        session, bare_url, secret, sink, ACK_BLOCK, ACK_RATE
-                    )
+                    timings["serve"] += served
+                    timings["bare"] += bare_acks
+                    answered += asked
     topic = f"{database}, /cluster help at {ACK_RATE:g}/s"
     assert answered >= ACK_BLOCKS, f"only {answered} reports were answered"
     results.add("cost", f"{topic}: cost reports answered meanwhile", answered, "")

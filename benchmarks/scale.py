@@ -21,6 +21,7 @@ ack polling.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import re
@@ -31,7 +32,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -62,6 +63,8 @@ from handlers.domain.models import Cluster
 from handlers.entities import ApprovalRequest, RequestState, TrackedOperation
 from handlers.owed.model import Owed
 from tests.support.ports import free_port
+
+T = TypeVar("T")
 
 TARGETS = 10
 CLUSTERS = 10_000
@@ -401,16 +404,42 @@ async def finals(results: Results, box: str, database: str, ending: set[str]) ->
     )
 
 
-async def sweeping(session: aiohttp.ClientSession, serve_url: str) -> list[bool]:
-    """Whether serve was sweeping, every 2 s until cancelled."""
-    samples: list[bool] = []
-    try:
-        while True:
+async def block_pair(
+    session: aiohttp.ClientSession,
+    urls: tuple[str, str],
+    secret: str,
+    sink: str,
+    rate: float,
+    meanwhile: Callable[[asyncio.Event], Awaitable[T]],
+    seconds: float = BLOCK,
+) -> tuple[list[float], list[float], T]:
+    """A block of /cluster help to serve (``urls[0]``) while ``meanwhile`` runs beside it,
+    told by the event when the block is over, then a block to the bare app (``urls[1]``) at
+    the same rate: both blocks' ack times, and what ``meanwhile`` found."""
+    stop = asyncio.Event()
+    beside = asyncio.ensure_future(meanwhile(stop))
+    serve = await open_loop(session, urls[0], secret, sink, seconds, rate)
+    stop.set()
+    found = await beside
+    bare = await open_loop(session, urls[1], secret, sink, seconds, rate)
+    return serve, bare, found
+
+
+def sweeping(
+    session: aiohttp.ClientSession, serve_url: str
+) -> Callable[[asyncio.Event], Awaitable[list[bool]]]:
+    """Whether serve was sweeping, every 2 s until told to stop."""
+
+    async def samples(stop: asyncio.Event) -> list[bool]:
+        found: list[bool] = []
+        while not stop.is_set():
             async with session.get(f"{serve_url}/metrics") as reply:
-                samples.append(metric(await reply.text(), "clusterbot_sweeping") >= 1)
-            await asyncio.sleep(2.0)
-    except asyncio.CancelledError:
-        return samples
+                found.append(metric(await reply.text(), "clusterbot_sweeping") >= 1)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 2.0)
+        return found
+
+    return samples
 
 
 async def commands_while_sweeping(
@@ -428,16 +457,12 @@ async def commands_while_sweeping(
     2 s during serve's block (``clusterbot_sweeping``; a scrape costs serve a little)."""
     timings: dict[tuple[float, str], list[float]] = {}
     counted = dict.fromkeys(RATES, 0)
+    urls = (f"{serve_url}/slack/events", f"http://127.0.0.1:{bare_port}/slack/events")
     for _ in range(BLOCKS):
         for rate in RATES:
-            watch = asyncio.get_running_loop().create_task(sweeping(session, serve_url))
-            serve = await open_loop(session, f"{serve_url}/slack/events", secret, sink, BLOCK, rate)
-            watch.cancel()
-            samples = await watch
-            during = sum(samples) >= SWEEPING * len(samples)
-            bare_url = f"http://127.0.0.1:{bare_port}/slack/events"
-            bare = await open_loop(session, bare_url, secret, sink, BLOCK, rate)
-            if during:
+            watch = sweeping(session, serve_url)
+            serve, bare, samples = await block_pair(session, urls, secret, sink, rate, watch)
+            if sum(samples) >= SWEEPING * len(samples):
                 counted[rate] += 1
                 timings.setdefault((rate, "serve"), []).extend(serve)
                 timings.setdefault((rate, "bare"), []).extend(bare)
