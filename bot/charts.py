@@ -31,6 +31,7 @@ GROUPS = ("#4a78c2", "#e0a030", "#7e57c2", "#d1495b", "#00a6a6", "#8d6e63", "#ef
 TIMEOUT = 60.0  # a chart takes about half a second; waiting for a turn included
 IDLE_SECONDS = 300.0  # a child asked for no chart in this long leaves (about 90 MB freed)
 PNG, FAILED, CHART = b"P", b"E", b"C"  # a frame's kind: an answer's two, and a question
+PIPE_BUF = 4096  # bytes a write to a pipe ready for writing takes without blocking (POSIX)
 ROOT = Path(__file__).resolve().parent.parent  # where ``bot`` and ``handlers`` are imported
 
 
@@ -90,8 +91,7 @@ class Drawer:
             child = self._running()
             assert child.stdin is not None and child.stdout is not None
             try:
-                child.stdin.write(_frame(CHART, question))
-                child.stdin.flush()
+                _write(child.stdin.fileno(), _frame(CHART, question), deadline)
                 head = _read(child.stdout.fileno(), 5, deadline)
                 return head[:1], _read(child.stdout.fileno(), int.from_bytes(head[1:]), deadline)
             except TimeoutError:
@@ -125,6 +125,17 @@ atexit.register(DRAWER.close)
 
 def _frame(kind: bytes, body: bytes) -> bytes:
     return kind + len(body).to_bytes(4) + body
+
+
+def _write(fd: int, data: bytes, deadline: float) -> None:
+    """All of ``data`` to ``fd`` (a pipe: a chart's JSON may be longer than its buffer),
+    ``TimeoutError`` past ``deadline`` (a child that reads nothing)."""
+    view = memoryview(data)
+    while view:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([], [fd], [], left)[1]:
+            raise TimeoutError
+        view = view[os.write(fd, view[:PIPE_BUF]) :]
 
 
 def _read(fd: int, size: int, deadline: float = float("inf")) -> bytes:

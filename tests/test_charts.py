@@ -90,3 +90,21 @@ def test_an_idle_child_leaves_and_one_leaving_as_a_chart_is_sent_is_started_agai
         assert drawer.started == 3 and time.monotonic() - began >= 0.5
     finally:
         drawer.close()
+
+
+def test_a_child_that_reads_nothing_is_stopped_at_the_deadline() -> None:
+    """A chart longer than the pipe holds, to a child that never reads it: the write ends at
+    the deadline too, and the child is stopped."""
+    drawer = Drawer()
+    deaf = [sys.executable, "-c", "import time; time.sleep(120)"]
+    drawer.child = subprocess.Popen(deaf, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child = drawer.child
+    long = Chart(CHART.title, CHART.days * 40, "n" * 200_000, CHART.series)
+    try:
+        began = time.monotonic()
+        with pytest.raises(ChartError, match="took too long"):
+            drawer.draw(AggCharts.question(long), 1.0)
+        assert time.monotonic() - began < 30
+        assert gone(child) != 0 and drawer.child is None
+    finally:
+        drawer.close()
