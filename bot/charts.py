@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from handlers.spend.chart import Chart, Day
@@ -32,7 +31,6 @@ TIMEOUT = 60.0  # a chart takes about half a second; waiting for a turn included
 IDLE_SECONDS = 300.0  # a child asked for no chart in this long leaves (about 90 MB freed)
 PNG, FAILED, CHART = b"P", b"E", b"C"  # a frame's kind: an answer's two, and a question
 PIPE_BUF = 4096  # bytes a write to a pipe ready for writing takes without blocking (POSIX)
-ROOT = Path(__file__).resolve().parent.parent  # where ``bot`` and ``handlers`` are imported
 
 
 class AggCharts:
@@ -108,12 +106,12 @@ class Drawer:
         if self.child is not None and self.child.poll() is not None:
             self.close()
         if self.child is None:
-            path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+            # started as the sweep's child is (``bot/sweep_process.py``): the package is
+            # installed wherever the service runs
             self.child = subprocess.Popen(
                 [sys.executable, "-m", "bot.charts", str(self.idle)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env={**os.environ, "PYTHONPATH": path},
             )
             self.started += 1
         return self.child
