@@ -117,14 +117,20 @@ async def test_a_week_is_compared_with_a_whole_week_before(
     assert "+50%" in digest.split("CLUSTER")[1]
 
 
-async def test_a_chart_that_cannot_be_shared_here_says_why(
-    clock: ManualClock, store: Store
-) -> None:
+async def an_hour_of_c1(clock: ManualClock, store: Store) -> Bot:
+    """A bot on Monday 09:00 whose ledger holds c1's last hour at 2 nodes ($20)."""
     clock.now = MONDAY_9
     bot = digest_bot(clock, store)
     await bot.store.record_spend(
         [SpendRun(C1, "gpu", MONDAY_9 - 3600, MONDAY_9, 2, 10.0, False, "p/r")]
     )
+    return bot
+
+
+async def test_a_chart_that_cannot_be_shared_here_says_why(
+    clock: ManualClock, store: Store
+) -> None:
+    bot = await an_hour_of_c1(clock, store)
     bot.messenger.refuse = "not_in_channel"  # asked in a channel the bot is not in
     shown = text(await bot.ask("U0CAROL", "cost since 7d"))
     assert "The chart could not be shared here (not_in_channel): invite clusterbot" in shown
@@ -134,11 +140,7 @@ async def test_a_chart_that_cannot_be_shared_here_says_why(
 async def test_a_chart_that_cannot_be_drawn_says_so_and_the_report_stands(
     clock: ManualClock, store: Store
 ) -> None:
-    clock.now = MONDAY_9
-    bot = digest_bot(clock, store)
-    await bot.store.record_spend(
-        [SpendRun(C1, "gpu", MONDAY_9 - 3600, MONDAY_9, 2, 10.0, False, "p/r")]
-    )
+    bot = await an_hour_of_c1(clock, store)
     bot.services.of(SPEND).charts = AggCharts(timeout=0.001)  # none is drawn that fast
     shown = text(await bot.ask("U0CAROL", "cost since 7d"))
     assert "~$20" in shown  # the table
