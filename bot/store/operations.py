@@ -27,6 +27,13 @@ def _operation(row: sa.Row[Any]) -> TrackedOperation:
     return TrackedOperation(**data)
 
 
+# A follow's read and write of its operation, at every poll: built once (their construction
+# and cache key cost more than their execution); an update sets the columns named by the
+# parameters it is executed with.
+_BY_NAME = sa.select(schema.operations).where(schema.operations.c.name == sa.bindparam("named"))
+_UPDATE = schema.operations.update().where(schema.operations.c.name == sa.bindparam("named"))
+
+
 def _not_posted(table: sa.Table) -> sa.ColumnElement[bool]:
     return sa.or_(table.c.final.is_(None), table.c.final != str(Final.POSTED))
 
@@ -42,11 +49,7 @@ class OperationRows:
 
     async def get_operation(self, name: str) -> TrackedOperation | None:
         async with self.engine.connect() as connection:
-            row = (
-                await connection.execute(
-                    sa.select(schema.operations).where(schema.operations.c.name == name)
-                )
-            ).first()
+            row = (await connection.execute(_BY_NAME, {"named": name})).first()
         return _operation(row) if row else None
 
     async def operation_of(self, request_id: str) -> TrackedOperation | None:
@@ -77,6 +80,4 @@ class OperationRows:
 
     async def update_operation(self, name: str, **changes: Unpack[OperationChanges]) -> None:
         async with self.engine.begin() as connection:
-            await connection.execute(
-                schema.operations.update().where(schema.operations.c.name == name).values(**changes)
-            )
+            await connection.execute(_UPDATE, {**changes, "named": name})
