@@ -69,11 +69,19 @@ async def serve(settings: Settings, policy: Policy) -> int:
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+
+    def stopping() -> None:
+        # asked again while draining: the signal's default action ends the process at once,
+        # and what it held is taken up by a replica when its leases lapse
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+        stop.set()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stopping)
     await service.chat.connect(settings.host, settings.port)  # Socket Mode, where it has one
     await stop.wait()
-    log.info("shutting down: no new work, finishing what is in flight")
+    log.info("shutting down: no new work, finishing what is in flight (asked again: at once)")
     await service.chat.disconnect()
     await service.stop()  # /slack/events answers 503 meanwhile
     assert listener is not None  # set when the start succeeded
@@ -81,6 +89,8 @@ async def serve(settings: Settings, policy: Policy) -> int:
     await runner.cleanup()
     return 0
 
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 # How long a thread may hold the GIL while another waits for it (Python's default is 5 ms).
 # The database driver's worker thread runs Python between its queries; with the default, a

@@ -9,7 +9,8 @@ the tracker. The memory a sweep touches is given back when the child exits.
 
 The parent hands the child its settings and policy, pickled, on the child's stdin, and keeps
 that pipe open: the child stops (and gives its lease back) when it reads end-of-file, so it
-never outlives the service, whatever ends it. The child sweeps as the replica itself, under
+never outlives the service, whatever ends it; a stop that hangs is ended by the child's own
+alarm ``STOP_GRACE`` seconds later. The child sweeps as the replica itself, under
 the replica's id: the replica's heartbeat keeps the sweep's lease, a restarted replica frees
 it, and the replica's lock keeps its own sweeps one at a time. The child writes one JSON line
 on stdout, the summary the service's metrics keep; its log lines go where the service's go.
@@ -42,7 +43,7 @@ from handlers.sweep.sweep import SWEEP_LEASE
 log = logging.getLogger(__name__)
 LENGTH = 8  # bytes of the payload's length, before the payload
 NICENESS = 10  # added to the service's: the sweep is batch work beside interactive work
-STOP_GRACE = 10.0  # seconds a child has to give its lease back once told to stop
+STOP_GRACE = 10.0  # seconds a child has to give its lease back once told to stop; then it ends
 
 
 class SweepProcessError(Exception):
@@ -132,7 +133,8 @@ class SweepProcess:
             self.child, self.started = child, self.started + 1
             assert child.stdin is not None and child.stdout is not None
             try:
-                payload = pickle.dumps((self.settings, self.policy, self.owner, force))
+                order = (self.settings, self.policy, self.owner, force, STOP_GRACE)
+                payload = pickle.dumps(order)
                 child.stdin.write(len(payload).to_bytes(LENGTH, "big") + payload)
                 await child.stdin.drain()
                 out = await child.stdout.read()  # until the child exits

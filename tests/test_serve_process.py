@@ -88,16 +88,16 @@ def test_sigterm_drains_and_a_restart_finishes_the_operation(box: Sandbox, tmp_p
         second.stop()
 
 
-def test_sigterm_during_the_reread_hands_the_request_back(box: Sandbox, tmp_path: Path) -> None:
-    """The control plane answers 503 while the change is checked; SIGTERM lets it try for
-    the drain time, then hands the request back: not left approved with a dead owner."""
+def approved_behind_503(box: Sandbox, tmp_path: Path, drain: str, deadline: str) -> Replica:
+    """A replica holding an approved resize whose check the control plane answers with 503
+    (it retries until ``deadline`` seconds); the caller stops it."""
     first = replica(
         tmp_path,
         box,
         "one",
         sqlite_url(tmp_path),
-        CLUSTERBOT_DRAIN_SECONDS="2",
-        CLUSTERBOT_VERTEX_RETRY_DEADLINE="120",
+        CLUSTERBOT_DRAIN_SECONDS=drain,
+        CLUSTERBOT_VERTEX_RETRY_DEADLINE=deadline,
     )
     box.point_at(first.events)
     try:
@@ -107,6 +107,36 @@ def test_sigterm_during_the_reread_hands_the_request_back(box: Sandbox, tmp_path
         box.simulator("faults", {"method": "GET", "path": "train01$", "status": 503})
         box.click("bob", card["ts"], "approve")
         wait_until(lambda: request_row(tmp_path)[:2] == ("approved", "one"))
+    except BaseException:
+        first.stop()
+        raise
+    return first
+
+
+def test_a_second_sigterm_while_draining_ends_it_at_once(box: Sandbox, tmp_path: Path) -> None:
+    """Asked to stop again while its drain waits on a control plane that answers 503, serve
+    ends at once; the approved request it held goes to another replica when its lease
+    lapses, and nothing is changed twice."""
+    first = approved_behind_503(box, tmp_path, drain="120", deadline="300")
+    try:
+        assert first.process is not None
+        first.process.send_signal(15)
+        wait_until(lambda: "shutting down" in first.log.read_text(), what="the drain")
+        first.process.send_signal(15)
+        assert first.wait_exit(limit=20) == -15
+        assert "clusterbot stopped" not in first.log.read_text()
+        state, owner, _ = request_row(tmp_path)
+        assert (state, owner) == ("approved", "one")  # held until its lease lapses
+        assert box.requests("PATCH") == []
+    finally:
+        first.stop()
+
+
+def test_sigterm_during_the_reread_hands_the_request_back(box: Sandbox, tmp_path: Path) -> None:
+    """The control plane answers 503 while the change is checked; SIGTERM lets it try for
+    the drain time, then hands the request back: not left approved with a dead owner."""
+    first = approved_behind_503(box, tmp_path, drain="2", deadline="120")
+    try:
         assert first.process is not None
         first.process.send_signal(15)
         # while it drains, the socket is open and Slack is told to come back: 503

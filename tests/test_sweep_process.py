@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import signal
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -111,9 +113,10 @@ async def until_finished(stack: Stack, limit: float = 30.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def orphan_ends(stack: Stack) -> None:
+async def orphan(stack: Stack, grace: float = 10.0) -> asyncio.subprocess.Process:
+    """A sweep child started as the service starts one, once it holds the sweep's lease."""
     service = stack.service
-    payload = pickle.dumps((service.settings, service.policy, "vanished", True))
+    payload = pickle.dumps((service.settings, service.policy, "vanished", True, grace))
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.sweep_child", stdin=asyncio.subprocess.PIPE
     )
@@ -124,9 +127,39 @@ async def orphan_ends(stack: Stack) -> None:
     while (await lease_of(stack))[0] != "vanished":
         assert asyncio.get_running_loop().time() < deadline, "the child never swept"
         await asyncio.sleep(0.05)
+    return child
+
+
+async def orphan_ends(stack: Stack) -> None:
+    child = await orphan(stack)
+    assert child.stdin is not None
     child.stdin.close()
     assert await asyncio.wait_for(child.wait(), 30) != 0
     assert (await lease_of(stack))[0] is None
+
+
+async def test_a_child_whose_stop_hangs_ends_by_its_own_deadline(tmp_path: Path) -> None:
+    """Told to stop twice (SIGTERM as the service stops, then end-of-file as it dies), a
+    child that cannot give its lease back (another connection holds the database's write
+    lock, and SQLite waits 30 s for it) ends when its grace is out, by SIGALRM, rather than
+    hang on; a second SIGTERM would end it at once."""
+    async with demo_stack(tmp_path, policy=policy(), sweep_interval=3600) as stack:
+        await until_finished(stack)
+        await stack.post("/vertex/_sim/faults", {"latency_ms": 60_000})
+        child = await orphan(stack, grace=1.0)
+        path = stack.service.settings.database_url.split(":///", 1)[1]
+        locker = sqlite3.connect(path, isolation_level=None)
+        try:
+            locker.execute("BEGIN IMMEDIATE")  # the child's lease write now waits
+            child.send_signal(signal.SIGTERM)
+            assert child.stdin is not None
+            child.stdin.close()
+            code = await asyncio.wait_for(child.wait(), 20)
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        assert code == -signal.SIGALRM
+        assert (await lease_of(stack))[0] == "vanished"  # it lapses, as a killed child's does
 
 
 def test_only_a_database_on_disk_or_a_server_is_shared_with_the_child() -> None:
@@ -158,7 +191,6 @@ def test_a_replica_killed_mid_sweep_leaves_no_error_on_postgresql(tmp_path: Path
     """kill -9 a replica while its child sweeps, over and over at different moments of the
     sweep: the child, left alone, stops and ends without logging an error (on PostgreSQL a
     query cut off makes the driver send a cancel, whose connection the child's exit cuts)."""
-    import signal
     import time
 
     from tests.support.postgres import fresh_database
