@@ -130,6 +130,10 @@ class Store(
             engine_options.setdefault(
                 "connect_args", {"timeout": 30, "cached_statements": SQLITE_STATEMENTS}
             )
+            if url.startswith("sqlite+aiosqlite"):
+                from bot.store.sqlite_calls import one_call_dbapi
+
+                engine_options.setdefault("module", one_call_dbapi())
             path = url.split(":///", 1)[-1]
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
