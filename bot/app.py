@@ -23,6 +23,7 @@ from bot.metrics import BotMetrics
 from bot.platform import chat_platform
 from bot.provision import provisions
 from bot.redact import Redactor
+from bot.report_process import ReportProcess
 from bot.routes import Readiness, Routes
 from bot.settings import Settings
 from bot.store import IdleRecords, Store, StoreKeeper
@@ -38,7 +39,7 @@ from handlers.intake import Intake
 from handlers.owed.engine import LEASE
 from handlers.policy import Policy
 from handlers.services import build
-from handlers.spend.report import LEDGER_KEEPS
+from handlers.spend.asked import LEDGER_KEEPS
 from handlers.sweep.report import SweepReport
 
 log = logging.getLogger(__name__)
@@ -151,10 +152,16 @@ class ClusterbotService:
         self.chat.attach(self.core, home, self.metrics.command, working_after=working_after)
         self.jobs = PeriodicJobs()
         self.sweeps: SweepProcess | None = None
-        if settings.sweep_process and shareable(settings.database_url):
+        self.reports: ReportProcess | None = None
+        shared = shareable(settings.database_url)  # another process can open the database
+        if settings.sweep_process and shared:
             lock, free = self.core.sweeper.lock, self.store.free_lease
             self.sweeps = SweepProcess(settings, policy, self.owner, lock=lock, free=free)
             self.core.reports.sweep_elsewhere = self._sweep_elsewhere
+        # the report's child reads the wall clock: a service on another makes its reports here
+        spend = self.core.capabilities.get("spend")
+        if settings.report_process and shared and clock is time.time and spend is not None:
+            self.reports = spend.elsewhere = ReportProcess(settings, policy)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -227,6 +234,8 @@ class ClusterbotService:
         if self.http is not None:
             await self.http.close()
         await self.vertex.aclose()
+        if self.reports is not None:
+            await self.reports.close()
         await self.store.close()
 
     async def _watch_lag(self, every: float = 0.25) -> None:

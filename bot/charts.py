@@ -30,6 +30,7 @@ GROUPS = ("#4a78c2", "#e0a030", "#7e57c2", "#d1495b", "#00a6a6", "#8d6e63", "#ef
 TIMEOUT = 60.0  # a chart takes about half a second; waiting for a turn included
 IDLE_SECONDS = 300.0  # a child asked for no chart in this long leaves (about 90 MB freed)
 PNG, FAILED, CHART = b"P", b"E", b"C"  # a frame's kind: an answer's two, and a question
+NICENESS = 5  # added to the service's (as the reports' child's, ``bot/report_process.py``)
 PIPE_BUF = 4096  # bytes a write to a pipe ready for writing takes without blocking (POSIX)
 
 
@@ -44,6 +45,17 @@ class AggCharts:
     def question(chart: Chart) -> bytes:
         """The chart as the child reads it (``chart_from``)."""
         return json.dumps(asdict(chart)).encode()
+
+
+class HereCharts:
+    """Charts drawn in this process, in a worker thread: the reports' own process draws
+    its reports' charts (``bot/report_child.py``), with no event loop of Slack's to hold."""
+
+    async def png(self, chart: Chart) -> bytes:
+        try:
+            return await asyncio.to_thread(draw, chart)
+        except Exception as error:
+            raise ChartError(f"{type(error).__name__}: {error}") from error
 
 
 class Drawer:
@@ -160,6 +172,8 @@ def chart_from(document: dict[str, Any]) -> Chart:
 def main(idle: float) -> None:
     """The child: a chart each frame read on its input, its PNG (or why not) written back;
     it leaves when its input closes or stays silent ``idle`` seconds."""
+    # below the service in the CPU's queue, as the reports' child: a Slack request goes first
+    os.nice(NICENESS)
     source, sink = sys.stdin.fileno(), sys.stdout.buffer
     while select.select([source], [], [], idle)[0]:
         try:

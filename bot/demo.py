@@ -86,8 +86,10 @@ def build_demo(
         "vertex_api_url": f"{origin}/vertex",
         "vertex_static_token": SecretStr("demo"),
         "slack_api_url": f"{origin}/api/",
-        # the whole stack in one process: its few clusters are swept on its own event loop
+        # the whole stack in one process: its few clusters are swept, and its reports made,
+        # on its own event loop
         "sweep_process": False,
+        "report_process": False,
         "alert_channel": "C0MLINFRA",
         "sweep_interval": 10,
         # the demo posts its week's digest itself, once its first idle alert is up

@@ -107,12 +107,11 @@ class Settings(BaseSettings):
     alert_channel: str | None = None
     # unset: each cluster's data parser is found (newest first) and kept in the database
     slurm_api_version: str | None = Field(None, pattern=r"^v0\.0\.\d+$")
-    # Control-plane calls in flight at once. It bounds calls at once, not calls a minute: the
-    # API's quotas count requests per minute per project and region and answer 429 with
-    # Retry-After when passed, which the client honours. 32 lets a sweep of 1,000 clusters
-    # (two Slurm queries each at ~50 ms) take about 3 s of latency, one list page per
-    # target go out together for up to 32 targets, and stays far from a connection pool's
-    # limits (aiohttp's default is 100).
+    # Control-plane calls in flight at once, not a minute's (the API's quotas per minute per
+    # project and region answer 429 with Retry-After when passed, which the client honours).
+    # 32 lets a sweep of 1,000 clusters (two Slurm queries each at ~50 ms) take about 3 s of
+    # latency, one list page per target go out together for up to 32 targets, and stays far
+    # from a connection pool's limits (aiohttp's default is 100).
     vertex_concurrency: int = Field(32, ge=1, le=256)
     # Changes a minute per project and region sent by crowds (a fleet's night), each waiting
     # for its slot: Vertex AI's quotas page gives 60 "job or long-running operation
@@ -125,8 +124,9 @@ class Settings(BaseSettings):
     # seconds one Slack Web API call may take: how long a post may still arrive once sent
     slack_timeout: float = Field(30.0, ge=1, le=300)
     sweep_interval: float = Field(900.0, gt=0, le=86_400)
-    # each scheduled sweep (and "Sweep now") in a child process: acks never wait behind it
+    # scheduled sweeps ("Sweep now" too), and cost reports, in child processes: no ack waits
     sweep_process: bool = True
+    report_process: bool = True
     drain_seconds: float = Field(20.0, ge=0, le=600)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     replica_id: str | None = None  # default host:port; stable across restarts of one replica

@@ -12,7 +12,7 @@ from handlers.dispatch import Outcome
 from handlers.gate import Gate
 from handlers.owed.model import Owed, OwedState
 from handlers.policy import Policy
-from handlers.spend.report import LEDGER_KEEPS
+from handlers.spend.asked import LEDGER_KEEPS
 from handlers.spend.runs import SpendRun, by_day
 from tests.conftest import ManualClock
 from tests.support.memory import MemoryStore

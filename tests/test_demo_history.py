@@ -25,8 +25,10 @@ async def answered(stack: Any, heading: str) -> str:
     return text_of(answer)
 
 
-async def test_the_demo_week_is_seeded_once_and_costed(tmp_path: Path) -> None:
-    async with demo_stack(tmp_path) as stack:
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["here", "in-its-process"])
+async def test_the_demo_week_is_seeded_once_and_costed(tmp_path: Path, elsewhere: bool) -> None:
+    """The report made on the demo's own loop, or in the report's process as serve makes it."""
+    async with demo_stack(tmp_path, report_process=elsewhere) as stack:
         now = time.time()
         written = await seed_week(stack.service, now)
         assert written > 0
@@ -56,6 +58,8 @@ async def test_the_demo_week_is_seeded_once_and_costed(tmp_path: Path) -> None:
         async with stack.session.get(f"{stack.url}/sandbox/api/files/{picture['id']}") as got:
             assert got.content_type == "image/png"
             assert (await got.read()).startswith(b"\x89PNG")
+        reports = stack.service.reports
+        assert (reports is not None and reports.started == 1) == elsewhere
 
 
 async def test_the_demo_has_a_schedule_that_slept_through_the_week(tmp_path: Path) -> None:

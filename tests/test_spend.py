@@ -13,8 +13,8 @@ from handlers.changes.resize import ResizeDetail
 from handlers.costs import PoolSeen
 from handlers.entities import ApprovalRequest, Origin, RequestState
 from handlers.grammar import CommandError
+from handlers.spend.asked import Cost, parse_cost
 from handlers.spend.chart import daily
-from handlers.spend.report import Cost, parse_cost
 from handlers.spend.runs import HOUR, OpenRun, SpendRun, advance, closing, still_open
 from handlers.spend.savings import savings
 from handlers.spend.totals import by_label, by_pool, overall, totals

@@ -29,6 +29,48 @@ _HELD = schema.owed.update().where(
 )
 
 
+def _free(now: Any) -> list[sa.ColumnElement[bool]]:
+    """An item no one holds, due at ``now`` and not maybe in flight."""
+    table = schema.owed
+    return [
+        table.c.state == str(OwedState.DUE),
+        table.c.due_at <= now,
+        table.c.lease_until < now,
+        table.c.in_flight_until <= now,
+    ]
+
+
+# The claim of the first free items of some kinds, built once a dialect (each replica's
+# engine claims every tick: building it was most of the event loop's time in a claim).
+_CLAIMS: dict[str, Any] = {}
+
+
+def _claim(dialect: str) -> Any:
+    statement = _CLAIMS.get(dialect)
+    if statement is None:
+        table = schema.owed
+        free = _free(sa.bindparam("now", type_=sa.Float))
+        wanted = (
+            sa.select(table.c.key)
+            .where(*free, table.c.kind.in_(sa.bindparam("kinds", expanding=True)))
+            .order_by(table.c.due_at)
+            .limit(sa.bindparam("limit", type_=sa.Integer))
+        )
+        if dialect == "postgresql":
+            wanted = wanted.with_for_update(skip_locked=True)
+        statement = _CLAIMS[dialect] = (
+            table.update()
+            .where(table.c.key.in_(wanted.scalar_subquery()), *free)
+            .values(
+                owner=sa.bindparam("claimer"),
+                lease_until=sa.bindparam("until"),
+                attempts=table.c.attempts + 1,
+            )
+            .returning(*table.c)
+        )
+    return statement
+
+
 def _row(item: Owed) -> dict[str, Any]:
     return {
         "key": item.key,
@@ -95,43 +137,26 @@ class OwedRows:
         async with self.engine.begin() as connection:
             return await insert_owed(connection, items)
 
-    def _free(self, now: float) -> list[sa.ColumnElement[bool]]:
-        table = schema.owed
-        return [
-            table.c.state == str(OwedState.DUE),
-            table.c.due_at <= now,
-            table.c.lease_until < now,
-            table.c.in_flight_until <= now,
-        ]
-
     async def claim_owed(
         self, owner: str, now: float, lease: float, limit: int, kinds: Sequence[str]
     ) -> list[Owed]:
-        table = schema.owed
-        free = self._free(now)
-        wanted = (
-            sa.select(table.c.key)
-            .where(*free, table.c.kind.in_(list(kinds)))
-            .order_by(table.c.due_at)
-            .limit(limit)
-        )
-        if self.engine.dialect.name == "postgresql":
-            wanted = wanted.with_for_update(skip_locked=True)
-        statement = (
-            table.update()
-            .where(table.c.key.in_(wanted.scalar_subquery()), *free)
-            .values(owner=owner, lease_until=now + lease, attempts=table.c.attempts + 1)
-            .returning(*table.c)
-        )
+        statement = _claim(self.engine.dialect.name)
+        values = {
+            "now": now,
+            "kinds": list(kinds),
+            "limit": limit,
+            "claimer": owner,
+            "until": now + lease,
+        }
         async with self.engine.begin() as connection:
-            rows = (await connection.execute(statement)).all()
+            rows = (await connection.execute(statement, values)).all()
         return sorted((_item(r) for r in rows), key=lambda i: i.due_at)
 
     async def claim_owed_item(self, key: str, owner: str, now: float, lease: float) -> Owed | None:
         table = schema.owed
         statement = (
             table.update()
-            .where(table.c.key == key, *self._free(now))
+            .where(table.c.key == key, *_free(now))
             .values(owner=owner, lease_until=now + lease, attempts=table.c.attempts + 1)
             .returning(*table.c)
         )

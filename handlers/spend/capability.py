@@ -9,11 +9,12 @@ from handlers.grammar import CommandError
 from handlers.policy import Role
 from handlers.replies import Reply
 from handlers.schedules.capability import SCHEDULE_STORE
+from handlers.spend.asked import COST, COST_USAGE, Cost, parse_cost
 from handlers.spend.digest import Digest, DigestStore, Firings
 from handlers.spend.home import SpendHome
 from handlers.spend.keeper import SpendKeeper
 from handlers.spend.ports import Charts, SpendStore
-from handlers.spend.report import COST, COST_USAGE, Cost, SpendReport, parse_cost
+from handlers.spend.report import SpendReport
 from handlers.spend.runs import SPEND_RECORD
 
 SPEND_LEDGER: Port[SpendStore] = Port("spend", SpendStore)

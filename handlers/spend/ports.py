@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from handlers.errors import Blame, UserError
 from handlers.spend.chart import Chart
 from handlers.spend.runs import SpendRun
 from handlers.spend.savings import ChangeDone, SavedSum
@@ -19,6 +20,13 @@ class ChartError(Exception):
 
     def advice(self) -> str:
         return str(self)
+
+
+class ReportError(UserError):
+    """A cost report could not be made where the service makes them (its process stopped,
+    or took too long): said in one line; the next report is made afresh."""
+
+    blame = Blame.UPSTREAM
 
 
 class Charts(Protocol):

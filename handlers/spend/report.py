@@ -7,12 +7,14 @@ import asyncio
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from handlers.costs import money
-from handlers.grammar import TIME_UNITS, CommandError, cluster_word, echo, time_back
+from handlers.grammar import TIME_UNITS
 from handlers.messenger import Messenger, MessengerError
 from handlers.ports import Clock, RequestStore
 from handlers.replies import Code, Heading, Note, Reply, Table, Text
+from handlers.spend.asked import Cost
 from handlers.spend.book import SavingsBook
 from handlers.spend.chart import Chart, chart_of
 from handlers.spend.keeper import SpendKeeper
@@ -34,51 +36,27 @@ from handlers.spend.totals import (
 )
 from handlers.words import plural
 
-COST = (  # the subcommand's summary in the help
-    "what clusters cost while clusterbot watched them, the part spent idle and what it saved, "
-    "with a chart"
-)
-DEFAULT_SINCE = 30 * 24 * HOUR
-# how far back a report reads, and how long the ledger keeps a run (older runs are dropped):
-# a year and a month, so that a month can be set beside the same month a year before
-LEDGER_KEEPS = 400 * 24 * 3600
-GROUPS = ("pool", "target", "label")
 ROWS = 40  # groups shown; the rest are summed on one line
 SERIES = 7  # groups stacked in the chart's bars; the rest as one
 
-COST_USAGE = "/cluster cost [CLUSTER] [since 30d] [by pool|target|label KEY]"
-
 
 @dataclass(frozen=True)
-class Cost:
-    cluster: str | None = None
-    since: float = DEFAULT_SINCE  # seconds back from now
-    by: str | None = None  # pool, target or label; None: by cluster (by pool for one)
-    label: str | None = None  # the label's key, with by label
+class Made:
+    """A cost report made: its reply (without what is said of the chart's sharing), its
+    chart, not drawn (None: none asked, or nothing to chart), and the whole period's spend."""
+
+    reply: Reply
+    chart: Chart | None
+    whole: Spend
+    png: bytes | None = None  # the chart drawn where the report was made
+    unchartable: str | None = None  # or why it could not be drawn there
 
 
-def parse_cost(args: list[str]) -> Cost:
-    words = list(args)
-    cluster = by = label = None
-    since = DEFAULT_SINCE
-    if words and words[0].lower() not in ("since", "by"):
-        cluster = cluster_word(words.pop(0), "cost")
-    while words:
-        key = words.pop(0).lower()
-        if key not in ("since", "by") or not words:
-            raise CommandError(f"cost takes {echo(key)}: use since 30d or by pool", "cost")
-        value = words.pop(0).lower()
-        if key == "since":
-            since = time_back(value, "cost", most=LEDGER_KEEPS)
-        elif value not in GROUPS:
-            raise CommandError(f"cost by {echo(value)}: use by pool, target or label KEY", "cost")
-        else:
-            by = value
-            if value == "label":
-                if not words:
-                    raise CommandError("by label needs the label's key: by label team", "cost")
-                label = words.pop(0)
-    return Cost(cluster, since, by, label)
+class ReportsElsewhere(Protocol):
+    """Makes cost reports away from the service's event loop (``bot/report_process.py``):
+    ``ReportError`` when it cannot."""
+
+    async def cost(self, command: Cost, charted: bool, until: float) -> Made: ...
 
 
 class SpendReport:
@@ -100,6 +78,8 @@ class SpendReport:
         self.charts = charts  # None: the report is a table only
         self.clock = clock
         self.interval = interval  # the sweep's: how long an observation holds
+        # where ``cost`` makes the report (the service's report process); None: here
+        self.elsewhere: ReportsElsewhere | None = None
 
     async def runs(self, since: float, until: float) -> list[SpendRun]:
         """The ledger's runs, and the runs still open, up to now."""
@@ -218,7 +198,25 @@ class SpendReport:
         return at.strftime("%B %Y"), overall(tally.totals()), tally.saved_by()
 
     async def cost(self, command: Cost, channel: str | None = None) -> Reply:
-        until = self.clock()
+        """The report (asked in ``channel``: with its chart, shared there); made in the
+        report's own process where the service has one (``elsewhere``), here otherwise."""
+        until, charted = self.clock(), channel is not None
+        if self.elsewhere is not None:
+            made = await self.elsewhere.cost(command, charted, until)
+        else:
+            made = await self.made(command, charted, until)
+        reply = made.reply
+        if channel is not None and made.chart is not None:
+            said = await self.share_chart(made, channel)
+            if said is not None:
+                reply.add(Note(said))
+        return reply
+
+    async def made(
+        self, command: Cost, charted: bool, until: float, *, drawn: bool = False
+    ) -> Made:
+        """The report of [until - since, until) and, ``charted``, its chart (``drawn``:
+        drawn here too, as the report's own process does)."""
         since = until - command.since
         group, named = _grouping(command)
         key = command.cluster
@@ -228,7 +226,7 @@ class SpendReport:
 
         keep = None if key is None else of_cluster
 
-        charted = channel is not None  # its days come with the chart's series
+        # its days come with the chart's series
         tally = Tally(since, until, group, keep, daily=not charted)
         series: GroupDays | None = None
 
@@ -251,10 +249,8 @@ class SpendReport:
         reply = Reply(f"cost of {scope}, last {period}: {money(whole.cost, per_hour=False)}")
         reply.add(Heading(f"Cost of {scope}, last {period}"))
         if not groups:
-            return reply.add(
-                Text("clusterbot has seen nothing cost money in this period."),
-                Note(NOTE),
-            )
+            reply.add(Text("clusterbot has seen nothing cost money in this period."), Note(NOTE))
+            return Made(reply, None, whole)
         rows = [_row(name, spend) for name, spend in list(groups.items())[:ROWS]]
         if len(groups) > ROWS:
             rest = overall(dict(list(groups.items())[ROWS:]))
@@ -278,30 +274,37 @@ class SpendReport:
         if watched is not None:
             reply.add(Note(watched))
         reply.add(Note(NOTE), Note("Grouped ", Code(f"by {command.by or named}"), "."))
-        if channel is not None and series is not None:
-            title = f"{scope}, last {period}"
-            chart = chart_of(tally, (), title, series)
-            said = await self.share_chart(chart, channel, whole)
-            if said is not None:
-                reply.add(Note(said))
-        return reply
+        if not charted or series is None:
+            return Made(reply, None, whole)
+        chart = chart_of(tally, (), f"{scope}, last {period}", series)
+        if not drawn or self.charts is None:
+            return Made(reply, chart, whole)
+        try:
+            return Made(reply, chart, whole, png=await self.charts.png(chart))
+        except ChartError as error:
+            return Made(reply, chart, whole, unchartable=str(error))
 
-    async def share_chart(self, chart: Chart, channel: str, whole: Spend) -> str | None:
-        """The chart as a PNG and its numbers as a CSV, in ``channel``; what to say of it
-        (None: no chart is drawn here)."""
-        if self.charts is None or self.messenger is None:
+    async def share_chart(self, made: Made, channel: str) -> str | None:
+        """The report's chart as a PNG and its numbers as a CSV, in ``channel``; what to say
+        of it (None: no chart is drawn here)."""
+        if self.charts is None or self.messenger is None or made.chart is None:
             return None
         try:
-            await self.share(chart, channel, whole)
+            if made.unchartable is not None:
+                raise ChartError(made.unchartable)
+            await self.share(made.chart, channel, made.whole, made.png)
         except MessengerError as error:
             return f"The chart could not be shared here ({error.code}): {error.advice()}."
         except ChartError as error:
             return f"The chart could not be drawn ({error}); the table above has its numbers."
         return "The chart and its numbers (CSV) are shared in this conversation."
 
-    async def share(self, chart: Chart, channel: str, whole: Spend) -> None:
-        """Share the chart (a PNG) and its numbers (a CSV) in ``channel``, as one message
-        (nothing where no chart is drawn); ``MessengerError`` when the platform refuses."""
+    async def share(
+        self, chart: Chart, channel: str, whole: Spend, png: bytes | None = None
+    ) -> None:
+        """Share the chart (a PNG: ``png``, or drawn now) and its numbers (a CSV) in
+        ``channel``, as one message (nothing where no chart is drawn); ``MessengerError``
+        when the platform refuses."""
         if self.charts is None or self.messenger is None:
             return
         name = chart.title.replace(", last ", "-").replace(" ", "-")
@@ -311,7 +314,7 @@ class SpendReport:
             f"{money(whole.saved, per_hour=False)} saved (estimates at list prices).",
         )
         files: list[tuple[str, bytes | str]] = [
-            (f"cost-{name}.png", await self.charts.png(chart)),
+            (f"cost-{name}.png", png if png is not None else await self.charts.png(chart)),
             (f"cost-{name}.csv", chart.csv()),
         ]
         await self.messenger.share(channel, files, comment)
