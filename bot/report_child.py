@@ -44,9 +44,11 @@ async def _answer(
 async def _serve(settings: Settings, policy: Policy, stdin: asyncio.StreamReader) -> None:
     loop = asyncio.get_running_loop()
     quiet_cut_connects(loop)
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, sys.stdout.buffer
-    )
+    # the answers go on a copy of stdout, and stdout itself to stderr: a stray print (a
+    # library's) lands in the log, not inside a frame
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, answers)
     out = asyncio.StreamWriter(transport, protocol, None, loop)
     service = ClusterbotService(settings, policy)
     report = service.core.capabilities["spend"]

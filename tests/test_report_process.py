@@ -69,6 +69,9 @@ async def test_a_report_made_in_its_process_is_the_one_made_here(stack: Stack) -
         assert there.chart is not None and there.chart == here.chart
         assert there.png == draw(here.chart)  # drawn there, byte for byte as here
     assert reports.child is not None and reports.child.process.pid != os.getpid()
+    # its stdout goes to the log, its answers on a copy of it: no stray print in a frame
+    fds = f"/proc/{reports.child.process.pid}/fd"
+    assert os.readlink(f"{fds}/1") == os.readlink(f"{fds}/2")
     assert reports.started == 1  # one child made them all
     # a table alone (asked outside a conversation): no chart made or drawn
     table = await reports.cost(WEEK, False, now)

@@ -43,7 +43,8 @@ SERIES = 7  # groups stacked in the chart's bars; the rest as one
 @dataclass(frozen=True)
 class Made:
     """A cost report made: its reply (without what is said of the chart's sharing), its
-    chart, not drawn (None: none asked, or nothing to chart), and the whole period's spend."""
+    chart's numbers (None: none asked, or nothing to chart), the whole period's spend, and
+    the chart's picture where it was drawn with the report (or why it could not be)."""
 
     reply: Reply
     chart: Chart | None
