@@ -12,6 +12,7 @@ number of calls at once. The sweep counts only if it reported every cluster.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import os
@@ -28,6 +29,7 @@ from benchmarks.harness import Results, cpu_seconds, heading
 from benchmarks.listing import fleet
 from benchmarks.process import simulator_process
 from bot.app import ClusterbotService
+from bot.memory import collect_rarely
 from bot.settings import Settings
 from handlers.domain.names import Target
 from handlers.policy import Policy
@@ -77,6 +79,10 @@ async def one(results: Results, clusters: int, busy_share: float) -> None:
             for cluster in fixtures["clusters"]:
                 await service.store.keep_slurm_version(str(cluster["name"]), "v0.0.42", 0.0)
             rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            # the cycle collector as the sweep's child process runs it (bot/sweep_child.py)
+            thresholds = gc.get_threshold()
+            collect_rarely()
+            gc.freeze()
             try:
                 started = time.perf_counter()
                 cpu_before = cpu_seconds(os.getpid()), cpu_seconds(simulator_pid)
@@ -85,6 +91,8 @@ async def one(results: Results, clusters: int, busy_share: float) -> None:
                 bot_cpu = cpu_seconds(os.getpid()) - cpu_before[0]
                 simulator_cpu = cpu_seconds(simulator_pid) - cpu_before[1]
             finally:
+                gc.unfreeze()
+                gc.set_threshold(*thresholds)
                 await service.close_connections()
             log = await (await session.get(f"{url}/_sim/requests")).json()
             concurrency = settings.vertex_concurrency

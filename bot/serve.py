@@ -8,7 +8,6 @@ refused connection, while work in flight finishes or is handed back.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 import sys
@@ -19,6 +18,7 @@ from aiohttp import web
 from bot.app import ClusterbotService
 from bot.edge import KEEPALIVE_TIMEOUT, edge_middleware, listen, quiet_malformed_http
 from bot.logs import quiet_cut_connects
+from bot.memory import collect_rarely
 from bot.routes import trace_middleware
 from bot.settings import Settings
 from handlers.policy import Policy
@@ -98,17 +98,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 SWITCH_INTERVAL = 0.0005
 
 
-# When the cycle collector runs: after 20,000 more objects made than freed (Python's default
-# is 700), the middle generation every 20 of those passes, the whole heap every 100 of
-# these (and only once a quarter of it is new, as always). Following a thousand changes
-# keeps thousands of objects alive for a poll's 50 to 100 ms (its request, its attempt,
-# its rows); with the default, a pass ran several times a second and walked them again each
-# time, 3 to 8 ms on the event loop while a Slack request waited behind it. The young pass
-# now walks the same few thousand objects far less often.
-COLLECT_AFTER = (20_000, 20, 100)
-
-
 def run_service(settings: Settings, policy: Policy) -> int:
     sys.setswitchinterval(SWITCH_INTERVAL)
-    gc.set_threshold(*COLLECT_AFTER)
+    collect_rarely()
     return asyncio.run(serve(settings, policy))

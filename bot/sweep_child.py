@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import pickle
@@ -75,6 +76,7 @@ async def _sweep_here(
     loop.add_signal_handler(signal.SIGTERM, stop)
     service = ClusterbotService(settings, policy, owner=owner)
     service.open_http()
+    gc.freeze()  # the service, built once, is not walked by each of the collector's passes
     try:
         report = await service.core.sweeper.sweep(force=force)
     finally:
@@ -87,9 +89,10 @@ async def _sweep_here(
 
 def main() -> int:
     from bot.logs import configure
-    from bot.memory import keep_large_blocks_apart
+    from bot.memory import collect_rarely, keep_large_blocks_apart
 
     keep_large_blocks_apart()
+    collect_rarely()
     # Below the service in the CPU's queue: when both want a core, a Slack request goes first.
     os.nice(NICENESS)
     settings, policy, owner, force, grace = _read_payload()

@@ -133,6 +133,29 @@ async def test_a_lease_is_renewed_only_while_its_worker_runs(clock: ManualClock)
     assert sender.sent == ["send:1", "send:2"]
 
 
+async def test_an_attempt_past_its_limit_is_cut_off_and_tried_again_later(
+    clock: ManualClock,
+) -> None:
+    store, hold = MemoryStore(), asyncio.Event()
+    sender = Sender(hold=hold)  # its call never answers until told
+    a = Engine(store=store, clock=clock, owner="A", patience=0.5, attempt_limit=0.05)
+    a.add(sender)
+    await a.owe(a.due("send", "send:1", {}))
+    await a.run_due()
+    running = [r.task for r in a.running.values()]
+    if running:  # cut off by its limit, and its failure recorded
+        await asyncio.wait(running, timeout=30)
+    assert not a.running
+    cut = await store.get_owed("send:1")
+    assert cut is not None and cut.owner is None and cut.state == OwedState.DUE
+    assert (cut.note or "").startswith("TimeoutError")
+    assert sender.sent == []
+    hold.set()
+    clock.advance(sender.in_flight)  # the cut call may have been applied until then
+    assert await a.run_due() == 1
+    assert sender.sent == ["send:1"] and sender.unsure == [False, True]
+
+
 async def test_later_is_due_again_when_it_says(clock: ManualClock) -> None:
     store = MemoryStore()
 

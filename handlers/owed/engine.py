@@ -141,6 +141,7 @@ class Engine:
         patience: float = PATIENCE,
         rng: random.Random | None = None,
         post_window: float = POST_WINDOW,
+        attempt_limit: float = ATTEMPT_LIMIT,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -151,6 +152,7 @@ class Engine:
         self.patience = patience
         self.rng = rng or random.Random()
         self.post_window = post_window  # how long a chat post may still arrive once sent
+        self.attempt_limit = attempt_limit
         self.workers: dict[str, Worker] = {}
         self.rooms: dict[str, Room] = {}  # kinds with a room of their own
         self.running: dict[str, _Running] = {}
@@ -291,7 +293,8 @@ class Engine:
         try:
             if delay:  # its place in a batch that is spread out (``Room``)
                 await asyncio.sleep(delay)
-            outcome = await asyncio.wait_for(worker.work(attempt), ATTEMPT_LIMIT)
+            async with asyncio.timeout(self.attempt_limit):  # in this task; wait_for adds one
+                outcome = await worker.work(attempt)
         except LeaseLost:
             log.warning("%s: another replica holds it now; this attempt stops", item.key)
             return

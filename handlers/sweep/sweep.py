@@ -146,8 +146,14 @@ class Sweeper:
         operations = await self.operations.active_operations()
         busy = {o.cluster for o in operations if not o.done}
         clusters = [c for listing in listings for c in listing.kept]
-        observations = await self.observer.observe_all(clusters, busy)
-        notes = await self._notes()
+        # what the listeners say is read while the clusters are observed, not after them
+        noting = asyncio.ensure_future(self._notes())
+        try:
+            observations = await self.observer.observe_all(clusters, busy)
+        except BaseException:
+            noting.cancel()
+            raise
+        notes = await noting
         seen = [
             Seen(c, replace(o, asleep=notes[c.name][0], scheduled=notes[c.name][1]))
             if c.name in notes
