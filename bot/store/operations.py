@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.store import schema
+from bot.store.direct import changed, first
 from bot.store.owed import insert_owed
 from handlers.entities import Final, OperationChanges, OperationKind, TrackedOperation
 from handlers.owed.model import Owed
@@ -48,8 +49,7 @@ class OperationRows:
             await insert_owed(connection, owe)
 
     async def get_operation(self, name: str) -> TrackedOperation | None:
-        async with self.engine.connect() as connection:
-            row = (await connection.execute(_BY_NAME, {"named": name})).first()
+        row = await first(self.engine, _BY_NAME, {"named": name})
         return _operation(row) if row else None
 
     async def operation_of(self, request_id: str) -> TrackedOperation | None:
@@ -79,5 +79,4 @@ class OperationRows:
         return int(value or 0)
 
     async def update_operation(self, name: str, **changes: Unpack[OperationChanges]) -> None:
-        async with self.engine.begin() as connection:
-            await connection.execute(_UPDATE, {**changes, "named": name})
+        await changed(self.engine, _UPDATE, {**changes, "named": name})

@@ -13,6 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.store import schema
+from bot.store.direct import changed, rows_of
 from handlers.owed.model import Owed, OwedChanges, OwedState
 
 _JSON = ("subject", "result")
@@ -148,8 +149,7 @@ class OwedRows:
             "claimer": owner,
             "until": now + lease,
         }
-        async with self.engine.begin() as connection:
-            rows = (await connection.execute(statement, values)).all()
+        rows = await rows_of(self.engine, statement, values)
         return sorted((_item(r) for r in rows), key=lambda i: i.due_at)
 
     async def claim_owed_item(self, key: str, owner: str, now: float, lease: float) -> Owed | None:
@@ -209,9 +209,7 @@ class OwedRows:
 
     async def _held_update(self, key: str, owner: str, values: dict[str, Any]) -> bool:
         """Change an item only while ``owner`` holds it and it is due."""
-        async with self.engine.begin() as connection:
-            result = await connection.execute(_HELD, {**values, "held": key, "holder": owner})
-        return bool(result.rowcount == 1)
+        return await changed(self.engine, _HELD, {**values, "held": key, "holder": owner}) == 1
 
     async def release_owed(self, owner: str, keys: Sequence[str] | None = None) -> None:
         table = schema.owed
