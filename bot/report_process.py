@@ -17,7 +17,8 @@ chart stays with the service: the child posts nothing. The child leaves when its
 when the service has asked nothing for ``IDLE_SECONDS`` (about 100 MB freed), when the
 service stops, or when the service is gone, whatever ended it. A child that dies, or takes
 longer than ``TIMEOUT`` (it is then killed), fails the reports it was making with a
-``ReportError``, said in one line; the next report starts another.
+``ReportError``, said in one line; the next report starts another. A report whose child died
+under it (killed for memory, say) is asked once more of a new child: it only reads.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Child:
     """A child process, the questions it was asked and not yet answered, and its reader."""
 
     process: asyncio.subprocess.Process
-    waiting: dict[int, asyncio.Future[tuple[bool, object]]] = field(default_factory=dict)
+    waiting: dict[int, asyncio.Future[tuple[bool | None, object]]] = field(default_factory=dict)
     reader: asyncio.Task[None] | None = None
 
 
@@ -85,11 +86,26 @@ class ReportProcess:
         self._ids = itertools.count()
         self._starting = asyncio.Lock()
         self._leave: asyncio.TimerHandle | None = None
+        self.closing = False  # the service is stopping: no child is started again
 
     async def cost(self, command: Cost, charted: bool, until: float) -> Made:
+        ok, value = await self._ask(command, charted, until)
+        if ok is None and not self.closing:  # its process ended under it: one more, anew
+            log.warning("a cost report's process stopped (%s); a new one is asked", value)
+            ok, value = await self._ask(command, charted, until)
+        if not ok:
+            raise ReportError(f"the cost report could not be made ({value}); ask again")
+        assert isinstance(value, Made)
+        return value
+
+    async def _ask(self, command: Cost, charted: bool, until: float) -> tuple[bool | None, object]:
+        """The child's answer: whether the report was made, and it or why not; None where
+        the child ended before it answered."""
         child = await self._running()
         ident = next(self._ids)
-        answer: asyncio.Future[tuple[bool, object]] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[tuple[bool | None, object]] = (
+            asyncio.get_running_loop().create_future()
+        )
         child.waiting[ident] = answer
         if self._leave is not None:
             self._leave.cancel()
@@ -99,9 +115,9 @@ class ReportProcess:
         try:
             stdin.write(frame((ident, command, charted, until)))
             await stdin.drain()
-            ok, value = await asyncio.wait_for(asyncio.shield(answer), self.timeout)
+            return await asyncio.wait_for(asyncio.shield(answer), self.timeout)
         except (BrokenPipeError, ConnectionResetError):
-            ok, value = await answer  # the reader fails it once the child's end is read
+            return await answer  # the reader fails it once the child's end is read
         except TimeoutError:
             log.warning("a cost report took over %.0f s in its process: the process is ended",
                         self.timeout)  # fmt: skip
@@ -114,13 +130,10 @@ class ReportProcess:
             child.waiting.pop(ident, None)
             if self.child is child and not child.waiting:
                 self._leave = asyncio.get_running_loop().call_later(self.idle, self._idle, child)
-        if not ok:
-            raise ReportError(f"the cost report could not be made ({value}); ask again")
-        assert isinstance(value, Made)
-        return value
 
     async def close(self) -> None:
         """Let the child go (its stdin closed), and end it if it does not."""
+        self.closing = True
         if self.child is not None:
             await self._end(self.child, kill=False)
 
@@ -159,7 +172,7 @@ class ReportProcess:
             self.child = None
         for answer in child.waiting.values():
             if not answer.done():
-                answer.set_result((False, f"its process stopped, exit code {code}"))
+                answer.set_result((None, f"its process stopped, exit code {code}"))
 
     def _idle(self, child: Child) -> None:
         if self.child is child and not child.waiting:

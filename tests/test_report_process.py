@@ -137,20 +137,37 @@ async def test_a_child_that_died_or_left_while_idle_is_replaced(stack: Stack) ->
     assert reports.child is None
 
 
-async def test_a_child_asked_while_it_dies_fails_that_report_in_one_line(stack: Stack) -> None:
+async def killed_once_asked(reports: ReportProcess, but: Process | None = None) -> Process:
+    """Kill the child (other than ``but``) once a question is out to it: it dies under it."""
+    deadline = time.monotonic() + 60
+    while True:
+        child = reports.child
+        if child is not None and child.waiting and child.process is not but:
+            break
+        assert time.monotonic() < deadline, "the report was never asked"
+        await asyncio.sleep(0)
+    child.process.send_signal(signal.SIGKILL)
+    return child.process
+
+
+async def test_a_report_whose_child_dies_under_it_is_asked_once_more_of_a_new_one(
+    stack: Stack,
+) -> None:
     now = time.time()
     reports = elsewhere(stack)
     await reports.cost(WEEK, False, now)
-    assert reports.child is not None
-    child = reports.child.process
+    started = reports.started
     asked = asyncio.ensure_future(reports.cost(WEEK, True, now))
-    deadline = time.monotonic() + 60
-    while reports.child is not None and not reports.child.waiting:  # the question is out
-        assert time.monotonic() < deadline, "the report was never asked"
-        await asyncio.sleep(0)
-    child.send_signal(signal.SIGKILL)
+    await killed_once_asked(reports)
+    made = await asked  # made by the child started after the first died
+    assert made.png is not None and reports.started == started + 1
+    # a report that kills its child each time it is asked fails, in one line, after two
+    asked = asyncio.ensure_future(reports.cost(WEEK, True, now))
+    first = await killed_once_asked(reports)
+    await killed_once_asked(reports, but=first)
     with pytest.raises(ReportError, match=r"its process stopped, exit code -9\); ask again"):
         await asked
+    assert reports.started == started + 2  # the one made it, and one more
 
 
 async def test_the_service_stops_its_child_and_makes_reports_here_where_it_must(
