@@ -6,7 +6,9 @@ clusters' nodes allow.
 
 The bound is what latency alone allows: the list pages of one target go one after another,
 and the Slurm queries (the simulator's request log counts them) spread over the default
-number of calls at once. The sweep counts only if it reported every cluster.
+number of calls at once. The sweep counts only if it reported every cluster. The same
+queries sent by a bare client, their starts spread as the sweep spreads its own, show what
+the simulator and this machine allow.
 """
 
 from __future__ import annotations
@@ -147,8 +149,12 @@ async def raw_queries(
 ) -> tuple[float, int]:
     """The sweep's Slurm queries sent again straight from a bare client, ``concurrency`` at
     once, each cluster's in turn as the sweep sends them (its nodes, then, where they need
-    it, its jobs): the wall time over its bound, and the fewest queries the clusters'
-    nodes allow (each one's nodes, and its jobs where ``needs_queue``)."""
+    it, its jobs), their starts at least three quarters of the bound's pace apart as the
+    sweep spreads its own (``handlers.pacing.Spread``): the wall time over its bound, and
+    the fewest queries the clusters' nodes allow (each one's nodes, and its jobs where
+    ``needs_queue``)."""
+    gap = 0.75 * LATENCY_MS / 1000 / concurrency
+    next_start = 0.0
     asked = asked_of(queries)
     shapes = {tuple(p.rsplit("/", 2)[-2] for p in paths) for paths in asked.values()}
     assert shapes <= {("nodes",), ("nodes", "jobs")}, (
@@ -158,10 +164,13 @@ async def raw_queries(
     sent = fewest = 0
 
     async def worker() -> None:
-        nonlocal sent, fewest
+        nonlocal sent, fewest, next_start
         while waiting:
             cluster, paths = waiting.pop()
             for path in paths:
+                now = time.perf_counter()
+                next_start = max(now, next_start) + gap
+                await asyncio.sleep(next_start - gap - now)
                 body = {"method": "HTTP_METHOD_GET", "path": path}
                 headers = {"Authorization": "Bearer bench"}
                 target = f"{url}/v1beta1/{cluster}:callSlurmRestApi"

@@ -14,7 +14,7 @@ from handlers.costs import PoolSeen, PriceBook, pools_seen
 from handlers.domain.errors import SlurmUnreadableError
 from handlers.domain.facts import ClusterFacts
 from handlers.domain.operations import SlurmJob, SlurmNode
-from handlers.pacing import paced
+from handlers.pacing import Spread, paced
 from handlers.ports import ActivityReader, Clock
 from handlers.reading.clusters import pools_summary
 from handlers.sweep import windows
@@ -135,6 +135,7 @@ class ActivityObserver:
         self.clock = clock
         self.concurrency = max(1, concurrency)
         self.idle_after = idle_after
+        self.spread = Spread(self.concurrency)  # the workers' Slurm queries
 
     async def observe_all(self, clusters: list[Swept], busy: set[str]) -> list[Observation]:
         """Every cluster observed, ``concurrency`` at a time by as many workers: not a task
@@ -181,13 +182,12 @@ class ActivityObserver:
         where broken nodes need the jobs they hold up: one call for most busy clusters."""
         name = cluster.name
         try:
-            nodes = await self.reader.nodes(name)
+            nodes = await self.spread.call(self.reader.nodes, name)
             census = node_census(nodes)
             read_jobs = not census.busy or bool(broken_nodes(nodes))
-            jobs = await self.reader.jobs(name) if read_jobs else None
-            held = (
-                await self.reader.reservations(name) if windows.wanted(jobs or (), nodes) else None
-            )
+            jobs = await self.spread.call(self.reader.jobs, name) if read_jobs else None
+            wanted = windows.wanted(jobs or (), nodes)
+            held = await self.spread.call(self.reader.reservations, name) if wanted else None
         except SlurmUnreadableError as error:
             return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
         now = self.clock()
