@@ -35,10 +35,12 @@ class Spread:
     replies one after another, and the next calls go out together again, so that every
     round trip grows by the time a whole batch takes to handle (32 calls at once at half a
     millisecond each on either side: 16 ms on 50). A start waits until ``SHARE`` of the
-    round trip, over ``at_once``, has passed since the one before it: the starts never go
-    slower than the calls at once allow, and the replies come back one at a time."""
+    round trip, over ``at_once``, has passed since the one before it, and never longer than
+    ``GAP_AT_MOST`` (a first call that took seconds to fail): the starts never go slower
+    than the calls at once allow, and the replies come back one at a time."""
 
     SHARE = 0.75
+    GAP_AT_MOST = 0.05  # seconds: what 32 calls of 2 s each would be spread by
 
     def __init__(self, at_once: int) -> None:
         self.at_once = max(1, at_once)
@@ -49,7 +51,7 @@ class Spread:
         """``fn(*args, **kwargs)`` awaited once its turn to start has come."""
         now = time.perf_counter()
         at = max(now, self.next_start)
-        self.next_start = at + self.SHARE * self.round_trip / self.at_once
+        self.next_start = at + min(self.GAP_AT_MOST, self.SHARE * self.round_trip / self.at_once)
         if at > now:
             await asyncio.sleep(at - now)
         started = time.perf_counter()
