@@ -735,6 +735,47 @@ async def test_a_poll_that_learns_nothing_new_writes_nothing(bot: Bot) -> None:
     assert "next_poll_at" not in writes[0]
 
 
+async def test_a_poll_reads_its_row_only_when_another_poll_came_between(bot: Bot) -> None:
+    """A replica's polls of one operation read its row once: each next poll starts from what
+    the last one left. Once another replica has polled it (and written what it learned), the
+    first reads the row again and does not write that again."""
+    await resizes_running(bot, 1)
+    [name] = bot.plane.operations
+    reads: list[str] = []
+    writes: list[tuple[str, dict[str, Any]]] = []
+    read, kept = bot.store.get_operation, bot.store.update_operation
+
+    async def reading(operation: str) -> Any:
+        reads.append(operation)
+        return await read(operation)
+
+    async def writing(operation: str, **changes: Any) -> None:
+        writes.append((bot.services.engine.owner, changes))
+        await kept(operation, **changes)
+
+    bot.store.get_operation = reading  # type: ignore[method-assign]
+    bot.store.update_operation = writing  # type: ignore[method-assign]
+    for _ in range(6):
+        bot.clock.advance(MAX_INTERVAL)
+        assert await poll(bot) == 1
+    assert reads == [name], "the first poll reads the row, the next ones start from it"
+    following = await read(name)
+    assert following is not None and following.interval == 1.5**6  # each step written
+    other = make_bot(bot.clock, Policy.model_validate(POLICY), same_world_as=bot, owner="b")
+    bot.plane.operations[name].metadata = {"progressMessage": "resizing the pool"}
+    bot.clock.advance(MAX_INTERVAL)
+    assert await poll(other) == 1
+    assert (await read(name)).progress == "resizing the pool"  # type: ignore[union-attr]
+    reads.clear()
+    writes.clear()
+    bot.clock.advance(MAX_INTERVAL)
+    assert await poll(bot) == 1
+    assert reads == [name], "polled elsewhere since: the row is read again"
+    assert all("progress" not in changes for _, changes in writes), writes
+    after = await read(name)
+    assert after is not None and after.interval == MAX_INTERVAL
+
+
 @pytest.mark.parametrize("point", ["after-draft", "card-posted"])
 async def test_a_card_cut_off_by_a_crash_is_posted_once_and_its_request_kept(
     clock: ManualClock, point: str

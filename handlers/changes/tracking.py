@@ -57,6 +57,7 @@ EDIT_EVERY = 5.0
 # per-minute read quota.
 POLLS_AT_ONCE = 50
 PROGRESS = "progress"  # the name of the thread message's post among the item's posts
+KEPT_AT_MOST = 20_000  # operations whose row a replica keeps between polls (a few MB)
 
 
 def follow_key(request_id: str) -> str:
@@ -104,9 +105,39 @@ class Tracker:
         self.ledger = ledger
         self.clock = clock
         self.ended = 0  # ends told by this replica (a count to notice change by)
+        # each operation as the last poll here left it, with the attempt that left it: the
+        # next poll reads it from here instead of the database (``_recall``)
+        self._kept: dict[str, tuple[tuple[float, int], TrackedOperation]] = {}
 
     async def work(self, attempt: Attempt) -> Outcome:
-        operation = await self.store.get_operation(str(attempt.subject["operation"]))
+        name = str(attempt.subject["operation"])
+        item = attempt.item
+        operation = self._recall(name, (item.created_at, item.attempts - 1))
+        if operation is None:
+            operation = await self.store.get_operation(name)
+        outcome = await self._work(attempt, operation)
+        if operation is not None and isinstance(outcome, Later):
+            self._remember(name, (item.created_at, item.attempts), operation)
+        return outcome
+
+    def _recall(self, name: str, before: tuple[float, int]) -> TrackedOperation | None:
+        """The operation as this replica's last poll of it left its row, if no attempt came
+        between: each claim of the item counts one more attempt, so an item (told by when
+        it was owed) whose count is one past the one kept was polled by no one else (here,
+        on another replica, by another release) since. Only polls write the row."""
+        kept = self._kept.pop(name, None)
+        if kept is None or kept[0] != before:
+            return None
+        return kept[1]
+
+    def _remember(self, name: str, at: tuple[float, int], operation: TrackedOperation) -> None:
+        """Kept for the next poll when it ended as planned (``Later``), every write of it
+        applied to the row; a poll cut off leaves nothing, and the next one reads the row."""
+        if len(self._kept) >= KEPT_AT_MOST:
+            self._kept.pop(next(iter(self._kept)))
+        self._kept[name] = (at, operation)
+
+    async def _work(self, attempt: Attempt, operation: TrackedOperation | None) -> Outcome:
         if operation is None or operation.final == Final.POSTED:
             return Done("its end is told")
         if operation.progress_message is None:
@@ -204,6 +235,8 @@ class Tracker:
         learned = {k: v for k, v in changes.items() if getattr(operation, k) != v}
         if learned:
             await self.store.update_operation(operation.name, **cast(OperationChanges, learned))
+            for key, value in learned.items():  # what the row holds now, for the next poll
+                setattr(operation, key, value)
         return Later(at)
 
     async def _progress(self, attempt: Attempt, operation: TrackedOperation, text: str) -> Outcome:
