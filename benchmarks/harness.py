@@ -126,6 +126,7 @@ def serve_env(
         "CLUSTERBOT_TARGETS": ",".join(str(t) for t in targets),
         "CLUSTERBOT_SLACK_API_URL": f"{box}/api/",
         "CLUSTERBOT_VERTEX_API_URL": vertex,
+        "CLUSTERBOT_MONITORING_API_URL": vertex,
         "CLUSTERBOT_VERTEX_STATIC_TOKEN": "bench",
         "CLUSTERBOT_DATABASE_URL": database,
         "CLUSTERBOT_SWEEP_INTERVAL": str(sweep_interval),

@@ -1,14 +1,14 @@
 """Idle sweeps of 1,000 and 10,000 clusters over 10 targets at default settings, every
 control-plane call 50 ms slow (the simulator in a process of its own): a quiet fleet, whose
 every cluster needs its nodes and its queue read, and one 80 % busy, where a cluster's nodes
-alone show it busy and healthy. Each sweep's Slurm queries are held against the fewest its
-clusters' nodes allow.
+alone show it busy and healthy, and its GPUs (at 85 %, from Cloud Monitoring) read in one
+call. Each sweep's Slurm queries are held against the fewest its clusters' nodes allow.
 
 The bound is what latency alone allows: the list pages of one target go one after another,
-and the Slurm queries (the simulator's request log counts them) spread over the default
-number of calls at once. The sweep counts only if it reported every cluster. The same
-queries sent by a bare client, their starts spread as the sweep spreads its own, show what
-the simulator and this machine allow.
+and the Slurm queries and GPU metric reads (the simulator's request log counts them) spread
+over the default number of calls at once. The sweep counts only if it reported every
+cluster. The same queries sent by a bare client, their starts spread as the sweep spreads
+its own, show what the simulator and this machine allow.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ async def sweeping_service(
     settings = Settings(  # defaults, but where the stand-ins are
         targets=targets,
         vertex_api_url=url,
+        monitoring_api_url=url,
         vertex_static_token=SecretStr("bench"),
         database_url=f"sqlite+aiosqlite:///{database}",
     )
@@ -71,6 +72,11 @@ async def one(results: Results, clusters: int, busy_share: float) -> None:
     every = fixtures["clusters"]
     busy = every[: round(len(every) * busy_share)]
     document: dict[str, Any] = {**fixtures, "jobs": {str(c["name"]): {"running": 1} for c in busy}}
+    # the Ops Agent on every GPU node, its GPUs at work: one GPU metric read a busy cluster
+    document["metrics"] = {
+        str(c["name"]): {f"{str(c['name']).rsplit('/', 1)[-1]}-gpu-{n}": 85 for n in range(2)}
+        for c in busy
+    }
     per_target = clusters // TARGETS
     folder = Path(tempfile.mkdtemp(prefix="clusterbot-sweep-bench-"))
     with simulator_process(document, page_max=PAGE) as (url, simulator_pid):
@@ -80,6 +86,10 @@ async def one(results: Results, clusters: int, busy_share: float) -> None:
             # a sweep after the first: each cluster's data parser is known from the database
             for cluster in fixtures["clusters"]:
                 await service.store.keep_slurm_version(str(cluster["name"]), "v0.0.42", 0.0)
+            # and each busy cluster's GPU metric (bot/vertex/monitoring.py's book: NVML's)
+            learned = {str(c["name"]): [2, time.time()] for c in busy}
+            book = json.dumps({"chosen": learned, "turn": {}})
+            await service.store.save_report(time.time(), book, kind="gpu-metrics")
             rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             # the cycle collector as the sweep's child process runs it (bot/sweep_child.py)
             thresholds = gc.get_threshold()
@@ -99,15 +109,18 @@ async def one(results: Results, clusters: int, busy_share: float) -> None:
             log = await (await session.get(f"{url}/_sim/requests")).json()
             concurrency = settings.vertex_concurrency
             queries = [c for c in log["requests"] if c["path"].endswith(":callSlurmRestApi")]
+            gpu_reads = sum(1 for c in log["requests"] if c["path"].endswith("/timeSeries"))
             if clusters <= RAW_UP_TO:
                 raw, fewest = await raw_queries(session, url, queries, concurrency)
     assert report is not None and len(report.entries) == clusters, "the sweep missed clusters"
     slurm = len(queries)
     assert slurm >= clusters, "not every cluster's Slurm was asked"
-    bound = (math.ceil(per_target / PAGE) + slurm / concurrency) * LATENCY_MS / 1000
+    assert gpu_reads == len(busy), f"{gpu_reads} GPU metric reads for {len(busy)} busy clusters"
+    bound = (math.ceil(per_target / PAGE) + (slurm + gpu_reads) / concurrency) * LATENCY_MS / 1000
     name = f"sweep of {clusters:,} clusters, {busy_share:.0%} busy"
     results.add("sweep", f"{name}: Slurm queries", slurm, "calls")
     results.add("sweep", f"{name}: Slurm queries per cluster", slurm / clusters, "calls")
+    results.add("sweep", f"{name}: GPU metric reads per cluster", gpu_reads / clusters, "calls")
     if clusters <= RAW_UP_TO:
         # the fewest its clusters' nodes allow: no more is asked than idleness and health need
         results.add(

@@ -30,6 +30,7 @@ from bot.store import IdleRecords, Store, StoreKeeper
 from bot.sweep_process import SweepProcess, SweepSummary, shareable
 from bot.vertex.auth import token_source
 from bot.vertex.client import VertexClient
+from bot.vertex.monitoring import GpuMetrics
 from bot.vertex.retry import RetryPolicy
 from bot.vertex.slurm import SWEEP_DEADLINE, SlurmReader
 from handlers.capability import Options, Ports
@@ -113,6 +114,7 @@ class ClusterbotService:
             control_plane=self.vertex,
             activity=slurm,
             nodes=slurm,
+            gpus=GpuMetrics(self.vertex, settings.monitoring_api_url, book=self.store),
             messenger=self.chat.messenger,
             roles=self.chat.roles,
             people=self.chat.people,
@@ -172,8 +174,7 @@ class ClusterbotService:
         return self.http
 
     def open_http(self) -> None:
-        """One pooled HTTP session for every call to Slack (Web API and response_url
-        replies), opened in the running loop: a connection is reused, not opened per call."""
+        """One pooled session for every call to Slack, opened in the running loop."""
         if self.http is None or self.http.closed:
             self.http = aiohttp.ClientSession()
             self.chat.use(self.http)
@@ -239,8 +240,7 @@ class ClusterbotService:
         await self.store.close()
 
     async def _watch_lag(self, every: float = 0.25) -> None:
-        """How late a timer fires is how long other work held the loop: a measure of how
-        promptly Slack's requests are acked."""
+        """How late a timer fires: how long other work held the loop (and the acks)."""
         loop = asyncio.get_running_loop()
         while not self._stopped:
             asked = loop.time()

@@ -84,6 +84,7 @@ def build_demo(
         "targets": [Target("demo-project", "us-central1"), Target("demo-project", "europe-west4")],
         "database_url": f"sqlite+aiosqlite:///{folder / 'clusterbot.db'}",
         "vertex_api_url": f"{origin}/vertex",
+        "monitoring_api_url": f"{origin}/vertex",
         "vertex_static_token": SecretStr("demo"),
         "slack_api_url": f"{origin}/api/",
         # the whole stack in one process: its few clusters are swept, and its reports made,

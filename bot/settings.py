@@ -99,6 +99,8 @@ class Settings(BaseSettings):
     allow_ephemeral_sqlite: bool = False
     secret_manager_url: str = SECRET_MANAGER_URL
     vertex_api_url: str | None = None
+    # Cloud Monitoring, for GPU nodes' utilisation (the simulator serves the same v3 paths)
+    monitoring_api_url: str = "https://monitoring.googleapis.com/"
     vertex_static_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
     # the chat platform the bot serves (bot/platform.py's PLATFORMS): Slack is the one shipped
@@ -107,15 +109,14 @@ class Settings(BaseSettings):
     alert_channel: str | None = None
     # unset: each cluster's data parser is found (newest first) and kept in the database
     slurm_api_version: str | None = Field(None, pattern=r"^v0\.0\.\d+$")
-    # Control-plane calls in flight at once, not a minute's (the API's quotas per minute per
-    # project and region answer 429 with Retry-After when passed, which the client honours).
-    # 32 lets a sweep of 1,000 clusters (two Slurm queries each at ~50 ms) take about 3 s of
-    # latency, one list page per target go out together for up to 32 targets, and stays far
-    # from a connection pool's limits (aiohttp's default is 100).
+    # Control-plane calls in flight at once, not a minute's (a quota passed answers 429 with
+    # Retry-After, which the client honours). 32: a sweep of 1,000 clusters (two Slurm queries
+    # each at ~50 ms) takes about 3 s of latency, a list page per target goes out together
+    # for up to 32 targets, far from a connection pool's limits (aiohttp's default is 100).
     vertex_concurrency: int = Field(32, ge=1, le=256)
     # Changes a minute per project and region sent by crowds (a fleet's night), each waiting
-    # for its slot: Vertex AI's quotas page gives 60 "job or long-running operation
-    # submission requests" a minute per region, and a change submits one.
+    # its slot: Vertex AI's quotas page gives 60 "job or long-running operation submission
+    # requests" a minute per region, and a change submits one.
     vertex_writes_per_minute: int = Field(60, ge=1, le=100_000)
     vertex_retry_deadline: float = Field(120.0, gt=0, le=3600)
     # seconds one control-plane call may take (the server is told a little less:
@@ -130,8 +131,7 @@ class Settings(BaseSettings):
     drain_seconds: float = Field(20.0, ge=0, le=600)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     replica_id: str | None = None  # default host:port; stable across restarts of one replica
-    # the pipeline hook (POST /api/v1/release): callers present a Google-signed OIDC ID token
-    # whose audience is this; unset, the route answers 404
+    # the pipeline hook's callers' Google-signed OIDC ID token audience; unset, it answers 404
     oidc_audience: str | None = None
     oidc_certs_url: str = "https://www.googleapis.com/oauth2/v1/certs"
     release_check_seconds: float = Field(30.0, gt=0, le=3600)  # between looks at the queue
@@ -207,7 +207,7 @@ class Settings(BaseSettings):
         self.database_url = urlunsplit(parts._replace(netloc=f"{user}:{password}@{host}"))
         return self
 
-    @field_validator("vertex_api_url", "slack_api_url", "secret_manager_url")
+    @field_validator("vertex_api_url", "slack_api_url", "secret_manager_url", "monitoring_api_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and (

@@ -52,6 +52,8 @@ def as_json(report: SweepReport, database: str) -> dict[str, Any]:
                 "recommendation_reason": e.recommendation_reason or None,
                 # null when the sweep did not read it (the cluster was not running)
                 "health": ClusterHealth.from_dict(e.health).shown() if e.health else None,
+                # running jobs whose GPUs stayed idle for the window (handlers/sweep/gpus.py)
+                "idle_allocations": list(e.idle_allocations),
             }
             for e in report.entries
         ],

@@ -10,6 +10,7 @@ from handlers.capability import Capability
 from handlers.changes.capability import CHANGES, RELEASES
 from handlers.health.capability import HEALTH_CAPABILITY
 from handlers.idle.capability import IDLE
+from handlers.owners.capability import OWNERS
 from handlers.reading.capability import READING
 from handlers.registry import Registry
 from handlers.schedules.capability import SCHEDULES_CAPABILITY
@@ -24,6 +25,7 @@ CAPABILITIES: tuple[Capability[Any], ...] = (
     SPEND,
     SCHEDULES_CAPABILITY,
     HEALTH_CAPABILITY,
+    OWNERS,
     RELEASES,
     DIGEST,
 )

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         ActivityReader,
         Clock,
         ControlPlane,
+        GpuSignal,
         IdleRecordStore,
         LeaseStore,
         NodeUpdater,
@@ -153,6 +154,7 @@ class Ports:
     owed: OwedStore  # what the bot owes the world, done by the engine
     submissions: SubmissionStore | None = None  # form submissions; None: no forms
     nodes: NodeUpdater | None = None  # sets Slurm node states; None: no node changes
+    gpus: GpuSignal | None = None  # GPU metrics of the nodes; None: allocations not judged
     # what the capabilities' declared ports are provided as, by the port's name
     provided: Mapping[str, object] = field(default_factory=dict)
 

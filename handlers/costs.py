@@ -141,6 +141,7 @@ class PoolSeen:
     nodes: int
     node_hour: float | None  # list price of one node-hour; None: not in the price book
     compute: bool = True  # False for the login pool: never idle, always paid
+    held_idle: int = 0  # of its nodes, those held by idle allocations (handlers/sweep/gpus.py)
 
 
 def pools_seen(cluster: ClusterFacts, prices: PriceBook) -> tuple[PoolSeen, ...]:

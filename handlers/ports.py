@@ -7,7 +7,7 @@ else comes in through these ports, built once in the composition root (``bot/app
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias, TypeVar, Unpack, runtime_checkable
 
 from handlers.domain.facts import ClusterFacts
@@ -30,6 +30,7 @@ from handlers.entities import (
 from handlers.keeping import Kept
 from handlers.owed.model import Owed
 from handlers.policy import Role
+from handlers.sweep.gpus import GpuUse
 from handlers.sweep.rules import IdleRecord
 
 Clock = Callable[[], float]
@@ -153,6 +154,21 @@ class ActivityReader(Protocol):
 
     async def reservations(self, cluster: str) -> list[SlurmReservation]:
         """Slurm's reservations: maintenance windows, and those jobs wait for."""
+        ...
+
+
+class GpuSignal(Protocol):
+    """GPU utilisation of a cluster's nodes (Cloud Monitoring's ``timeSeries.list``): one
+    call per cluster, never raising; a failure is the ``GpuUse``'s ``problem``."""
+
+    async def gpu_use(
+        self, cluster: str, instances: Mapping[str, str], window: float, now: float
+    ) -> GpuUse:
+        """``instances`` maps each node's VM instance id to its name (its Slurm node)."""
+        ...
+
+    async def keep(self) -> None:
+        """Keep what a sweep learned of each cluster's metric for the next sweep."""
         ...
 
 

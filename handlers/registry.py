@@ -22,6 +22,7 @@ from handlers.grammar import CommandError, echo
 from handlers.keeping import RecordKind
 from handlers.policy import Policy, Role, Section
 from handlers.replies import Reply, notice
+from handlers.sweep.gpus import GPU_IDLE
 from handlers.sweep.state import IDLE_RECORD, IDLE_RULES
 
 ALIASES = {"-h": "help", "--help": "help", "?": "help"}
@@ -38,7 +39,7 @@ class Registry:
         # the sweep's own record and table (the idle definition) are the core's; each
         # capability adds its own beside them
         self.records: dict[str, RecordKind[Any]] = {IDLE_RECORD.owner: IDLE_RECORD}
-        self.sections: dict[str, Section[Any]] = {IDLE_RULES.name: IDLE_RULES}  # by name
+        self.sections: dict[str, Section[Any]] = {s.name: s for s in (IDLE_RULES, GPU_IDLE)}
         self.ports: dict[str, Port[Any]] = {}  # what the capabilities need from the shell
         names = [c.name for c in self.capabilities]
         if len(names) != len(set(names)):

@@ -27,6 +27,7 @@ from handlers.policy import Policy
 from handlers.reading.clusters import ClusterDirectory
 from handlers.reading.reports import Reports
 from handlers.registry import Registry
+from handlers.sweep.gpus import GPU_IDLE
 from handlers.sweep.observe import ActivityObserver
 from handlers.sweep.state import IDLE_RULES
 from handlers.sweep.sweep import Sweeper, SweepStores
@@ -214,7 +215,14 @@ def _sweep(
 ) -> _Swept:
     clock, directory = ports.clock, core.approvals.directory
     rules = policy.section(IDLE_RULES)
-    observer = ActivityObserver(ports.activity, clock, options.concurrency, rules.idle_after)
+    observer = ActivityObserver(
+        ports.activity,
+        clock,
+        options.concurrency,
+        rules.idle_after,
+        gpus=ports.gpus,
+        gpu_rules=policy.section(GPU_IDLE),
+    )
     stores = SweepStores(ports.records, ports.operations, ports.reports, ports.leases)
     sweeper = Sweeper(
         directory=directory,

@@ -130,7 +130,9 @@ def test_deploy_sh_refuses_to_lose_data_or_hold_a_secret(tmp_path: Path) -> None
 
 def test_the_custom_role_holds_the_permissions_the_guide_explains() -> None:
     role = yaml.safe_load((ROOT / "docs/deploy/iam/clusterbot-role.yaml").read_text())
-    explained = set(re.findall(r"^\| `(aiplatform\.[\w.]+)` \|", GUIDE, flags=re.MULTILINE))
+    explained = set(
+        re.findall(r"^\| `((?:aiplatform|monitoring)\.[\w.]+)` \|", GUIDE, flags=re.MULTILINE)
+    )
     assert set(role["includedPermissions"]) == explained
     verbs = {p.rsplit(".", 1)[1] for p in explained if ".modelDevelopmentClusters." in p}
     assert verbs == {"list", "get", "update", "delete", "create", "run"}

@@ -348,6 +348,7 @@ def test_sweep_once_prints_a_report(tmp_path: Path) -> None:
             "PATH": "/usr/bin:/bin",
             "CLUSTERBOT_TARGETS": "demo-project/us-central1,demo-project/europe-west4",
             "CLUSTERBOT_VERTEX_API_URL": f"http://127.0.0.1:{port}",
+            "CLUSTERBOT_MONITORING_API_URL": f"http://127.0.0.1:{port}",
             "CLUSTERBOT_VERTEX_STATIC_TOKEN": "x",
             "CLUSTERBOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'sweep.db'}",
         }

@@ -125,7 +125,8 @@ def _float(value: Any) -> float | None:
 
 def read_job(job: Any) -> SlurmJob | None:
     """One JOB_INFO (job_id, name, user_name, account, partition, job_state, state_reason,
-    hold, priority, qos, node_count, nodes, submit_time, start_time, eligible_time); None
+    hold, priority, qos, node_count, nodes, submit_time, start_time, eligible_time,
+    time_limit); None
     for an entry that is not an object."""
     if not isinstance(job, dict):
         return None
@@ -150,6 +151,7 @@ def read_job(job: Any) -> SlurmJob | None:
         array_task=_int(job.get("array_task_id")),
         array_tasks=str(job.get("array_task_string") or "")[:200],
         reservation=str(job.get("resv_name") or "")[:200],
+        time_limit=_int(job.get("time_limit")),
     )
 
 

@@ -28,6 +28,8 @@ class _Read(BaseModel):
 
 class NodeSummary(_Read):
     node_pool_id: str | None = None
+    instance_id: str | None = None  # a GPU node's VM, named in its GPU metrics' filter
+    instance_name: str | None = None  # its Slurm node
 
 
 class ErrorSummary(_Read):

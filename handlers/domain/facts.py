@@ -19,6 +19,12 @@ class NodeView(Protocol):
     @property
     def node_pool_id(self) -> str | None: ...
 
+    @property
+    def instance_id(self) -> str | None: ...
+
+    @property
+    def instance_name(self) -> str | None: ...
+
 
 class ErrorView(Protocol):
     @property
@@ -87,6 +93,19 @@ class ClusterFacts:
     def compute_pools(self) -> Iterator[NodePool]:
         """Pools that run jobs: every pool but the login pool."""
         return (p for p in self.node_pools if p.id != self.login_pool_id)
+
+    def gpu_instances(self) -> tuple[tuple[str, str, str], ...]:
+        """The VMs of its compute pools that carry GPUs: (instance id, instance name, pool),
+        a Slurm node being named as its VM."""
+        pools = {p.id for p in self.compute_pools() if p.has_gpus}
+        listed = self.cluster_status.nodes_status if self.cluster_status else None
+        return tuple(
+            sorted(
+                (n.instance_id, n.instance_name, n.node_pool_id)
+                for n in listed or ()
+                if n.node_pool_id in pools and n.instance_id and n.instance_name
+            )
+        )
 
     @property
     def reports_nodes(self) -> bool:

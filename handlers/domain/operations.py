@@ -85,6 +85,7 @@ class SlurmJob:
     array_task: int | None = None
     array_tasks: str = ""
     reservation: str = ""  # JOB_INFO ``resv_name``: the reservation it runs in, or asked for
+    time_limit: int | None = None  # JOB_INFO ``time_limit``, minutes; None: unlimited or unsaid
 
     @property
     def pending(self) -> bool:

@@ -184,6 +184,15 @@ class NodePool(ApiModel):
         return values[0].rsplit("/", 1)[-1] if values else None
 
     @property
+    def has_gpus(self) -> bool:
+        """Whether its VMs carry GPUs: accelerators named, or an accelerator-optimized machine
+        family, whose GPUs come with the machine type (A2, A3, A4, G2)."""
+        spec = self.machine_spec
+        machine = (spec.machine_type if spec else None) or ""
+        named = bool(spec and spec.accelerator_type)
+        return named or machine.startswith(("a2-", "a3-", "a4-", "a4x-", "g2-"))
+
+    @property
     def machine_description(self) -> str:
         """``a4-highgpu-8g (8 x NVIDIA_B200)``, or just the machine type without accelerators."""
         spec = self.machine_spec

@@ -5,9 +5,12 @@ each the same row with its latest end)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from handlers.costs import PoolSeen
 from handlers.domain.names import target_of
 from handlers.keeping import Kept, save_all
 from handlers.ports import Clock, CrashPoint, no_crash
@@ -16,6 +19,17 @@ from handlers.spend.runs import SpendRecord, SpendRun, advance, closing, still_o
 
 if TYPE_CHECKING:
     from handlers.sweep.observe import Note, Seen
+
+
+def held_idle(item: Seen) -> tuple[PoolSeen, ...]:
+    """The cluster's pools, each with its nodes that idle allocations hold: their spend is
+    idle spend while the cluster is busy otherwise."""
+    held = {n for a in item.observation.idle_allocations for n in a.nodes}
+    if not held:
+        return item.cluster.pools
+    pool_of = {node: pool for _id, node, pool in item.cluster.gpu_nodes}
+    counts = Counter(pool_of[n] for n in held if n in pool_of)
+    return tuple(replace(p, held_idle=counts[p.pool]) for p in item.cluster.pools)
 
 
 class SpendKeeper:
@@ -50,7 +64,7 @@ class SpendKeeper:
             runs, ended = advance(
                 record.runs,
                 items[name].observation.at,
-                cluster.pools,
+                held_idle(items[name]),
                 idle=items[name].idle,
                 interval=self.interval,
             )

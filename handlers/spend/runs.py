@@ -36,8 +36,8 @@ class OpenRun:
     idle: bool
     seen: float  # the last observation that found it unchanged
 
-    def same(self, seen: PoolSeen, idle: bool) -> bool:
-        return (self.nodes, self.node_hour, self.idle) == (seen.nodes, seen.node_hour, idle)
+    def same(self, nodes: int, node_hour: float | None) -> bool:
+        return (self.nodes, self.node_hour) == (nodes, node_hour)
 
     def ends(self, now: float, interval: float) -> float:
         """When the run ended, if it ended by ``now``: an observation holds until the next,
@@ -139,21 +139,25 @@ def advance(
     interval: float,
 ) -> tuple[tuple[OpenRun, ...], list[Ended]]:
     """The open runs after an observation at ``now``, and the runs it ended, each with the
-    time it ended: a run whose pool changed, a run across too long a gap, a pool gone."""
-    by_pool = {run.pool: run for run in runs}
+    time it ended: a run whose pool changed, a run across too long a gap, a pool gone. A pool
+    of a busy cluster whose nodes idle allocations hold runs in two parts, those nodes idle."""
+    by_part = {(run.pool, run.idle): run for run in runs}
     closed: list[Ended] = []
     kept: list[OpenRun] = []
     for seen in pools:
         quiet = idle and seen.compute
-        run = by_pool.pop(seen.pool, None)
-        if run is not None:
-            end = run.ends(now, interval)
-            if end == now and run.same(seen, quiet):
-                kept.append(replace(run, seen=now))
-                continue
-            closed.append((run, end))
-        kept.append(OpenRun(seen.pool, now, seen.nodes, seen.node_hour, quiet, now))
-    closed += [(run, run.ends(now, interval)) for run in by_pool.values()]  # pools gone
+        held = 0 if quiet or not seen.compute else min(seen.held_idle, seen.nodes)
+        parts = [(quiet, seen.nodes - held)] + ([(True, held)] if held else [])
+        for part_idle, nodes in parts:
+            run = by_part.pop((seen.pool, part_idle), None)
+            if run is not None:
+                end = run.ends(now, interval)
+                if end == now and run.same(nodes, seen.node_hour):
+                    kept.append(replace(run, seen=now))
+                    continue
+                closed.append((run, end))
+            kept.append(OpenRun(seen.pool, now, nodes, seen.node_hour, part_idle, now))
+    closed += [(run, run.ends(now, interval)) for run in by_part.values()]  # parts gone
     return tuple(kept), closed
 
 

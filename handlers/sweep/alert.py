@@ -61,6 +61,7 @@ class IdleEntry:
     snoozed_until: float | None = None
     auto_action_at: float | None = None
     health: dict[str, Any] | None = None  # ClusterHealth.to_dict() as the sweep saw it
+    idle_allocations: tuple[dict[str, Any], ...] = ()  # IdleAllocation.to_dict(), each
 
     @classmethod
     def of(
@@ -77,6 +78,7 @@ class IdleEntry:
         jobs_hidden: bool = False,
         notes: tuple[tuple[str, ...], ...] = (),
         health: dict[str, Any] | None = None,
+        allocations: tuple[dict[str, Any], ...] = (),
     ) -> IdleEntry:
         return cls(
             cluster=cluster,
@@ -98,6 +100,7 @@ class IdleEntry:
             snoozed_until=record.snoozed_until,
             auto_action_at=record.auto_action_at,
             health=health,
+            idle_allocations=allocations,
         )
 
     @property
@@ -121,6 +124,7 @@ class IdleEntry:
             values["recommendation"] = Recommendation(values["recommendation"])
         values["reservations"] = tuple(values.get("reservations") or ())
         values["notes"] = tuple(tuple(str(p) for p in n) for n in values.get("notes") or ())
+        values["idle_allocations"] = tuple(values.get("idle_allocations") or ())
         return cls(**values)
 
 
@@ -154,7 +158,9 @@ def alert_card(entry: IdleEntry, now: float, auto_action: AutoAction, note: Line
             Strong(cluster),
             " (",
             Code(entry.target),
-            ") has had no Slurm jobs that run or can start since ",
+            ") has had only jobs holding idle GPUs since "
+            if entry.idle_allocations
+            else ") has had no Slurm jobs that run or can start since ",
             Time(since),
             f" ({duration(now - since)}) while paying for its nodes.",
         ),

@@ -15,10 +15,19 @@ from handlers.domain.errors import SlurmUnreadableError
 from handlers.domain.facts import ClusterFacts
 from handlers.domain.operations import SlurmJob, SlurmNode
 from handlers.pacing import Spread, paced
-from handlers.ports import ActivityReader, Clock
+from handlers.ports import ActivityReader, Clock, GpuSignal
 from handlers.reading.clusters import pools_summary
 from handlers.sweep import windows
 from handlers.sweep.alert import IdleEntry
+from handlers.sweep.demand import WORKING_NODE_STATES
+from handlers.sweep.gpus import (
+    MISSING_WHY,
+    GpuIdleRules,
+    GpuUse,
+    IdleAllocation,
+    idle_allocations,
+    idle_nodes,
+)
 from handlers.sweep.health import (
     STUCK_AFTER,
     ClusterHealth,
@@ -57,6 +66,7 @@ class Swept:
     labels: tuple[tuple[str, str], ...] = ()
     status_message: str = ""  # the control plane's words for its state, for health
     updated_at: float | None = None  # updateTime: since when a change has been under way
+    gpu_nodes: tuple[tuple[str, str, str], ...] = ()  # (instance id, node, pool) of GPU VMs
 
     @classmethod
     def of(cls, cluster: ClusterFacts, prices: PriceBook) -> Swept:
@@ -80,6 +90,7 @@ class Swept:
             labels=tuple(sorted(labels.items())),
             status_message=cluster.status_message,
             updated_at=cluster.updated_at,
+            gpu_nodes=cluster.gpu_instances(),
         )
 
 
@@ -129,13 +140,22 @@ class ActivityObserver:
     """Turns a cluster and what the bot is doing into one observation for the policy."""
 
     def __init__(
-        self, reader: ActivityReader, clock: Clock, concurrency: int, idle_after: float
+        self,
+        reader: ActivityReader,
+        clock: Clock,
+        concurrency: int,
+        idle_after: float,
+        *,
+        gpus: GpuSignal | None = None,
+        gpu_rules: GpuIdleRules | None = None,
     ) -> None:
         self.reader = reader
         self.clock = clock
         self.concurrency = max(1, concurrency)
         self.idle_after = idle_after
         self.spread = Spread(self.concurrency)  # the workers' Slurm queries
+        self.gpus = gpus
+        self.gpu_rules = gpu_rules or GpuIdleRules()
 
     async def observe_all(self, clusters: list[Swept], busy: set[str]) -> list[Observation]:
         """Every cluster observed, ``concurrency`` at a time by as many workers: not a task
@@ -150,6 +170,8 @@ class ActivityObserver:
                 found[index] = await self.observe(cluster, busy)
 
         await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(clusters)))))
+        if self.gpus is not None:
+            await self.gpus.keep()
         return [found[index] for index in range(len(clusters))]
 
     async def observe(self, cluster: Swept, busy_clusters: set[str]) -> Observation:
@@ -184,25 +206,72 @@ class ActivityObserver:
         try:
             nodes = await self.spread.call(self.reader.nodes, name)
             census = node_census(nodes)
-            read_jobs = not census.busy or bool(broken_nodes(nodes))
+            gpu = await self._gpu_use(cluster, nodes) if census.busy else None
+            idle_held = bool(gpu and idle_nodes(gpu, self.gpu_rules, self.clock()))
+            read_jobs = not census.busy or bool(broken_nodes(nodes)) or idle_held
             jobs = await self.spread.call(self.reader.jobs, name) if read_jobs else None
             wanted = windows.wanted(jobs or (), nodes)
             held = await self.spread.call(self.reader.reservations, name) if wanted else None
         except SlurmUnreadableError as error:
             return replace(seen, running_jobs=None, pending_jobs=None, unknown_reason=error.reason)
         now = self.clock()
+        found = idle_allocations(jobs, gpu, self.gpu_rules, now) if gpu and jobs else []
+        census = without_allocations(census, nodes, found)
         starts = None if held is None else windows.starts(held)
-        demand = None if jobs is None else queue_demand(jobs, now, self.idle_after, starts)
+        live = [j for j in jobs or () if j.job_id not in {a.job_id for a in found}]
+        demand = None if jobs is None else queue_demand(live, now, self.idle_after, starts)
         # the queue shows it busy: its nodes are not counted
         counted = None if demand is not None and demand.active else census
         health = health_of(cluster, jobs or [], nodes, now)
         seen = replace(seen, at=now, health=health).with_slurm(demand, counted)
+        seen = replace(
+            seen,
+            idle_allocations=tuple(found),
+            node_notes=seen.node_notes + gpu_notes(gpu, cluster, nodes),
+        )
         if counted is None or not census.maintenance:
             return seen
         planned = [n for n in nodes if n.name in set(census.maintenance)]
         prices = {p.pool: p.node_hour for p in cluster.pools if p.compute}
         notes = windows.maintenance_notes(planned, held or [], prices, now)
         return replace(seen, node_notes=seen.node_notes + notes)
+
+    async def _gpu_use(self, cluster: Swept, nodes: list[SlurmNode]) -> GpuUse | None:
+        """The GPUs of its allocated GPU nodes, in one call; None when it has none, or no
+        signal is configured."""
+        allocated = {n.name for n in nodes if WORKING_NODE_STATES & n.states}
+        instances = {i: n for i, n, _pool in cluster.gpu_nodes if n in allocated}
+        if self.gpus is None or not instances or self.gpu_rules.exempt_cluster(cluster.labels):
+            return None
+        window = self.gpu_rules.window
+        return await self.spread.call(
+            self.gpus.gpu_use, cluster.name, instances, window, self.clock()
+        )
+
+
+def without_allocations(
+    census: NodeCensus, nodes: list[SlurmNode], found: list[IdleAllocation]
+) -> NodeCensus:
+    """The census with the nodes held by idle allocations no longer counted as working."""
+    held = {n for a in found for n in a.nodes}
+    freed = sum(1 for n in nodes if n.name in held and WORKING_NODE_STATES & n.states)
+    return replace(census, working=census.working - freed) if freed else census
+
+
+def gpu_notes(
+    gpu: GpuUse | None, cluster: Swept, nodes: list[SlurmNode]
+) -> tuple[tuple[str, ...], ...]:
+    """What the report says when the GPU signal is missing: never read as idle."""
+    if gpu is None:
+        return ()
+    if gpu.problem is not None:
+        return ((f"GPU metrics could not be read ({gpu.problem}); its GPUs count as busy",),)
+    allocated = {n.name for n in nodes if WORKING_NODE_STATES & n.states}
+    missing = gpu.missing(n for _i, n, _pool in cluster.gpu_nodes if n in allocated)
+    if not missing:
+        return ()
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return ((f"GPU use unknown on {shown}, counted as busy: {MISSING_WHY}",),)
 
 
 def health_of(

@@ -56,6 +56,7 @@ from handlers.sweep.demand import StalledJobs as StalledJobs
 from handlers.sweep.demand import node_census as node_census
 from handlers.sweep.demand import node_notes
 from handlers.sweep.demand import queue_demand as queue_demand
+from handlers.sweep.gpus import IdleAllocation
 from handlers.sweep.health import ClusterHealth
 from handlers.sweep.history import Recommendation as Recommendation
 from handlers.sweep.history import Run as Run
@@ -91,6 +92,8 @@ class Observation:
     scheduled: str | None = None  # when its schedule takes it to zero anyway
     # False when the nodes alone showed it busy and healthy, so its queue was not read
     jobs_read: bool = True
+    # running jobs whose GPUs stayed idle for the window (handlers/sweep/gpus.py): not demand
+    idle_allocations: tuple[IdleAllocation, ...] = ()
 
     @property
     def jobs_hidden(self) -> bool:
@@ -171,7 +174,9 @@ def assess(record: IdleRecord, seen: Observation, rules: IdleRules) -> tuple[Idl
     idle_since = record.idle_since if record.idle_since is not None else now
     base = replace(base, idle_since=idle_since)
     can = " that can run" if seen.queue_notes else ""  # the notes name what cannot start
-    quiet = f"no jobs{can} for {duration(now - idle_since)}" + (
+    held = seen.idle_allocations
+    jobs = f"no jobs{can}" if not held else f"only {plural(len(held), 'job')} holding idle GPUs"
+    quiet = f"{jobs} for {duration(now - idle_since)}" + (
         f"; {seen.scheduled}" if seen.scheduled else ""
     )
     if seen.asleep or seen.exempt_label or record.kept_by:

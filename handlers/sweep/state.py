@@ -78,6 +78,7 @@ class IdleRecord:
     remedy: str | None = None  # the request a click on the alert started, while it is open
     alert: dict[str, object] | None = None  # what the alert showed, to draw it again
     alert_open: bool = False  # the alert shows its remedies (not closed by a click or an end)
+    gpu_idle: tuple[tuple[int, float], ...] = ()  # (job, first found an idle allocation)
 
 
 _RECORD_FIELDS = {f.name for f in fields(IdleRecord)}
@@ -99,6 +100,7 @@ def _load(cluster: str, document: Mapping[str, Any]) -> IdleRecord:
         if stored in values:
             values[name] = values.pop(stored)
     values["history"] = tuple(Run(*run) for run in values.get("history", []))
+    values["gpu_idle"] = tuple((int(j), float(t)) for j, t in values.get("gpu_idle") or ())
     values["cluster"] = cluster
     # A record written by another version may carry fields this one does not know (the
     # spend runs and the health episode it kept before they had records of their own).

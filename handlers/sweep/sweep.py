@@ -31,6 +31,7 @@ from handlers.ports import (
 )
 from handlers.reading.clusters import ClusterDirectory
 from handlers.sweep.alert import IdleEntry
+from handlers.sweep.gpus import lengthened
 from handlers.sweep.observe import ActivityObserver, Note, Seen, SweepListener, Swept
 from handlers.sweep.reach import REACH, Reach
 from handlers.sweep.report import SweepReport
@@ -215,6 +216,10 @@ class Sweeper:
         """The policy's verdict, and whether the cluster is idle past the threshold (its
         pools' spend is counted idle)."""
         seen = item.observation
+        window = self.observer.gpu_rules.window
+        found, first = lengthened(seen.idle_allocations, dict(record.gpu_idle), seen.at, window)
+        record = replace(record, gpu_idle=tuple(sorted(first.items())))
+        item.observation = seen = replace(seen, idle_allocations=found)
         after, verdict = assess(record, seen, self.rules)
         since = after.idle_since
         item.idle = verdict.status not in (Status.BUSY, Status.UNKNOWN) and (
@@ -235,8 +240,12 @@ class Sweeper:
             freed_hour=cluster.freed_hour,
             reservations=cluster.reservations,
             jobs_hidden=item.observation.jobs_hidden,
-            notes=item.observation.queue_notes + item.observation.node_notes + _said(item),
+            notes=item.observation.queue_notes
+            + item.observation.node_notes
+            + _said(item)
+            + tuple(a.words() for a in item.observation.idle_allocations),
             health=item.observation.health.to_dict() if item.observation.health else None,
+            allocations=tuple(a.to_dict() for a in item.observation.idle_allocations),
         )
 
     async def _forget_deleted(self, present: set[str], listed_targets: set[str]) -> None:

@@ -219,6 +219,7 @@ def replica(
         "CLUSTERBOT_TARGETS": "demo-project/us-central1,demo-project/europe-west4",
         "CLUSTERBOT_SLACK_API_URL": f"{box.url}/api/",
         "CLUSTERBOT_VERTEX_API_URL": f"{box.url}/vertex",
+        "CLUSTERBOT_MONITORING_API_URL": f"{box.url}/vertex",
         "CLUSTERBOT_VERTEX_STATIC_TOKEN": "serve-test-token",
         "CLUSTERBOT_VERTEX_RETRY_DEADLINE": "5",
         # short calls, so that what a killed process may still have in flight is over soon

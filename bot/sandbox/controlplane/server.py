@@ -13,10 +13,11 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.controlplane import quota, secrets, slurm
+from bot.sandbox.controlplane import monitoring, quota, secrets, slurm
 from bot.sandbox.controlplane.cluster_routes import sim_clusters
 from bot.sandbox.controlplane.faults import Fault
 from bot.sandbox.controlplane.http import STATE, json_body
+from bot.sandbox.controlplane.page_tokens import page_size
 from bot.sandbox.controlplane.quota import QUOTA
 from bot.sandbox.controlplane.rpc import STATUS_OF_HTTP, SimError, invalid
 from bot.sandbox.controlplane.rules import check_update_mode
@@ -195,13 +196,7 @@ def _parent(request: web.Request) -> str:
 async def list_clusters(request: web.Request) -> web.Response:
     state = request.app[STATE]
     parent = _parent(request)
-    try:
-        size = int(request.query.get("pageSize", "0"))
-    except ValueError:
-        raise invalid("page_size must be an integer") from None
-    if size < 0:
-        raise invalid("page_size must not be negative")
-    size = min(size or state.page_max, state.page_max)
+    size = page_size(request.query.get("pageSize", ""), state.page_max)
     offset = state.decode_page_token(parent, request.query.get("pageToken", ""))
     names = sorted(n for n in state.clusters if n.startswith(parent + "/"))
     page = [present(state.cluster(n)) for n in names[offset : offset + size]]
@@ -387,6 +382,7 @@ def create_app(state: SimulatorState, prefix: str = "") -> web.Application:
     app.router.add_route("*", "/_sim/reservations", sim_reservations)
     app.router.add_route("*", "/_sim/clusters", sim_clusters)
     secrets.add_routes(app)
+    monitoring.add_routes(app)
     quota.install(app)
     return app
 

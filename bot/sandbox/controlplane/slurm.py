@@ -118,8 +118,9 @@ def job_document(
         )
     )
     nodes = placement.nodes.get(str(key), [])
-    start = epoch - 300 if running else max(eligible, epoch + 120)  # a forecast, as Slurm's
-    limit = slurm_int(document.get("time_limit")) or 60
+    started = epoch - int(job.get("started_ago", 300))
+    start = started if running else max(eligible, epoch + 120)  # a forecast, as Slurm's
+    limit = int(job.get("time_limit") or slurm_int(document.get("time_limit")) or 60)
     output = f"/home/{user}/slurm-{job_id}.out"
     document.update(
         job_id=job_id,
@@ -145,6 +146,7 @@ def job_document(
         accrue_time=number(eligible if not held else 0),
         start_time=number(start) if not held else _unset(),
         end_time=number(start + limit * 60) if not held else _unset(),
+        time_limit=number(limit),
         current_working_directory=f"/home/{user}",
         standard_output=output,
         standard_error=output,

@@ -3,13 +3,13 @@ the nodes pools have as the queue asks for them."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from bot.sandbox.controlplane import rpc, slurm_reservations, wire
+from bot.sandbox.controlplane.gpu_traces import instance_id
 from bot.sandbox.controlplane.slurm_blocked import runnable
 from bot.sandbox.controlplane.slurm_parts import DEFAULT_RELEASE, RELEASES, count_of
 from bot.sandbox.controlplane.slurm_power import BOOT_SECONDS, SUSPEND_TIME, PoolPower
@@ -158,9 +158,7 @@ class SlurmQueue:
                         if pool["id"] == login
                         else "NODE_POOL_TYPE_COMPUTE",
                         "nodeState": state,
-                        "instanceId": str(
-                            int(hashlib.sha256(instance.encode()).hexdigest()[:15], 16)
-                        ),
+                        "instanceId": instance_id(instance),
                         "instanceName": instance,
                         "createTime": now,
                         "lastUpdateTime": now,

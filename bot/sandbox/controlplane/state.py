@@ -7,7 +7,6 @@ so a test controls time exactly by choosing durations or the clock.
 
 from __future__ import annotations
 
-import base64
 import copy
 import hashlib
 import itertools
@@ -21,8 +20,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.sandbox.controlplane import rpc, rules, wire
+from bot.sandbox.controlplane import page_tokens, rpc, rules, wire
 from bot.sandbox.controlplane.faults import Fault, FaultLog
+from bot.sandbox.controlplane.gpu_traces import GpuTraces
 from bot.sandbox.controlplane.rpc import SimError
 from bot.sandbox.controlplane.secret_store import SecretStore
 from bot.sandbox.controlplane.slurm_state import SlurmQueue, SlurmSwitches, rfc3339
@@ -118,6 +118,7 @@ class SimulatorState(SlurmQueue, FaultLog):
     project_numbers: dict[str, str] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     secret_store: SecretStore = field(default_factory=SecretStore)
+    gpu: GpuTraces = field(default_factory=GpuTraces)
     requests: list[dict[str, Any]] = field(default_factory=list)
     in_flight: int = 0
     peak_in_flight: int = 0
@@ -131,17 +132,18 @@ class SimulatorState(SlurmQueue, FaultLog):
         """Load ``{"projects": {id: number}, "clusters": [...], "jobs": {cluster: {...}},
         "slurm": {cluster: {release, ...}}, "nodes": {cluster: {node: {state, reason}}},
         "reservations": {cluster: [{name, start_time, end_time, node_list, flags}]},
-        "secrets": [{project, secret, value}]}``."""
+        "secrets": [{project, secret, value}], "metrics": {cluster: {node: trace}}}``."""
         self.project_numbers.update({k: str(v) for k, v in document.get("projects", {}).items()})
+        now = self.wall().timestamp()
         for raw in document.get("clusters", []):
             cluster = wire.camelize(raw)
             name = str(cluster.get("name", ""))
             rules.cluster_parts(name)  # a fixture without a full resource name is a mistake
             rules.check_cluster(cluster, creating=True)
-            now = rfc3339(self.wall())
-            cluster.setdefault("createTime", now)
-            cluster.setdefault("updateTime", now)
-            cluster.setdefault("startTime", now)
+            stamp = rfc3339(self.wall())
+            cluster.setdefault("createTime", stamp)
+            cluster.setdefault("updateTime", stamp)
+            cluster.setdefault("startTime", stamp)
             cluster.setdefault("clusterStatus", {"state": "RUNNING"})
             cluster["clusterStatus"]["nodesStatus"] = self.nodes_status(cluster, "RUNNING")
             cluster.setdefault("clusterEvents", [])
@@ -151,6 +153,7 @@ class SimulatorState(SlurmQueue, FaultLog):
             ("slurm", lambda key, spec: self.set_slurm(key, spec)),
             ("nodes", lambda key, spec: self.set_nodes(key, {"nodes": spec})),
             ("reservations", lambda key, spec: self.set_reservations(key, {"reservations": spec})),
+            ("metrics", lambda key, spec: self.gpu.set(self.resolve(key), {"nodes": spec}, now)),
         ):
             for key, spec in document.get(fixture, {}).items():
                 setter(key, spec)
@@ -358,26 +361,10 @@ class SimulatorState(SlurmQueue, FaultLog):
     # -- paging and configuration ---------------------------------------------------------------
 
     def encode_page_token(self, parent: str, offset: int) -> str:
-        payload = json.dumps({"p": parent, "o": offset}, separators=(",", ":")).encode()
-        check = hashlib.sha256(payload + self._secret).hexdigest()[:16]
-        return base64.urlsafe_b64encode(payload).decode().rstrip("=") + "." + check
+        return page_tokens.encode(self._secret, parent, offset)
 
     def decode_page_token(self, parent: str, token: str) -> int:
-        if not token:
-            return 0
-        try:
-            encoded, check = token.rsplit(".", 1)
-            payload = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-            if hashlib.sha256(payload + self._secret).hexdigest()[:16] != check:
-                raise ValueError("checksum")
-            document = json.loads(payload)
-            if document["p"] != parent:
-                raise ValueError("parent")
-            return int(document["o"])
-        except (ValueError, KeyError, TypeError):
-            raise rpc.invalid(
-                "Invalid page_token: it does not come from a previous list call."
-            ) from None
+        return page_tokens.decode(self._secret, parent, token)
 
     def configure(self, document: dict[str, Any]) -> None:
         durations = document.get("durations", {})
