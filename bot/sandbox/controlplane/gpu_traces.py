@@ -87,8 +87,10 @@ class GpuTraces:
 
     nodes: dict[str, dict[str, Trace]] = field(default_factory=dict)  # cluster -> node -> trace
     metric: dict[str, str] = field(default_factory=dict)  # cluster -> metric type
+    # instance id -> its cluster: a call naming instances reads theirs, not every cluster's
+    clusters_of: dict[str, str] = field(default_factory=dict)
 
-    def set(self, cluster: str, spec: dict[str, Any], now: float) -> dict[str, Any]:
+    def publish(self, cluster: str, spec: dict[str, Any], now: float) -> dict[str, Any]:
         given = spec.get("nodes")
         if not isinstance(given, dict):
             raise invalid("nodes must map node names to a percentage or [[SECONDS_AGO, PERCENT]]")
@@ -101,8 +103,15 @@ class GpuTraces:
                 traces.pop(str(node), None)
             else:
                 traces[str(node)] = read_trace(trace, now)
+                self.clusters_of[instance_id(str(node))] = cluster
         self.metric[cluster] = metric
         return {"metric": metric, "nodes": sorted(traces)}
+
+    def candidates(self, ids: set[str] | None) -> list[str]:
+        """The clusters that may publish for these instances (every one, when none named)."""
+        if ids is None:
+            return sorted(self.nodes)
+        return sorted({self.clusters_of[i] for i in ids if i in self.clusters_of})
 
     def shown(self) -> dict[str, Any]:
         return {

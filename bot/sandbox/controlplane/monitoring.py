@@ -29,7 +29,7 @@ from bot.sandbox.controlplane.gpu_traces import NVML, UNITS, instance_id
 from bot.sandbox.controlplane.http import STATE, cluster_named, json_body
 from bot.sandbox.controlplane.page_tokens import page_size
 from bot.sandbox.controlplane.rpc import invalid
-from bot.sandbox.controlplane.state import SimulatorState, present
+from bot.sandbox.controlplane.state import SimulatorState
 
 TIME_SERIES = "/{api:v3}/projects/{project}/timeSeries"
 ALIGNERS = ("ALIGN_NONE", "ALIGN_MAX", "ALIGN_MEAN")
@@ -135,16 +135,15 @@ def _series(state: SimulatorState, project: str, request: web.Request) -> list[d
         period = float(text[:-1])
     if resource not in (None, "gce_instance") or metric not in UNITS:
         return []
-    unit, scale = UNITS[metric]
     number = state.project_number(project)
     found = []
-    for name in sorted(state.gpu.nodes):
+    for name in state.gpu.candidates(ids):
         parts = name.split("/")
         if name not in state.clusters or state.project_number(parts[1]) != number:
             continue
         if state.gpu.metric.get(name, NVML) != metric:
             continue
-        cluster = present(state.cluster(name))
+        cluster = state.cluster(name)
         pools = {p["id"]: p for p in cluster.get("nodePools", [])}
         status = (cluster.get("clusterStatus") or {}).get("nodesStatus") or []
         vms = {n["instanceName"]: n for n in status}
@@ -153,40 +152,44 @@ def _series(state: SimulatorState, project: str, request: web.Request) -> list[d
             if vm is None or (ids is not None and instance_id(node) not in ids):
                 continue
             points = _points(trace.samples(start, end), aligner, period, start, end)
-            if not points:
-                continue
-            for gpu in range(_gpus(pools.get(vm.get("nodePoolId"), {}))):
-                found.append(
-                    {
-                        "metric": {
-                            "type": metric,
-                            "labels": {
-                                "gpu_number": str(gpu),
-                                "model": "NVIDIA H100 80GB HBM3",
-                                "uuid": f"GPU-{instance_id(node)[:8]}-{gpu:04d}",
-                            },
-                        },
-                        "resource": {
-                            "type": "gce_instance",
-                            "labels": {
-                                "project_id": parts[1],
-                                "instance_id": instance_id(node),
-                                "zone": f"{parts[3]}-a",
-                            },
-                        },
-                        "metricKind": "GAUGE",
-                        "valueType": "DOUBLE",
-                        "points": [
-                            {
-                                "interval": {"startTime": _rfc3339(t), "endTime": _rfc3339(t)},
-                                "value": {"doubleValue": round(v * scale, 6)},
-                            }
-                            for t, v in reversed(points)
-                        ],
-                        "unit": unit,
-                    }
-                )
+            gpus = _gpus(pools.get(vm.get("nodePoolId"), {})) if points else 0
+            found += [_one(metric, parts, node, gpu, points) for gpu in range(gpus)]
     return found
+
+
+def _one(
+    metric: str, parts: list[str], node: str, gpu: int, points: list[tuple[float, float]]
+) -> dict[str, Any]:
+    """One GPU's series, with the Ops Agent's labels and its points newest first."""
+    unit, scale = UNITS[metric]
+    return {
+        "metric": {
+            "type": metric,
+            "labels": {
+                "gpu_number": str(gpu),
+                "model": "NVIDIA H100 80GB HBM3",
+                "uuid": f"GPU-{instance_id(node)[:8]}-{gpu:04d}",
+            },
+        },
+        "resource": {
+            "type": "gce_instance",
+            "labels": {
+                "project_id": parts[1],
+                "instance_id": instance_id(node),
+                "zone": f"{parts[3]}-a",
+            },
+        },
+        "metricKind": "GAUGE",
+        "valueType": "DOUBLE",
+        "points": [
+            {
+                "interval": {"startTime": _rfc3339(t), "endTime": _rfc3339(t)},
+                "value": {"doubleValue": round(v * scale, 6)},
+            }
+            for t, v in reversed(points)
+        ],
+        "unit": unit,
+    }
 
 
 async def list_time_series(request: web.Request) -> web.Response:
@@ -221,7 +224,7 @@ async def sim_metrics(request: web.Request) -> web.Response:
     body = await json_body(request)
     name = cluster_named(state, body)
     return web.json_response(
-        {"cluster": name, **state.gpu.set(name, body, state.wall().timestamp())}
+        {"cluster": name, **state.gpu.publish(name, body, state.wall().timestamp())}
     )
 
 

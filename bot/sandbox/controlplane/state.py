@@ -134,7 +134,7 @@ class SimulatorState(SlurmQueue, FaultLog):
         "reservations": {cluster: [{name, start_time, end_time, node_list, flags}]},
         "secrets": [{project, secret, value}], "metrics": {cluster: {node: trace}}}``."""
         self.project_numbers.update({k: str(v) for k, v in document.get("projects", {}).items()})
-        now = self.wall().timestamp()
+        at = self.wall().timestamp()
         for raw in document.get("clusters", []):
             cluster = wire.camelize(raw)
             name = str(cluster.get("name", ""))
@@ -153,7 +153,7 @@ class SimulatorState(SlurmQueue, FaultLog):
             ("slurm", lambda key, spec: self.set_slurm(key, spec)),
             ("nodes", lambda key, spec: self.set_nodes(key, {"nodes": spec})),
             ("reservations", lambda key, spec: self.set_reservations(key, {"reservations": spec})),
-            ("metrics", lambda key, spec: self.gpu.set(self.resolve(key), {"nodes": spec}, now)),
+            ("metrics", lambda key, spec: self.gpu.publish(self.resolve(key), {"nodes": spec}, at)),
         ):
             for key, spec in document.get(fixture, {}).items():
                 setter(key, spec)
