@@ -1,4 +1,4 @@
-"""A replayed week of a six-cluster fleet, swept every 15 minutes on a manual clock: the core
+"""A replayed week of a seven-cluster fleet, swept every 15 minutes on a manual clock: the core
 (sweeper, idle rules, alerts, spend ledger in SQLite) reading the simulator's slurmrestd over
 loopback HTTP, each cluster in one of the situations Slurm shows:
 
@@ -11,6 +11,9 @@ loopback HTTP, each cluster in one of the situations Slurm shows:
   of GPU-minutes, AssocGrpGRESMinutes): idle all week;
 - ``stuck01``: a job held up by a down and a drained node until they are resumed at 60 h,
   then it runs until 80 h;
+- ``salloc01``: an allocation of both nodes whose GPUs work for an hour and then do nothing
+  (its person left a notebook open) until it ends at 100 h: idle once its GPUs have stayed
+  under the threshold for the policy's window, an hour, from Cloud Monitoring's metrics;
 - ``busy01``: jobs coming and going by a seeded trace (busy spells of 1 to 12 h, gaps of 15
   min to 1.5 h or of 2.5 to 8 h), or, with ``CLUSTERBOT_WEEK_TRACE=FILE.swf``, by the first
   week of a workload trace in the Standard Workload Format (the Parallel Workloads Archive's).
@@ -43,6 +46,7 @@ from bot.store import IdleRecords, StoreKeeper
 from bot.store.store import Store
 from bot.vertex.auth import StaticToken
 from bot.vertex.client import VertexClient
+from bot.vertex.monitoring import GpuMetrics
 from bot.vertex.slurm import SlurmReader
 from handlers.capability import Options, Ports
 from handlers.costs import PriceBook
@@ -222,6 +226,16 @@ def fleet() -> list[Situation]:
             },
             [(60.0, 80.0)],
         ),
+        Situation(
+            "salloc01",
+            {
+                0: {"jobs": [running(node_count=2, user_name="frank", started_ago=0)]},
+                # what its GPUs did, published an hour in: at work, then nothing
+                1: {"metrics": {f"salloc01-gpu-{n}": [[H, 80], [0, 0]] for n in range(2)}},
+                100: {"jobs": []},
+            },
+            [(0.0, 2.0)],  # its GPUs idle from 1 h, an idle allocation once the window is over
+        ),
         Situation("busy01", phases, busy),
     ]
 
@@ -248,10 +262,12 @@ def apply(state: SimulatorState, situation: Situation, hours: float) -> None:
         state.set_reservations(name, {"reservations": phase["reservations"]})
     if "jobs" in phase:
         state.set_jobs(name, {"jobs": phase["jobs"]})
+    if "metrics" in phase:
+        state.gpu.publish(name, {"nodes": phase["metrics"]}, state.wall().timestamp())
 
 
 async def run(results: Results) -> None:
-    heading("A replayed week: six clusters, each a situation Slurm shows, swept every 15 min")
+    heading("A replayed week: seven clusters, each a situation Slurm shows, swept every 15 min")
     situations = fleet()
     clock = Clock()
     state = SimulatorState(
@@ -274,7 +290,8 @@ async def run(results: Results) -> None:
             async with VertexClient(
                 StaticToken("bench"), base_url=f"http://127.0.0.1:{port}", clock=clock
             ) as vertex:
-                await _week(results, situations, state, clock, store, vertex)
+                gpus = GpuMetrics(vertex, f"http://127.0.0.1:{port}", book=store, clock=clock)
+                await _week(results, situations, state, clock, store, vertex, gpus)
         finally:
             await store.close()
             await runner.cleanup()
@@ -287,6 +304,7 @@ async def _week(
     clock: Clock,
     store: Store,
     vertex: VertexClient,
+    gpus: GpuMetrics,
 ) -> None:
     policy = Policy.model_validate({"roles": {"approver": ["U0BOB"]}})  # default idle rules
     messenger = FakeMessenger()
@@ -301,6 +319,7 @@ async def _week(
         control_plane=vertex,
         activity=slurm,
         nodes=slurm,
+        gpus=gpus,
         messenger=messenger,
         roles=PolicyRoles(policy),
         people=TextPeople(),
@@ -373,7 +392,7 @@ async def _figures(
     runs = await services.of(SPEND).runs(START.timestamp(), until)
     kept = sum(r.cost(START.timestamp(), until) or 0.0 for r in runs if r.idle and r.pool == "gpu")
     assert sweeps == WEEK / SWEEP, "the week was not swept through"
-    results.add("week", "sweeps (6 clusters each)", sweeps, "sweeps")
+    results.add("week", f"sweeps ({len(situations)} clusters each)", sweeps, "sweeps")
     results.add("week", "wall time for the week", elapsed, "s")
     results.add("week", "idle periods (idle at sweeps 2 h apart)", periods, "periods")
     results.add("week", "channel messages per idle period", len(alerts) / periods, "x", at_most=1.0)

@@ -118,7 +118,7 @@ def job_document(
         )
     )
     nodes = placement.nodes.get(str(key), [])
-    started = epoch - int(job.get("started_ago", 300))
+    started = int(job.get("started_at", epoch - 300))
     start = started if running else max(eligible, epoch + 120)  # a forecast, as Slurm's
     limit = int(job.get("time_limit") or slurm_int(document.get("time_limit")) or 60)
     output = f"/home/{user}/slurm-{job_id}.out"

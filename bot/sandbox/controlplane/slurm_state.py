@@ -170,6 +170,9 @@ class SlurmQueue:
         name = self.resolve(key)
         if "jobs" in spec:
             jobs = [dict(job) for job in spec["jobs"]]
+            at = self.wall().timestamp()  # a start given as an age is fixed from now on
+            for job in (j for j in jobs if "started_ago" in j):
+                job["started_at"] = int(at - float(job.pop("started_ago")))
         else:
             jobs = [{"job_state": "RUNNING"} for _ in range(int(spec.get("running", 0)))]
             jobs += [{"job_state": "PENDING"} for _ in range(int(spec.get("pending", 0)))]
