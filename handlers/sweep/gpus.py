@@ -25,6 +25,7 @@ The rules, all of them:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -142,20 +143,6 @@ class IdleAllocation:
             "idle_for_s": round(self.idle_for_s),
         }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> IdleAllocation:
-        return cls(
-            job_id=int(data["job_id"]),
-            user=str(data.get("user", "")),
-            account=str(data.get("account", "")),
-            partition=str(data.get("partition", "")),
-            nodes=tuple(str(n) for n in data.get("nodes", ())),
-            gpus=int(data.get("gpus", 0)),
-            utilization=float(data.get("utilization", 0.0)),
-            idle_for_s=float(data.get("idle_for_s", 0.0)),
-            ran_s=float(data.get("idle_for_s", 0.0)),
-        )
-
     def words(self) -> tuple[str, ...]:
         """The report's note: whose job, what it holds, how long under the threshold."""
         return (
@@ -175,14 +162,10 @@ def idle_allocations(
     """The running jobs whose every node's GPUs stayed idle for the window (rule 3), each
     idle for the window so far (``lengthened`` adds what earlier sweeps found)."""
     idle = idle_nodes(use, rules, now)
-    running = [j for j in jobs if "RUNNING" in j.states]
-    holders: dict[str, int] = {}
-    for job in running:
-        for node in expand_hostlist(job.nodes):
-            holders[node] = holders.get(node, 0) + 1
+    running = [(j, tuple(expand_hostlist(j.nodes))) for j in jobs if "RUNNING" in j.states]
+    holders = Counter(node for _job, held in running for node in held)
     found = []
-    for job in running:
-        held = tuple(expand_hostlist(job.nodes))
+    for job, held in running:
         if not held or any(n not in idle or holders[n] > 1 for n in held) or rules.exempt(job):
             continue
         ran = None if job.started is None else now - job.started
